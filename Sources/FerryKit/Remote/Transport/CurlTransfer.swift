@@ -1,0 +1,298 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// One request in flight: a curl easy handle plus the buffers shared by the I/O thread, which
+/// fills them from libcurl's callbacks, and the owner's run loop, which drains them.
+///
+/// Events are batched: at most one delivery block is pending on the owner's loop per transfer,
+/// whatever the number of curl callbacks, and the transfer pauses (`CURL_WRITEFUNC_PAUSE`) while
+/// more than `bufferLimit` bytes wait for the owner.
+final class CurlTransfer: @unchecked Sendable {
+    /// What the owner receives in one delivery, in this order.
+    struct Delivery {
+        var head: ResponseHead?
+        var body: Data
+        var completion: Result<TransferMetrics, TransferError>?
+        var resumeNeeded: Bool
+    }
+
+    private struct Shared {
+        var head: ResponseHead?
+        var headTaken = false
+        var body = Data()
+        var completion: Result<TransferMetrics, TransferError>?
+        var deliveryScheduled = false
+        var paused = false
+        var cancelled = false
+    }
+
+    let easy: UnsafeMutableRawPointer
+    let request: HTTPRequest
+    private let owner: RunLoopHandle
+    private let bufferLimit: Int
+    private let maxResponseBytes: Int64
+    private let shared = Mutex(Shared())
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+
+    // Touched only on the I/O thread.
+    private var headerLines: [String] = []
+    private var receivedBytes: Int64 = 0
+    private var exceededMaximum = false
+
+    /// Called on the owner's loop with each batch of events.
+    var deliver: ((Delivery) -> Void)?
+
+    init(request: HTTPRequest, configuration: SessionConfiguration, owner: RunLoopHandle) throws(TransferError) {
+        _ = Curl.initialized
+        guard let easy = curl_easy_init() else {
+            preconditionFailure("curl_easy_init returned NULL: out of memory")
+        }
+        self.easy = easy
+        self.request = request
+        self.owner = owner
+        self.bufferLimit = configuration.bufferLimit
+        self.maxResponseBytes = configuration.maxResponseBytes
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        do {
+            try configure(configuration)
+        } catch {
+            throw TransferError(kind: .invalidURL, url: request.url.redactingUserInfo, curl: error,
+                                detail: "cannot use this request: \(error)")
+        }
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
+    }
+
+    private func configure(_ configuration: SessionConfiguration) throws(CurlError) {
+        let protocols = configuration.allowedProtocols.sorted().joined(separator: ",")
+        try Curl.setopt(easy, CURLOPT_URL, request.url)
+        try Curl.setopt(easy, CURLOPT_PROTOCOLS_STR, protocols)
+        try Curl.setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, protocols)
+        try Curl.setopt(easy, CURLOPT_NOSIGNAL, true)
+        try Curl.setopt(easy, CURLOPT_FOLLOWLOCATION, configuration.maxRedirects > 0)
+        try Curl.setopt(easy, CURLOPT_MAXREDIRS, configuration.maxRedirects)
+        try Curl.setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout * 1000))
+        try Curl.setopt(easy, CURLOPT_TIMEOUT_MS, Int(configuration.totalTimeout * 1000))
+        try Curl.setopt(easy, CURLOPT_LOW_SPEED_LIMIT, configuration.lowSpeedLimit)
+        try Curl.setopt(easy, CURLOPT_LOW_SPEED_TIME, configuration.lowSpeedTime)
+        try Curl.setopt(easy, CURLOPT_MAXFILESIZE_LARGE, large: configuration.maxResponseBytes)
+        // The empty string asks for every encoding this libcurl can decode.
+        try Curl.setopt(easy, CURLOPT_ACCEPT_ENCODING, "")
+        try Curl.setopt(easy, CURLOPT_SSL_VERIFYPEER, true)
+        try Curl.setopt(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        if let caFile = configuration.caFile {
+            try Curl.setopt(easy, CURLOPT_CAINFO, caFile)
+        }
+        try Curl.setopt(easy, CURLOPT_USERAGENT, configuration.userAgent)
+        try Curl.setopt(easy, CURLOPT_BUFFERSIZE, 512 * 1024)
+        try Curl.check(ferry_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
+
+        switch request.method {
+        case "GET":
+            break
+        case "HEAD":
+            try Curl.setopt(easy, CURLOPT_NOBODY, true)
+        default:
+            try Curl.setopt(easy, CURLOPT_CUSTOMREQUEST, request.method)
+        }
+        if let body = request.body {
+            try Curl.setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, large: Int64(body.count))
+            // COPYPOSTFIELDS copies, so the Data need not outlive this call.
+            let code = body.withUnsafeBytes { raw in
+                ferry_curl_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
+            }
+            try Curl.check(code)
+        }
+        for (name, value) in request.headers {
+            headerList = curl_slist_append(headerList, "\(name): \(value)")
+        }
+        if request.body != nil && request.headers["Expect"] == nil {
+            // A 100-continue round trip per request costs a whole RTT on every DAV REPORT.
+            headerList = curl_slist_append(headerList, "Expect:")
+        }
+        if let headerList {
+            try Curl.check(ferry_curl_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList))
+        }
+
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        try Curl.check(ferry_curl_setopt_write_function(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+            Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue().received(body: data!, count: size * count)
+        })
+        try Curl.check(ferry_curl_setopt_pointer(easy, CURLOPT_WRITEDATA, context))
+        try Curl.check(ferry_curl_setopt_write_function(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+            Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue().received(header: data!, count: size * count)
+        })
+        try Curl.check(ferry_curl_setopt_pointer(easy, CURLOPT_HEADERDATA, context))
+    }
+
+    // MARK: - I/O thread
+
+    private func received(header data: UnsafeMutablePointer<CChar>, count: Int) -> Int {
+        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: count), as: UTF8.self)
+            .trimmingCharacters(in: .newlines)
+        if line.hasPrefix("HTTP/") {
+            // A new status line: an interim 100, or the next response of a redirect chain.
+            headerLines.removeAll(keepingCapacity: true)
+        }
+        headerLines.append(line)
+        return count
+    }
+
+    private func received(body data: UnsafeMutablePointer<CChar>, count: Int) -> Int {
+        receivedBytes += Int64(count)
+        if receivedBytes > maxResponseBytes {
+            exceededMaximum = true
+            return 0
+        }
+        let head = makeHeadIfNeeded()
+        var post = false
+        let accepted: Bool = shared.withLock { shared in
+            if shared.cancelled { return true }
+            if shared.body.count >= bufferLimit {
+                // curl keeps these bytes and offers them again once resumed.
+                shared.paused = true
+                return false
+            }
+            if shared.head == nil && !shared.headTaken { shared.head = head }
+            shared.body.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: count)
+            if !shared.deliveryScheduled {
+                shared.deliveryScheduled = true
+                post = true
+            }
+            return true
+        }
+        if !accepted {
+            receivedBytes -= Int64(count)
+            return ferry_curl_writefunc_pause()
+        }
+        if post { scheduleDelivery() }
+        return count
+    }
+
+    private var builtHead: ResponseHead?
+
+    private func makeHeadIfNeeded() -> ResponseHead {
+        if let builtHead { return builtHead }
+        var headers = HTTPHeaders()
+        for line in headerLines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
+            let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            headers.add(name, value)
+        }
+        var status = Curl.info(easy, long: CURLINFO_RESPONSE_CODE)
+        let url = Curl.info(easy, string: CURLINFO_EFFECTIVE_URL) ?? request.url
+        if status == 0 && url.hasPrefix("file:") {
+            status = 200
+        }
+        let head = ResponseHead(status: status, headers: headers, url: url.redactingUserInfo)
+        builtHead = head
+        return head
+    }
+
+    /// Called on the I/O thread once libcurl is done with the transfer.
+    func complete(code: CURLcode) {
+        let outcome: Result<TransferMetrics, TransferError>
+        if code == CURLE_OK {
+            outcome = .success(TransferMetrics(
+                status: makeHeadIfNeeded().status,
+                bodyBytes: receivedBytes,
+                totalTime: Double(Curl.info(easy, offset: CURLINFO_TOTAL_TIME_T)) / 1_000_000,
+                newConnections: Curl.info(easy, long: CURLINFO_NUM_CONNECTS)))
+        } else {
+            outcome = .failure(transferError(for: code))
+        }
+        let head = code == CURLE_OK ? makeHeadIfNeeded() : nil
+        let post: Bool = shared.withLock { shared in
+            if shared.head == nil && !shared.headTaken { shared.head = head }
+            shared.completion = outcome
+            defer { shared.deliveryScheduled = true }
+            return !shared.deliveryScheduled
+        }
+        if post { scheduleDelivery() }
+    }
+
+    private func transferError(for code: CURLcode) -> TransferError {
+        let curl = CurlError(code)
+        let message = String(cString: errorBuffer)
+        let detail = message.isEmpty ? curl.description : message
+        let url = request.url.redactingUserInfo
+        let kind: TransferError.Kind
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            if message.contains("too slow") {
+                kind = .stalled
+            } else if message.contains("onnection timed out") || message.contains("connect") && Curl.info(easy, offset: CURLINFO_CONNECT_TIME_T) == 0 {
+                kind = .connectTimeout
+            } else {
+                kind = .totalTimeout
+            }
+        case CURLE_WRITE_ERROR where exceededMaximum, CURLE_FILESIZE_EXCEEDED:
+            kind = .responseTooLarge
+        case CURLE_TOO_MANY_REDIRECTS:
+            kind = .tooManyRedirects
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE,
+             CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+            kind = .tls
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            kind = .nameResolution
+        case CURLE_COULDNT_CONNECT, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING:
+            kind = .connection
+        case CURLE_PARTIAL_FILE, CURLE_HTTP2_STREAM, CURLE_BAD_CONTENT_ENCODING:
+            kind = .truncated
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            kind = .protocolNotAllowed
+        case CURLE_URL_MALFORMAT:
+            kind = .invalidURL
+        case CURLE_FILE_COULDNT_READ_FILE, CURLE_READ_ERROR:
+            kind = .fileNotReadable
+        default:
+            kind = .other
+        }
+        return TransferError(kind: kind, url: url, curl: curl, detail: detail)
+    }
+
+    private func scheduleDelivery() {
+        owner.perform { [self] in
+            self.deliverPending()
+        }
+    }
+
+    // MARK: - Owner's thread
+
+    private func deliverPending() {
+        let delivery: Delivery? = shared.withLock { shared in
+            shared.deliveryScheduled = false
+            if shared.cancelled { return nil }
+            var head: ResponseHead?
+            if !shared.headTaken, let pending = shared.head {
+                head = pending
+                shared.headTaken = true
+            }
+            let body = shared.body
+            shared.body = Data()
+            let resume = shared.paused
+            shared.paused = false
+            let completion = shared.completion
+            if completion != nil { shared.cancelled = true }   // nothing may follow a completion
+            return Delivery(head: head, body: body, completion: completion, resumeNeeded: resume)
+        }
+        guard let delivery else { return }
+        deliver?(delivery)
+    }
+
+    /// Stops deliveries at once (the caller is on the owner's loop, where deliveries run).
+    /// Returns false when the transfer had already delivered its completion.
+    func markCancelled() -> Bool {
+        shared.withLock { shared in
+            defer { shared.cancelled = true }
+            return !shared.cancelled
+        }
+    }
+}

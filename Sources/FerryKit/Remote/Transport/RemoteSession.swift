@@ -1,0 +1,132 @@
+import Foundation
+
+/// Receives a ``RemoteSession``'s events, always on the run loop of the thread that created the
+/// session, in order: head, data chunks, then exactly one of completion or failure. Nothing
+/// arrives for a task after its ``TransferTask/cancel()`` returned.
+public protocol RemoteSessionDelegate: AnyObject {
+    /// The final response's status line and headers (after redirects), before any body.
+    func session(_ session: RemoteSession, task: TransferTask, didReceive head: ResponseHead)
+    /// The next piece of the body. While this runs the transfer keeps buffering up to the
+    /// configured limit, then pauses until the owner catches up.
+    func session(_ session: RemoteSession, task: TransferTask, didReceive data: Data)
+    func session(_ session: RemoteSession, task: TransferTask, didCompleteWith metrics: TransferMetrics)
+    func session(_ session: RemoteSession, task: TransferTask, didFailWith error: TransferError)
+}
+
+/// A callback-based HTTP session in the spirit of DBRestClient: create it on a thread that runs
+/// a run loop (a ``RunLoopOperation``'s thread, or the main thread), start requests, and receive
+/// every callback on that loop.
+///
+/// The session and its tasks belong to that thread: calling them from another thread traps.
+/// libcurl's I/O happens on one shared thread (``CurlIOThread``), never on the owner's.
+public final class RemoteSession {
+    public let configuration: SessionConfiguration
+    public weak var delegate: (any RemoteSessionDelegate)?
+    private let owner: RunLoopHandle
+    private var tasks: [ObjectIdentifier: TransferTask] = [:]
+    private var nextIdentifier = 1
+
+    /// Creates a session whose callbacks run on the calling thread's run loop.
+    public init(configuration: SessionConfiguration = SessionConfiguration(), delegate: (any RemoteSessionDelegate)?) {
+        self.configuration = configuration
+        self.delegate = delegate
+        self.owner = RunLoopHandle.current()
+    }
+
+    /// Tasks started and not yet completed, failed or cancelled.
+    public var activeTaskCount: Int {
+        assertOwner()
+        return tasks.count
+    }
+
+    /// Starts a request. A request libcurl cannot take (a malformed URL, say) throws at once.
+    @discardableResult
+    public func start(_ request: HTTPRequest) throws(TransferError) -> TransferTask {
+        assertOwner()
+        let transfer = try CurlTransfer(request: request, configuration: configuration, owner: owner)
+        let task = TransferTask(identifier: nextIdentifier, request: request, transfer: transfer, session: self)
+        nextIdentifier += 1
+        tasks[ObjectIdentifier(task)] = task
+        transfer.deliver = { [weak self, weak task] delivery in
+            guard let self, let task else { return }
+            self.dispatch(delivery, for: task)
+        }
+        CurlIOThread.shared.submit(.add(transfer))
+        return task
+    }
+
+    /// Cancels every task. The session stays usable.
+    public func cancelAll() {
+        assertOwner()
+        for task in Array(tasks.values) {
+            task.cancel()
+        }
+    }
+
+    private func dispatch(_ delivery: CurlTransfer.Delivery, for task: TransferTask) {
+        if let head = delivery.head {
+            task.head = head
+            delegate?.session(self, task: task, didReceive: head)
+        }
+        if !delivery.body.isEmpty, !task.isCancelled {
+            delegate?.session(self, task: task, didReceive: delivery.body)
+        }
+        if let completion = delivery.completion {
+            guard !task.isCancelled else { return }
+            tasks[ObjectIdentifier(task)] = nil
+            task.isDone = true
+            switch completion {
+            case .success(let metrics):
+                delegate?.session(self, task: task, didCompleteWith: metrics)
+            case .failure(let error):
+                delegate?.session(self, task: task, didFailWith: error)
+            }
+        } else if delivery.resumeNeeded, !task.isCancelled {
+            CurlIOThread.shared.submit(.resume(task.transfer))
+        }
+    }
+
+    fileprivate func remove(_ task: TransferTask) {
+        tasks[ObjectIdentifier(task)] = nil
+    }
+
+    fileprivate func assertOwner(_ function: StaticString = #function) {
+        precondition(owner.isCurrent, "RemoteSession.\(function) called off the thread that created the session")
+    }
+}
+
+/// One request started by a ``RemoteSession``.
+public final class TransferTask: CustomStringConvertible {
+    /// Increasing per session, for logs.
+    public let identifier: Int
+    public let request: HTTPRequest
+    /// The response head once received.
+    public fileprivate(set) var head: ResponseHead?
+    public fileprivate(set) var isCancelled = false
+    fileprivate var isDone = false
+    fileprivate let transfer: CurlTransfer
+    private weak var session: RemoteSession?
+
+    fileprivate init(identifier: Int, request: HTTPRequest, transfer: CurlTransfer, session: RemoteSession) {
+        self.identifier = identifier
+        self.request = request
+        self.transfer = transfer
+        self.session = session
+    }
+
+    /// Stops the transfer. Call on the session's thread; when this returns no callback for the
+    /// task will arrive. Cancelling a finished task does nothing.
+    public func cancel() {
+        session?.assertOwner()
+        guard !isCancelled, !isDone else { return }
+        isCancelled = true
+        if transfer.markCancelled() {
+            CurlIOThread.shared.submit(.cancel(transfer))
+        }
+        session?.remove(self)
+    }
+
+    public var description: String {
+        "task \(identifier) \(request)"
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import FerryKit
+
+/// Does nothing until cancelled or told to finish; records which thread ran what.
+final class ParkedOperation: RunLoopOperation<Void>, @unchecked Sendable {
+    let ranOnOwnThread = Atomic<Bool>(false)
+    let threadID = Atomic<Int32>(0)
+    let started = DispatchSemaphore(value: 0)
+
+    override func run() {
+        ranOnOwnThread.store(!Thread.isMainThread, ordering: .relaxed)
+        threadID.store(currentThreadID(), ordering: .relaxed)
+        started.signal()
+    }
+}
+
+@Suite("RunLoopOperation", .serialized)
+struct RunLoopOperationTests {
+    @Test func runsOnItsOwnThreadAndAcceptsPostedWork() throws {
+        let operation = ParkedOperation()
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        operation.started.wait()
+        let postedOnLoop = Mutex<Bool?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        #expect(operation.perform {
+            postedOnLoop.withLock { $0 = operation.runLoopHandle?.isCurrent }
+            done.signal()
+        })
+        #expect(done.wait(timeout: .now() + 5) == .success)
+        #expect(postedOnLoop.withLock { $0 } == true)
+        let ranOnOwnThread = operation.ranOnOwnThread.load(ordering: .relaxed)
+        #expect(ranOnOwnThread)
+        operation.perform { operation.finish(.success(())) }
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(operation.isFinished)
+    }
+
+    @Test func cancellationStopsTheLoopPromptly() throws {
+        var latencies: [Double] = []
+        for _ in 0..<50 {
+            let operation = ParkedOperation()
+            let queue = OperationQueue()
+            queue.addOperation(operation)
+            operation.started.wait()
+            let start = ContinuousClock.now
+            operation.cancel()
+            queue.waitUntilAllOperationsAreFinished()
+            latencies.append((ContinuousClock.now - start).seconds * 1000)
+            #expect(throws: CancellationError.self) { try operation.output() }
+            // The thread ends too: posting afterwards is refused once the loop is gone.
+            var attempts = 0
+            while operation.runLoopHandle != nil && attempts < 5_000 { usleep(200); attempts += 1 }
+            #expect(operation.runLoopHandle == nil)
+        }
+        latencies.sort()
+        print("run-loop stop latency after cancel: median \(latencies[latencies.count / 2]) ms, max \(latencies.last!) ms")
+    }
+
+    @Test func cancelBeforeTheThreadStartsIsNotLost() {
+        for _ in 0..<200 {
+            let operation = ParkedOperation()
+            let queue = OperationQueue()
+            queue.addOperation(operation)
+            operation.cancel()
+            queue.waitUntilAllOperationsAreFinished()
+            #expect(operation.isFinished)
+        }
+    }
+
+    /// Parked run-loop threads must sleep in the kernel. Reads only these threads' CPU time
+    /// from /proc, so other tests running meanwhile do not disturb the figure.
+    @Test func parkedOperationsUseNoCPU() throws {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 50
+        let operations = (0..<50).map { _ in ParkedOperation() }
+        queue.addOperations(operations, waitUntilFinished: false)
+        operations.forEach { $0.started.wait() }
+        let tids = operations.map { $0.threadID.load(ordering: .relaxed) }
+        let before = try tids.map(threadCPUTicks)
+        Thread.sleep(forTimeInterval: 2)
+        let after = try tids.map(threadCPUTicks)
+        let ticks = zip(before, after).map { $1 - $0 }.reduce(0, +)
+        let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
+        let share = Double(ticks) / hz / 2.0 * 100
+        print("50 parked run-loop operations over 2 s: \(ticks) ticks = \(share)% of a core")
+        // A busy loop would be 100% per thread; one tick in 2 s is the measurement's resolution.
+        #expect(ticks <= 2)
+        operations.forEach { $0.cancel() }
+        queue.waitUntilAllOperationsAreFinished()
+    }
+}
+
+/// utime + stime of one thread of this process, in clock ticks.
+func threadCPUTicks(_ tid: Int32) throws -> Int {
+    let stat = try String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8)
+    let fields = stat[stat.range(of: ")")!.upperBound...].split(separator: " ")
+    return Int(fields[11])! + Int(fields[12])!
+}
+
+extension Duration {
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
+
+/// The kernel's id of the calling thread, from /proc/thread-self (Glibc exports no gettid).
+func currentThreadID() -> Int32 {
+    let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
+    return Int32(target.split(separator: "/").last ?? "") ?? 0
+}
