@@ -84,6 +84,7 @@ open class AsyncOperation<Output: Sendable>: Operation, @unchecked Sendable {
             didChangeValue(forKey: "isExecuting")
             execute()
         } else {
+            didFinish()
             didChangeValue(forKey: "isFinished")
         }
     }

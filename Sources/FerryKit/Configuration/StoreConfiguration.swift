@@ -1,0 +1,127 @@
+import Foundation
+
+/// Where a configuration value came from, so every error can name file, line and key.
+public struct ConfigurationLocation: Sendable, Equatable, CustomStringConvertible {
+    public var file: String
+    public var line: Int
+
+    public init(file: String, line: Int) {
+        self.file = file
+        self.line = line
+    }
+
+    public var description: String { "\(file):\(line)" }
+}
+
+/// A raw value of a key that only one remote-store kind understands, with its location.
+public struct ConfigurationValue: Sendable, Equatable {
+    public var value: String
+    public var location: ConfigurationLocation
+
+    public init(_ value: String, at location: ConfigurationLocation) {
+        self.value = value
+        self.location = location
+    }
+}
+
+/// A credential. Its value never appears in `description`, logs, status or errors.
+public struct Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The secret itself: pass it to the remote, never to a log.
+    public let value: String
+    /// Where it came from ("credential parse-key", "file /etc/ferry/key"): safe to show.
+    public let source: String
+
+    public init(_ value: String, source: String) {
+        self.value = value
+        self.source = source
+    }
+
+    public var description: String { "<secret from \(source)>" }
+    public var debugDescription: String { description }
+}
+
+public enum StorePriority: Int, Sendable, Comparable, CaseIterable {
+    case low = 0, normal = 1, high = 2
+
+    public static func < (lhs: StorePriority, rhs: StorePriority) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// What a delete does to the local row.
+public enum DeletionPolicy: String, Sendable, Equatable {
+    /// The row is removed.
+    case hard
+    /// The row stays with `deleted = 1` (and its last body), so readers can see what went away.
+    case tombstone
+}
+
+/// What a record that cannot be stored does to the pass.
+public enum BadRecordPolicy: String, Sendable, Equatable {
+    /// Skip it, count it, log it with store and id/position; the pass goes on.
+    case skip
+    /// Fail the pass before anything of the page is merged.
+    case fail
+}
+
+/// A JSON path of the record projected into an indexed column, so `WHERE email = ?` uses an
+/// index. For vCard and iCalendar stores the path applies to the extracted fields
+/// (`$.EMAIL`, `$.SUMMARY`).
+public struct TypedColumn: Sendable, Equatable {
+    public enum ColumnType: String, Sendable, Equatable { case text, integer, real }
+
+    public var name: String
+    public var type: ColumnType
+    /// A SQLite JSON path such as `$.email` or `$.address.city`.
+    public var path: String
+    public var indexed: Bool
+
+    public init(name: String, type: ColumnType, path: String, indexed: Bool = true) {
+        self.name = name
+        self.type = type
+        self.path = path
+        self.indexed = indexed
+    }
+}
+
+/// One configured remote store, validated: everything a pass and the scheduler need.
+public struct StoreConfiguration: Sendable, Equatable {
+    /// Also the name of its table in the replica: `[a-z][a-z0-9_]*`, at most 63 characters,
+    /// not starting with `ferry_` or `sqlite_`.
+    public var name: String
+    public var kind: StoreKind
+    /// The remote's base URL (file:// allowed only where the kind says so).
+    public var url: String
+    public var interval: Duration = .seconds(300)
+    /// A random delay in 0...jitter added to each scheduled pass, so stores do not align.
+    public var jitter: Duration = .seconds(30)
+    public var priority: StorePriority = .normal
+    /// Records requested per page (kinds clamp to what the remote allows).
+    public var pageSize: Int = 1000
+    public var deletion: DeletionPolicy = .hard
+    /// How often a store without delete reporting lists all ids to sweep deleted records;
+    /// `nil` never. DAV stores reconcile only after an invalid sync-token.
+    public var reconcileInterval: Duration? = .seconds(3600)
+    /// A sweep that would delete more than this share of the rows is refused and reported.
+    public var maxDeleteShare: Double = 0.5
+    public var badRecordPolicy: BadRecordPolicy = .skip
+    /// Records larger than this many bytes are bad records.
+    public var maxRecordBytes: Int = 1 << 20
+    public var columns: [TypedColumn] = []
+    /// Basic-auth user name, when the kind uses one.
+    public var username: String?
+    /// Secrets by key (`password`, `rest-api-key`, `bearer-token`...), resolved from
+    /// `$CREDENTIALS_DIRECTORY` or a private file.
+    public var secrets: [String: Secret] = [:]
+    /// Keys only this store's kind understands (see ``StoreKind/optionKeys``).
+    public var options: [String: ConfigurationValue] = [:]
+    /// Transport limits for this store's requests.
+    public var session = SessionConfiguration()
+    /// Where the store's section starts, for errors found after loading.
+    public var location: ConfigurationLocation
+
+    public init(name: String, kind: StoreKind, url: String, location: ConfigurationLocation) {
+        self.name = name
+        self.kind = kind
+        self.url = url
+        self.location = location
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Logging
+
+/// What a pass asks of its source.
+public struct PassPlan: Sendable, Equatable {
+    /// The cursor stored by the last committed batch; `nil` for a first (full) sync.
+    public var cursor: String?
+    /// Also list every remote id so deleted records can be swept (stores that do not report
+    /// deletions). DAV sources reconcile on their own after an invalid sync-token.
+    public var reconcile: Bool
+
+    public init(cursor: String?, reconcile: Bool) {
+        self.cursor = cursor
+        self.reconcile = reconcile
+    }
+}
+
+/// How a source ended a pass.
+public struct SourceOutcome: Sendable, Equatable {
+    /// Whether the ids handed to ``RemoteSourceSink/source(_:didList:)`` are the complete set
+    /// of remote ids, so that rows missing from them may be swept. Never true after a
+    /// truncated listing (DAV 507, a `DAV:limit` answer, a page that failed).
+    public var listingComplete: Bool
+    /// Requests made during the pass, for logs and STATUS.
+    public var requests: Int
+    /// Whether the remote said nothing changed (a 304, an unchanged sync-token).
+    public var unchanged: Bool
+
+    public init(listingComplete: Bool = false, requests: Int = 0, unchanged: Bool = false) {
+        self.listingComplete = listingComplete
+        self.requests = requests
+        self.unchanged = unchanged
+    }
+}
+
+/// Receives a source's output on the pass's run loop.
+///
+/// The sink merges each batch synchronously, inside the call. A source pipelines by starting
+/// its next request *before* handing over the current batch: libcurl fetches page N+1 on the
+/// I/O thread while page N is merged. When a sink method throws, the pass has failed: the
+/// source must cancel its requests and call nothing more.
+public protocol RemoteSourceSink: AnyObject {
+    func source(_ source: any RemoteSource, didProduce batch: ChangeBatch) throws
+    /// Ids present on the remote, in any order and any number of calls (reconciliation).
+    func source(_ source: any RemoteSource, didList ids: [String]) throws
+    /// The source is done; nothing follows.
+    func source(_ source: any RemoteSource, didFinishWith outcome: SourceOutcome)
+    /// The pass failed; nothing follows. Nothing of an unfinished page was handed over.
+    func source(_ source: any RemoteSource, didFailWith error: SyncError)
+}
+
+/// One remote-store protocol, driving one pass on the run loop of the thread that created it.
+///
+/// Create it on the pass operation's thread: it creates its ``RemoteSession`` there, so every
+/// callback (and every sink call) runs on that loop. No blocking I/O anywhere.
+public protocol RemoteSource: AnyObject {
+    /// Begins the pass. Calls to `sink` follow on the current run loop, never inside `start`.
+    func start(_ plan: PassPlan, sink: any RemoteSourceSink)
+    /// Stops every request; no sink call happens after this returns.
+    func cancel()
+}
+
+/// Everything a source kind needs to be built.
+public struct RemoteSourceContext {
+    public var store: StoreConfiguration
+    public var logger: Logger
+
+    public init(store: StoreConfiguration, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+}
