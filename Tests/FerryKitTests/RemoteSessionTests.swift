@@ -108,7 +108,10 @@ final class RemoteSessionTests {
         let record = try RecordingFetch(requests).runToCompletion()
         #expect(record.error == nil)
         let stats = try JSONSerialization.jsonObject(with: server.control("/stats")) as! [String: Any]
-        #expect(stats["connections"] as? Int == 1)
+        // The server counts connections when it accepts them: one for the 20 requests, and one
+        // for the curl command line asking for these stats.
+        #expect(stats["connections"] as? Int == 2)
+        #expect((stats["paths"] as? [String: Int])?["/small"] == 20)
     }
 
     @Test func sendsMethodHeadersAndBody() throws {

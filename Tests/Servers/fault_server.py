@@ -595,6 +595,8 @@ def main():
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    # A parent (Foundation's Process) may hand us a mask with these blocked.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
     srv = Server(("127.0.0.1", a.port), Handler)
     if a.tls_cert:

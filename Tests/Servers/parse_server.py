@@ -1185,6 +1185,8 @@ def main():
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    # A parent (Foundation's Process) may hand us a mask with these blocked.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
     srv = Server(("127.0.0.1", a.port), Handler)
     srv.app_id, srv.rest_key, srv.master_key = a.app_id, a.rest_key, a.master_key

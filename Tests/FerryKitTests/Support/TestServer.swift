@@ -59,11 +59,20 @@ final class TestServer: @unchecked Sendable {
         return try TestServer(executable: "/usr/bin/env", arguments: ["python3"] + arguments)
     }
 
+    /// SIGTERM, then SIGKILL after a grace period: a child of the test process may inherit a
+    /// signal mask with SIGTERM blocked (Foundation's Process does not reset it), and a server
+    /// that ignores SIGTERM must not hang the whole test run in `waitUntilExit`.
     func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(3)
+        while process.isRunning, Date() < deadline {
+            usleep(10_000)
         }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+        }
+        process.waitUntilExit()
     }
 
     deinit {
