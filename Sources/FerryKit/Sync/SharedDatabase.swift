@@ -1,0 +1,47 @@
+import Foundation
+
+/// The process's one writer connection to the replica, shared by every pass.
+///
+/// SQLite allows one writer at a time anyway; funnelling every write through one connection
+/// behind one lock keeps busy-retries out of the hot path and lets a pass merge page N on its
+/// own thread while libcurl fetches page N+1. Readers (other programs, `ferry status`) use
+/// their own connections and are never blocked: the database is in WAL mode.
+public final class SharedDatabase: @unchecked Sendable {
+    private let lock = NSLock()
+    private let database: ReplicaDatabase
+
+    /// Opens (creating and migrating when needed) the replica at `path`.
+    public init(path: String) throws {
+        try FileManager.default.createDirectoryIfMissing(forFileAt: path)
+        database = try ReplicaDatabase(path: path)
+    }
+
+    public var path: String { database.path }
+
+    /// Runs `body` with exclusive use of the writer connection.
+    public func write<T>(_ body: (ReplicaDatabase) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(database)
+    }
+
+    /// Closes the connection; no write may follow.
+    public func close() {
+        lock.lock()
+        defer { lock.unlock() }
+        database.close()
+    }
+}
+
+extension FileManager {
+    /// Creates the directory that will hold `path`, so a first run needs no manual `mkdir`.
+    func createDirectoryIfMissing(forFileAt path: String) throws(DatabaseLocationError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        guard !directory.isEmpty, !fileExists(atPath: directory) else { return }
+        do {
+            try createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw DatabaseLocationError(directory: directory, reason: error.localizedDescription)
+        }
+    }
+}
