@@ -18,6 +18,10 @@ public struct SystemdError: Error, Sendable, Hashable, CustomStringConvertible {
         "\(function): \(String(cString: strerror(code)))"
     }
 
+    /// Equal when the errno is: the function is context for people, not identity.
+    public static func == (lhs: SystemdError, rhs: SystemdError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
     /// Matches on the errno only, so `catch SystemdError.connectionRefused` works for any function.
     public static func ~= (pattern: SystemdError, value: any Error) -> Bool {
         (value as? SystemdError)?.code == pattern.code
