@@ -64,6 +64,16 @@ import Testing
         #expect(throws: SystemdError.noSuchFile) { try Systemd.notify("READY=1") }
     }
 
+    @Test func malformedEnvironment_isAnErrorNotATrap() {
+        // sd_notify answers EINVAL for a relative socket path: the environment's fault, not ours.
+        setenv("NOTIFY_SOCKET", "relative.sock", 1)
+        defer { unsetenv("NOTIFY_SOCKET") }
+        #expect(SystemdNotifier().send(["READY=1"]) == false)
+        setenv("WATCHDOG_USEC", "soon", 1)
+        defer { unsetenv("WATCHDOG_USEC") }
+        #expect(SystemdNotifier().watchdogInterval == nil)
+    }
+
     @Test func withoutNotifySocket_nothingIsSent() {
         unsetenv("NOTIFY_SOCKET")
         let notifier = SystemdNotifier()

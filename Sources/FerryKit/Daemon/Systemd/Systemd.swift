@@ -4,13 +4,16 @@ import Foundation
 /// The one place where libsystemd return codes become Swift errors or traps.
 enum Systemd {
     /// libsystemd returns `-errno` on failure and a non-negative value otherwise.
-    /// `EINVAL` from the functions Ferry calls means Ferry built a bad argument (a malformed
-    /// journal field, an empty notify state): a bug, so it traps.
+    ///
+    /// `bugCodes` are the errnos that can only mean Ferry built a bad argument: they trap.
+    /// Only `sd_journal_sendv` has such a code (EINVAL: a malformed field, which
+    /// ``JournalFields`` never builds). For `sd_notify` and `sd_watchdog_enabled`, EINVAL means a
+    /// malformed `NOTIFY_SOCKET` or `WATCHDOG_USEC` in our environment: not our bug, an error.
     @discardableResult
-    static func check(_ result: Int32, _ function: StaticString = #function) throws(SystemdError) -> Int32 {
+    static func check(_ result: Int32, _ function: StaticString = #function, bugCodes: Set<Int32> = []) throws(SystemdError) -> Int32 {
         guard result < 0 else { return result }
         let code = -result
-        precondition(code != EINVAL, "libsystemd misuse in \(function): EINVAL")
+        precondition(!bugCodes.contains(code), "libsystemd misuse in \(function): \(String(cString: strerror(code)))")
         throw SystemdError(code: code, function: "\(function)")
     }
 
@@ -45,7 +48,7 @@ enum Systemd {
             let vectors = ranges.map { iovec(iov_base: base + $0.lowerBound, iov_len: $0.count) }
             return vectors.withUnsafeBufferPointer { sd_journal_sendv($0.baseAddress, Int32($0.count)) }
         }
-        try check(result, "sd_journal_sendv")
+        try check(result, "sd_journal_sendv", bugCodes: [EINVAL])
     }
 
     /// CLOCK_MONOTONIC in microseconds, as `MONOTONIC_USEC=` wants it.
