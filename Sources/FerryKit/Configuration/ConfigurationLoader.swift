@@ -23,18 +23,20 @@ public enum ConfigurationLoader {
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConfigurationErrors) -> FerryConfiguration {
         let absolute = ConfigurationValueReader.absolute(path, against: FileManager.default.currentDirectoryPath)
-        let text: String
-        do {
-            let data = try Data(contentsOf: URL(fileURLWithPath: absolute))
-            guard let decoded = String(data: data, encoding: .utf8) else {
-                throw ConfigurationErrors(problems: [.init(file: path, line: 0, message: "not UTF-8 text")])
-            }
-            text = decoded
-        } catch let errors as ConfigurationErrors {
-            throw errors
-        } catch {
-            let reason = (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription
-            throw ConfigurationErrors(problems: [.init(file: path, line: 0, message: "cannot read the file: \(reason)")])
+        // Checked up front so the one-line error says what to do, in words people know.
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory) else {
+            throw ConfigurationErrors(problems: [.init(file: path, line: 0,
+                message: "no such file (create it from etc/ferry/ferry.conf, or give another path)")])
+        }
+        guard !isDirectory.boolValue else {
+            throw ConfigurationErrors(problems: [.init(file: path, line: 0, message: "is a directory, not a configuration file")])
+        }
+        guard let data = FileManager.default.contents(atPath: absolute) else {
+            throw ConfigurationErrors(problems: [.init(file: path, line: 0, message: "cannot read the file (permission denied?)")])
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationErrors(problems: [.init(file: path, line: 0, message: "not UTF-8 text")])
         }
         return try parse(text: text, file: absolute, environment: environment)
     }

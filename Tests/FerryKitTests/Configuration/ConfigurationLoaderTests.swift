@@ -228,17 +228,25 @@ import Testing
         #expect(ConfigurationLoader.defaultPath(environment: ["FERRY_CONFIG": "/tmp/x.conf"]) == "/tmp/x.conf")
     }
 
-    @Test func load_missingFileIsOneProblem() {
-        #expect(throws: ConfigurationErrors.self) {
+    @Test func load_missingFileOrDirectory_isOneLineZeroProblem() {
+        #expect(throws: ConfigurationErrors(problems: [.init(file: "/nonexistent/ferry.conf", line: 0,
+            message: "no such file (create it from etc/ferry/ferry.conf, or give another path)")])) {
             try ConfigurationLoader.load(path: "/nonexistent/ferry.conf", environment: [:])
         }
-        do {
-            _ = try ConfigurationLoader.load(path: "/nonexistent/ferry.conf", environment: [:])
-        } catch {
-            #expect(error.problems.count == 1)
-            #expect(error.problems.first?.line == 0)
-            #expect(error.problems.first?.file == "/nonexistent/ferry.conf")
+        #expect(throws: ConfigurationErrors(problems: [.init(file: "/tmp", line: 0, message: "is a directory, not a configuration file")])) {
+            try ConfigurationLoader.load(path: "/tmp", environment: [:])
         }
+    }
+
+    @Test func load_readsARealFile_andResolvesPathsAgainstItsDirectory() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-load-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Data("[ferry]\ndatabase = replica.db\n[store a]\nkind = json\nurl = file:pages/1.json\n".utf8)
+            .write(to: URL(fileURLWithPath: directory + "/ferry.conf"))
+        let configuration = try ConfigurationLoader.load(path: directory + "/ferry.conf", environment: [:])
+        #expect(configuration.global.databasePath == directory + "/replica.db")
+        #expect(configuration.stores.first?.url == URL(fileURLWithPath: directory + "/pages/1.json").absoluteString)
     }
 
     @Test func bundledDefaultConfiguration_parsesWithZeroProblems() throws {
