@@ -3,6 +3,8 @@
 #
 #   FERRYD=.build/release/ferryd FERRY=.build/release/ferry Tests/System/systemd-test.sh
 #   Tests/System/systemd-test.sh --infra-only     # only the parts that need no ferryd
+#   Tests/System/systemd-test.sh --self-test      # every step, against Python stand-ins
+#                                                 # (Tests/System/standins/): checks this script
 #
 # Boots a throwaway systemd with ../shared/tools/sdbox (SDBOX_NETWORK=host, so the box reaches
 # the Parse test server this script starts on the host's 127.0.0.1), installs the unit, the
@@ -20,7 +22,12 @@ export SDBOX_NETWORK=host
 FERRYD=${FERRYD:-$root/.build/debug/ferryd}
 FERRY=${FERRY:-$root/.build/debug/ferry}
 INFRA_ONLY=0
-[[ "${1:-}" == "--infra-only" ]] && INFRA_ONLY=1
+case "${1:-}" in
+    --infra-only) INFRA_ONLY=1 ;;
+    --self-test) FERRYD=$root/Tests/System/standins/ferryd.py; FERRY=$root/Tests/System/standins/ferry.py ;;
+    "") ;;
+    *) echo "usage: $0 [--infra-only | --self-test]" >&2; exit 2 ;;
+esac
 
 # MESSAGE_IDs (Sources/FerryKit/Daemon/Systemd/MessageID.swift).
 ID_PASS_STARTED=2e864231d3ca431a8aa876e279b76589
