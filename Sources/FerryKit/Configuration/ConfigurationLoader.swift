@@ -1,0 +1,135 @@
+import Foundation
+import Logging
+
+/// Reads and validates Ferry's configuration file.
+///
+///     let configuration = try ConfigurationLoader.load(path: ConfigurationLoader.defaultPath())
+///
+/// Parsing never stops at the first mistake: every problem (with file, line and key) is
+/// collected and thrown together in ``ConfigurationErrors``. A configuration is returned only
+/// when there are none, so ferryd never runs on half of a file.
+public enum ConfigurationLoader {
+    /// `$FERRY_CONFIG` when set, else `/etc/ferry/ferry.conf`.
+    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let path = environment["FERRY_CONFIG"], !path.isEmpty {
+            return path
+        }
+        return "/etc/ferry/ferry.conf"
+    }
+
+    /// Reads the file at `path` and validates it.
+    public static func load(
+        path: String,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ConfigurationErrors) -> FerryConfiguration {
+        let absolute = ConfigurationValueReader.absolute(path, against: FileManager.default.currentDirectoryPath)
+        // Checked up front so the one-line error says what to do, in words people know.
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory) else {
+            throw ConfigurationErrors(problems: [.init(file: path, line: 0,
+                message: "no such file (create it from etc/ferry/ferry.conf, or give another path)")])
+        }
+        guard !isDirectory.boolValue else {
+            throw ConfigurationErrors(problems: [.init(file: path, line: 0, message: "is a directory, not a configuration file")])
+        }
+        guard let data = FileManager.default.contents(atPath: absolute) else {
+            throw ConfigurationErrors(problems: [.init(file: path, line: 0, message: "cannot read the file (permission denied?)")])
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationErrors(problems: [.init(file: path, line: 0, message: "not UTF-8 text")])
+        }
+        return try parse(text: text, file: absolute, environment: environment)
+    }
+
+    /// Validates configuration `text` as if read from `file` (relative paths in it resolve
+    /// against `file`'s directory).
+    public static func parse(
+        text: String,
+        file: String,
+        environment: [String: String]
+    ) throws(ConfigurationErrors) -> FerryConfiguration {
+        let baseDirectory = (ConfigurationValueReader.absolute(file, against: FileManager.default.currentDirectoryPath)
+            as NSString).deletingLastPathComponent
+        let syntax = ConfigurationSyntax(text: text, file: file)
+        var problems = syntax.problems
+
+        var reader = ConfigurationValueReader(file: file)
+        let globalEntries = syntax.sections.filter { $0.kind == .global }.flatMap(\.entries)
+        let global = readGlobal(reader.unique(globalEntries), reader: &reader, environment: environment,
+                                baseDirectory: baseDirectory)
+        problems += reader.problems
+
+        var stores: [StoreConfiguration] = []
+        var storeLines: [String: Int] = [:]
+        for section in syntax.sections {
+            guard case .store(let name) = section.kind else { continue }
+            if let nameProblem = StoreSectionReader.problem(withName: name) {
+                problems.append(.init(file: file, line: section.line, message: nameProblem))
+                continue
+            }
+            if let first = storeLines[name] {
+                problems.append(.init(file: file, line: section.line,
+                                      message: "duplicate store '\(name)' (already defined on line \(first))"))
+                continue
+            }
+            storeLines[name] = section.line
+            var storeReader = StoreSectionReader(file: file, baseDirectory: baseDirectory, environment: environment,
+                                                 defaults: global.session)
+            if let store = storeReader.read(name: name, section: section) {
+                stores.append(store)
+            }
+            problems += storeReader.values.problems
+        }
+
+        guard problems.isEmpty else {
+            // Stable sort: within a line, problems keep the order they were found in.
+            let ordered = problems.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }
+            throw ConfigurationErrors(problems: ordered.map(\.element))
+        }
+        return FerryConfiguration(global: global, stores: stores)
+    }
+
+    static let globalKeys: Set<String> = ConfigurationValueReader.sessionKeys.union([
+        "database", "max-concurrent-passes", "log-level", "keep-changes", "stuck-pass-timeout",
+    ])
+
+    private static func readGlobal(
+        _ entries: [ConfigurationSyntax.Entry],
+        reader: inout ConfigurationValueReader,
+        environment: [String: String],
+        baseDirectory: String
+    ) -> GlobalConfiguration {
+        var global = GlobalConfiguration(
+            databasePath: GlobalConfiguration.defaultDatabasePath(environment: environment),
+            runtimeDirectory: GlobalConfiguration.defaultRuntimeDirectory(environment: environment)
+        )
+        for entry in entries {
+            if reader.applySessionKey(entry, to: &global.session, baseDirectory: baseDirectory) {
+                continue
+            }
+            switch entry.key {
+            case "database":
+                guard !entry.value.isEmpty else {
+                    reader.problem(entry, "needs a path (or remove the line for the default)")
+                    continue
+                }
+                global.databasePath = ConfigurationValueReader.absolute(entry.value, against: baseDirectory)
+            case "max-concurrent-passes":
+                if let value = reader.integer(entry, in: 1...64) { global.maxConcurrentPasses = value }
+            case "log-level":
+                if let level = Logger.Level(rawValue: entry.value) {
+                    global.logLevel = level
+                } else {
+                    reader.problem(entry, "expected one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), got '\(entry.value)'")
+                }
+            case "keep-changes":
+                if let value = reader.duration(entry) { global.changeRetention = value }
+            case "stuck-pass-timeout":
+                if let value = reader.duration(entry) { global.stuckPassTimeout = value }
+            default:
+                reader.problem(entry, "unknown key in [ferry] (known: \(globalKeys.sorted().joined(separator: ", ")))")
+            }
+        }
+        return global
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import Logging
+
+/// The `[ferry]` section: settings of the daemon as a whole, and the transport defaults every
+/// store starts from.
+public struct GlobalConfiguration: Sendable, Equatable {
+    /// Absolute path of the SQLite replica (`database =`).
+    public var databasePath: String
+    /// Passes running at the same time across all stores (`max-concurrent-passes =`).
+    public var maxConcurrentPasses: Int = 4
+    /// Transport defaults (`connect-timeout`, `total-timeout`, `low-speed-limit`,
+    /// `low-speed-time`, `max-response-size`, `ca-file`); a store may override each.
+    public var session = SessionConfiguration()
+    /// Lowest level logged (`log-level =`).
+    public var logLevel: Logger.Level = .info
+    /// How long rows of the local change log are kept (`keep-changes =`).
+    public var changeRetention: Duration = .seconds(30 * 86_400)
+    /// A pass that makes no progress for this long stops the watchdog pings, so systemd
+    /// restarts a wedged daemon (`stuck-pass-timeout =`).
+    public var stuckPassTimeout: Duration = .seconds(600)
+    /// Where ferryd keeps its pid file and reload acknowledgements (not configurable: it is
+    /// systemd's `RuntimeDirectory=`, so `ferry reload` finds it the same way).
+    public var runtimeDirectory: String
+
+    public init(databasePath: String, runtimeDirectory: String) {
+        self.databasePath = databasePath
+        self.runtimeDirectory = runtimeDirectory
+    }
+
+    /// The database path used when the file has no `database =`:
+    /// `$STATE_DIRECTORY/ferry.db` under systemd (`StateDirectory=ferry`), else
+    /// `$XDG_STATE_HOME/ferry/ferry.db`, else `~/.local/state/ferry/ferry.db`.
+    public static func defaultDatabasePath(environment: [String: String]) -> String {
+        if let state = firstPath(environment["STATE_DIRECTORY"]) {
+            return (state as NSString).appendingPathComponent("ferry.db")
+        }
+        if let xdg = firstPath(environment["XDG_STATE_HOME"]), xdg.hasPrefix("/") {
+            return (xdg as NSString).appendingPathComponent("ferry/ferry.db")
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return (home as NSString).appendingPathComponent(".local/state/ferry/ferry.db")
+    }
+
+    /// `$RUNTIME_DIRECTORY` under systemd (`RuntimeDirectory=ferry`), else `/run/ferry` for
+    /// root, else `$XDG_RUNTIME_DIR/ferry` (or `/run/user/UID/ferry`).
+    public static func defaultRuntimeDirectory(environment: [String: String], userID: UInt32 = getuid()) -> String {
+        if let runtime = firstPath(environment["RUNTIME_DIRECTORY"]) {
+            return runtime
+        }
+        if userID == 0 {
+            return "/run/ferry"
+        }
+        if let xdg = firstPath(environment["XDG_RUNTIME_DIR"]) {
+            return (xdg as NSString).appendingPathComponent("ferry")
+        }
+        return "/run/user/\(userID)/ferry"
+    }
+
+    /// systemd passes several directories separated by ':' when a unit lists several; ours is the first.
+    private static func firstPath(_ value: String?) -> String? {
+        guard let value, let first = value.split(separator: ":").first, !first.isEmpty else { return nil }
+        return String(first)
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+
+/// Turns a secret reference from the configuration into a ``Secret``.
+///
+/// Two references are accepted:
+/// - `credential:NAME` reads `$CREDENTIALS_DIRECTORY/NAME`, which systemd fills from
+///   `LoadCredential=NAME:/path` (readable only by the service, never on disk in clear for
+///   other users);
+/// - `file:/path` reads a file that must not be readable by group or others: a secret anyone on
+///   the machine can read is refused rather than silently used.
+///
+/// Anything else (an inline password) is refused. No message ever contains what the reference
+/// points to, nor the value written in the file when it is not a reference.
+struct SecretResolver {
+    var environment: [String: String]
+    /// Directory relative `file:` references resolve against (the configuration file's).
+    var baseDirectory: String
+
+    /// The secret, or a problem message (never containing the secret).
+    func resolve(_ reference: String) -> Result<Secret, SecretProblem> {
+        if reference.hasPrefix("credential:") {
+            let name = String(reference.dropFirst("credential:".count))
+            guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
+                return .failure(.init("credential name must be a plain file name, as in LoadCredential=NAME:/path"))
+            }
+            guard let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty else {
+                return .failure(.init("credential:\(name) needs $CREDENTIALS_DIRECTORY, which is not set "
+                    + "(run under systemd with LoadCredential=\(name):/path/to/secret, or use file:/path)"))
+            }
+            let path = (directory as NSString).appendingPathComponent(name)
+            return read(path: path, source: "credential \(name)", checkMode: false)
+        }
+        if reference.hasPrefix("file:") {
+            var path = String(reference.dropFirst("file:".count))
+            guard !path.isEmpty else {
+                return .failure(.init("file: reference needs a path, as in file:/etc/ferry/secret"))
+            }
+            if !path.hasPrefix("/") {
+                path = (baseDirectory as NSString).appendingPathComponent(path)
+            }
+            path = (path as NSString).standardizingPath
+            return read(path: path, source: "file \(path)", checkMode: true)
+        }
+        return .failure(.init("inline secrets are refused; write credential:NAME (systemd LoadCredential=) "
+            + "or file:/path/to/secret (a file readable only by its owner)"))
+    }
+
+    private func read(path: String, source: String, checkMode: Bool) -> Result<Secret, SecretProblem> {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            return .failure(.init("\(source): cannot read \(path): \(String(cString: strerror(errno)))"))
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            return .failure(.init("\(source): \(path) is not a regular file"))
+        }
+        // Credentials from systemd are already private (0400, owned by the service user); a file
+        // the admin manages must be too, or anyone on the machine could read the secret.
+        if checkMode, info.st_mode & 0o077 != 0 {
+            let mode = String(info.st_mode & 0o777, radix: 8)
+            return .failure(.init("\(path) is readable by group or others (mode \(mode)); run: chmod 600 \(path)"))
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .failure(.init("\(source): cannot read \(path): permission denied"))
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            return .failure(.init("\(source): \(path) is not UTF-8 text"))
+        }
+        // Files written by `echo secret > file` end with a newline that is not part of the secret.
+        let value = text.trimmingCharacters(in: .newlines)
+        guard !value.isEmpty else {
+            return .failure(.init("\(source): \(path) is empty"))
+        }
+        return .success(Secret(value, source: source))
+    }
+}
+
+/// Why a secret reference could not be resolved; the message names paths, never values.
+struct SecretProblem: Error {
+    var message: String
+    init(_ message: String) { self.message = message }
+}

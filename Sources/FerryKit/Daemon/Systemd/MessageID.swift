@@ -1,0 +1,29 @@
+import Logging
+
+/// Fixed journald `MESSAGE_ID`s of Ferry's key events, so `journalctl MESSAGE_ID=<id>` finds
+/// every pass failure (or reload, or backoff) across restarts and machines.
+///
+///     logger.info("pass finished", metadata: MessageID.passFinished.metadata)
+///
+/// The ids are random 128-bit values generated once (as `journalctl --new-id128` would) and
+/// must never change: people put them in scripts and alert rules.
+public enum MessageID: String, Sendable, CaseIterable {
+    case passStarted = "2e864231d3ca431a8aa876e279b76589"
+    case passFinished = "214e4b6757ab436fa07ada0da2a4271a"
+    case passFailed = "da149cc9f5674d80aa3d4421ce53d12e"
+    case reload = "1c2b8dda70ee45fcba1aece27793ba66"
+    case reloadFailed = "981d499fa62c454795b0cc04f9653d4b"
+    case backoff = "229e6bcefd7c4a3da1e1203a2cb6e4cf"
+    case ready = "ee428cda5c764a94bb23379336667f87"
+    case stopping = "16578e9350f7435d81d6fbfbf0470c28"
+    case watchdogStuck = "655f48b95ab746ac857280d3433675ec"
+    case reconcileRefused = "e6a9492c1c714d4b9d9649f5b9cf73ff"
+
+    /// The metadata key the log handlers turn into the `MESSAGE_ID` field.
+    public static let metadataKey = "message_id"
+
+    /// `["message_id": id]`, to merge into a log call's metadata.
+    public var metadata: Logger.Metadata {
+        [Self.metadataKey: .string(rawValue)]
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+
+/// Makes `systemctl reload ferryd` synchronous on systemd 252, which has no Type=notify-reload.
+///
+/// With `ExecReload=/bin/kill -HUP $MAINPID`, systemd considers the reload done as soon as `kill`
+/// exits, before the daemon re-read anything. Instead `ExecReload=ferry reload --pid $MAINPID`
+/// signals and waits for an acknowledgement in `$RUNTIME_DIRECTORY`:
+///
+/// - ferryd writes `ferryd.pid` at start (``writePIDFile(directory:pid:)``) and publishes
+///   generation 0 before `READY=1`;
+/// - after every reload attempt, successful or not, it publishes the next generation with the
+///   outcome (``publish(generation:result:message:directory:pid:)``), atomically (temporary
+///   file + rename, so a reader never sees half a file);
+/// - ``requestReload(pid:directory:timeout:)`` notes the current generation, sends SIGHUP and
+///   waits for a higher generation written by the same pid.
+///
+/// The state file names the pid that wrote it, so a file left by a previous ferryd is never
+/// taken as an answer from the current one.
+public enum ReloadAcknowledgement {
+    public static let pidFileName = "ferryd.pid"
+    public static let stateFileName = "reload-state"
+
+    /// The content of the state file.
+    public struct State: Sendable, Equatable {
+        public var pid: Int32
+        public var result: ReloadResult
+    }
+
+    // MARK: - Daemon side
+
+    /// Writes `pid` (default: this process) to `directory/ferryd.pid`.
+    public static func writePIDFile(directory: String, pid: Int32 = getpid()) throws(ReloadError) {
+        try writeAtomically("\(pid)\n", to: path(directory, pidFileName))
+    }
+
+    /// Publishes the outcome of reload number `generation` (0: the configuration loaded at start).
+    public static func publish(generation: Int, result: ReloadResult.Outcome, message: String, directory: String,
+                               pid: Int32 = getpid()) throws(ReloadError) {
+        // One line per field: a newline in the message would forge a field.
+        let oneLine = message.split(whereSeparator: \.isNewline).joined(separator: " | ")
+        let text = "pid=\(pid)\ngeneration=\(generation)\nresult=\(result.rawValue)\nmessage=\(oneLine)\n"
+        try writeAtomically(text, to: path(directory, stateFileName))
+    }
+
+    // MARK: - Reload command side
+
+    /// The pid from `directory/ferryd.pid`.
+    public static func readPIDFile(directory: String) throws(ReloadError) -> Int32 {
+        let file = path(directory, pidFileName)
+        guard let data = FileManager.default.contents(atPath: file) else { throw .noPIDFile(path: file) }
+        guard let pid = Int32(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
+              pid > 0 else {
+            throw .invalidPIDFile(path: file)
+        }
+        return pid
+    }
+
+    /// The pid to signal: `explicit` (`--pid`), else `$MAINPID` (set by systemd for ExecReload=),
+    /// else the pid file.
+    public static func resolvePID(explicit: Int32?, environment: [String: String], directory: String) throws(ReloadError) -> Int32 {
+        if let explicit { return explicit }
+        if let main = environment["MAINPID"].flatMap(Int32.init), main > 0 { return main }
+        return try readPIDFile(directory: directory)
+    }
+
+    /// The last published state, or nil when there is none (or it cannot be parsed).
+    public static func readState(directory: String) -> State? {
+        guard let data = FileManager.default.contents(atPath: path(directory, stateFileName)) else { return nil }
+        var fields: [String: String] = [:]
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            fields[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
+        guard let pid = fields["pid"].flatMap(Int32.init),
+              let generation = fields["generation"].flatMap(Int.init),
+              let outcome = fields["result"].flatMap(ReloadResult.Outcome.init(rawValue:)) else {
+            return nil
+        }
+        return State(pid: pid, result: ReloadResult(generation: generation, outcome: outcome, message: fields["message"] ?? ""))
+    }
+
+    /// Sends SIGHUP to `pid` and waits until it publishes a newer generation.
+    ///
+    /// Returns the daemon's answer, `.error` included (the caller exits 1 and prints the
+    /// message); throws when there is no answer at all.
+    public static func requestReload(pid: Int32, directory: String, timeout: Duration = .seconds(30)) throws(ReloadError) -> ReloadResult {
+        let before = readState(directory: directory)
+        let baseline = before?.pid == pid ? before!.result.generation : -1
+        try signal(pid, SIGHUP)
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while true {
+            if let state = readState(directory: directory), state.pid == pid, state.result.generation > baseline {
+                return state.result
+            }
+            guard clock.now < deadline else { throw .timedOut(pid: pid, after: timeout) }
+            // Signal 0 probes existence: a daemon that crashed on reload never answers.
+            try signal(pid, 0)
+            usleep(20_000)
+        }
+    }
+
+    // MARK: - System calls (the one place their errno values become ReloadError)
+
+    private static func signal(_ pid: Int32, _ number: Int32) throws(ReloadError) {
+        precondition(pid > 0, "refusing to signal a process group or every process (pid \(pid))")
+        guard kill(pid, number) == 0 else {
+            let code = errno
+            if code == ESRCH { throw .daemonExited(pid: pid) }
+            throw .signalFailed(pid: pid, errno: code)
+        }
+    }
+
+    private static func path(_ directory: String, _ name: String) -> String {
+        (directory as NSString).appendingPathComponent(name)
+    }
+
+    /// Write a temporary file beside the target, then rename(2) over it: readers see the old or
+    /// the new content, never a partial one.
+    private static func writeAtomically(_ text: String, to file: String) throws(ReloadError) {
+        let temporary = file + ".tmp.\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .fileOperationFailed(operation: "create", path: temporary, errno: errno) }
+        let bytes = Array(text.utf8)
+        var offset = 0
+        var failure: Int32?
+        bytes.withUnsafeBytes { raw in
+            while offset < raw.count {
+                let written = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                offset += written
+            }
+        }
+        close(fd)
+        if let failure {
+            unlink(temporary)
+            throw .fileOperationFailed(operation: "write", path: temporary, errno: failure)
+        }
+        guard rename(temporary, file) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw .fileOperationFailed(operation: "rename", path: file, errno: code)
+        }
+    }
+}

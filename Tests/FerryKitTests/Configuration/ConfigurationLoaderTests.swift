@@ -1,0 +1,283 @@
+@testable import FerryKit
+import Foundation
+import Testing
+
+/// Parsing and validation, with exact file:line:key for every kind of problem.
+@Suite struct ConfigurationLoaderTests {
+    static let file = "/etc/ferry/test.conf"
+    static let environment = ["STATE_DIRECTORY": "/var/lib/ferry", "RUNTIME_DIRECTORY": "/run/ferry"]
+
+    private func problems(_ text: String, environment: [String: String] = environment) -> [ConfigurationProblem] {
+        do {
+            _ = try ConfigurationLoader.parse(text: text, file: Self.file, environment: environment)
+            return []
+        } catch {
+            return error.problems
+        }
+    }
+
+    private func parse(_ text: String, environment: [String: String] = environment) throws -> FerryConfiguration {
+        try ConfigurationLoader.parse(text: text, file: Self.file, environment: environment)
+    }
+
+    @Test func minimalStore_getsEveryDefault() throws {
+        let configuration = try parse("""
+            [store quotes]
+            kind = parse
+            url = https://parse.example.com/parse
+            """)
+        #expect(configuration.global.databasePath == "/var/lib/ferry/ferry.db")
+        #expect(configuration.global.runtimeDirectory == "/run/ferry")
+        #expect(configuration.global.maxConcurrentPasses == 4)
+        #expect(configuration.global.changeRetention == .seconds(30 * 86_400))
+        #expect(configuration.global.stuckPassTimeout == .seconds(600))
+        #expect(configuration.global.logLevel == .info)
+        #expect(configuration.global.session == SessionConfiguration())
+        let store = try #require(configuration.stores.first)
+        #expect(store.name == "quotes")
+        #expect(store.kind == .parse)
+        #expect(store.url == "https://parse.example.com/parse")
+        #expect(store.location == ConfigurationLocation(file: Self.file, line: 1))
+        #expect(store.interval == .seconds(300))
+        #expect(store.session == SessionConfiguration())
+    }
+
+    @Test func everyKey_isReadIntoTheModel() throws {
+        let configuration = try parse("""
+            # global
+            [ferry]
+            database = data/replica.db
+            max-concurrent-passes = 8
+            connect-timeout = 5s
+            total-timeout = 0
+            low-speed-limit = 10KiB
+            low-speed-time = 1m
+            max-response-size = 64MiB
+            log-level = debug
+            keep-changes = 7d
+            stuck-pass-timeout = 15m
+
+            [store contacts]
+            kind = carddav
+            url = https://dav.example.com/book/
+            interval = 15m
+            jitter = 0
+            priority = high
+            page-size = 200
+            deletion = tombstone
+            reconcile-interval = never
+            max-delete-share = 20%
+            on-bad-record = fail
+            max-record-size = 2MiB
+            username = alice
+            multiget-batch = 50
+            column.email = text $.EMAIL
+            column.rev = integer $.REV unindexed
+            connect-timeout = 2s
+            max-response-size = 1MB
+            """)
+        let global = configuration.global
+        #expect(global.databasePath == "/etc/ferry/data/replica.db")
+        #expect(global.maxConcurrentPasses == 8)
+        #expect(global.session.connectTimeout == 5)
+        #expect(global.session.totalTimeout == 0)
+        #expect(global.session.lowSpeedLimit == 10_240)
+        #expect(global.session.lowSpeedTime == 60)
+        #expect(global.session.maxResponseBytes == 64 << 20)
+        #expect(global.logLevel == .debug)
+        #expect(global.changeRetention == .seconds(7 * 86_400))
+        #expect(global.stuckPassTimeout == .seconds(900))
+        let store = try #require(configuration.store(named: "contacts"))
+        #expect(store.interval == .seconds(900))
+        #expect(store.jitter == .zero)
+        #expect(store.priority == .high)
+        #expect(store.pageSize == 200)
+        #expect(store.deletion == .tombstone)
+        #expect(store.reconcileInterval == nil)
+        #expect(store.maxDeleteShare == 0.2)
+        #expect(store.badRecordPolicy == .fail)
+        #expect(store.maxRecordBytes == 2 << 20)
+        #expect(store.username == "alice")
+        #expect(store.options["multiget-batch"] == ConfigurationValue("50", at: .init(file: Self.file, line: 27)))
+        #expect(store.columns == [
+            TypedColumn(name: "email", type: .text, path: "$.EMAIL"),
+            TypedColumn(name: "rev", type: .integer, path: "$.REV", indexed: false),
+        ])
+        // Store overrides on top of the global defaults.
+        #expect(store.session.connectTimeout == 2)
+        #expect(store.session.maxResponseBytes == 1_000_000)
+        #expect(store.session.lowSpeedLimit == 10_240)
+        #expect(store.session.totalTimeout == 0)
+    }
+
+    @Test func fileURL_relativeToTheConfigurationDirectory_onlyForJSON() throws {
+        let configuration = try parse("""
+            [store demo]
+            kind = json
+            url = file:demo/quotes-0001.json
+            [store absolute]
+            kind = json
+            url = file:///srv/data/page.json
+            """)
+        #expect(configuration.stores[0].url == "file:///etc/ferry/demo/quotes-0001.json")
+        #expect(configuration.stores[0].session.allowedProtocols == ["http", "https", "file"])
+        #expect(configuration.stores[1].url == "file:///srv/data/page.json")
+        #expect(problems("""
+            [store book]
+            kind = carddav
+            url = file:book.vcf
+            """) == [.init(file: Self.file, line: 3, key: "url", message: "file: URLs are only allowed for kind = json")])
+    }
+
+    @Test func everyProblemKind_isReportedWithFileLineAndKey() {
+        let found = problems("""
+            stray = 1
+            [ferry]
+            database = /var/lib/ferry/x.db
+            max-concurrent-passes = lots
+            color = blue
+            database = /tmp/y.db
+            [network]
+            ignored = yes
+            [store Bad-Name]
+            kind = json
+            [store ferry_meta]
+            [store one]
+            kind = ftp
+            url = ftp://example.com/
+            interval = 30
+            page-size = 0
+            priority = urgent
+            column.email = text email
+            [store one]
+            kind = json
+            [store two]
+            url = https://example.com/
+            [store three]
+            kind = json
+            url = https:///nohost
+            max-delete-share = 120%
+            reconcile-interval = sometimes
+            deletion = soft
+            on-bad-record = explode
+            max-record-size = big
+            unknown-key = 1
+            this line has no equals sign
+            """)
+        let expected: [ConfigurationProblem] = [
+            .init(file: Self.file, line: 1, key: "stray", message: "key outside any section (start the file with [ferry] or [store NAME])"),
+            .init(file: Self.file, line: 4, key: "max-concurrent-passes", message: "expected a whole number, got 'lots'"),
+            .init(file: Self.file, line: 5, key: "color", message: "unknown key in [ferry] (known: ca-file, connect-timeout, database, keep-changes, log-level, low-speed-limit, low-speed-time, max-concurrent-passes, max-response-size, stuck-pass-timeout, total-timeout)"),
+            .init(file: Self.file, line: 6, key: "database", message: "duplicate key (already set on line 3)"),
+            .init(file: Self.file, line: 7, message: "unknown section '[network]' (expected [ferry] or [store NAME])"),
+            .init(file: Self.file, line: 9, message: "invalid store name 'Bad-Name': use lowercase letters, digits and '_', starting with a letter, at most 63 characters"),
+            .init(file: Self.file, line: 11, message: "invalid store name 'ferry_meta': names starting with ferry_ or sqlite_ are reserved"),
+            .init(file: Self.file, line: 13, key: "kind", message: "expected one of parse, json, carddav, caldav, got 'ftp'"),
+            .init(file: Self.file, line: 14, key: "url", message: "URL scheme must be http or https (file: only for kind = json), got 'ftp'"),
+            .init(file: Self.file, line: 15, key: "interval", message: "expected a duration like 30s, 5m, 2h, 1d or 250ms, got '30'"),
+            .init(file: Self.file, line: 16, key: "page-size", message: "must be between 1 and 100000, got 0"),
+            .init(file: Self.file, line: 17, key: "priority", message: "expected one of high, normal, low, got 'urgent'"),
+            .init(file: Self.file, line: 18, key: "column.email", message: "column path must be a JSON path starting with '$', e.g. $.email"),
+            .init(file: Self.file, line: 19, message: "duplicate store 'one' (already defined on line 12)"),
+            .init(file: Self.file, line: 21, key: "kind", message: "store 'two' needs kind = parse, json, carddav or caldav"),
+            .init(file: Self.file, line: 25, key: "url", message: "URL needs a host: 'https:///nohost'"),
+            .init(file: Self.file, line: 26, key: "max-delete-share", message: "expected a share like 50% or 0.5 (0% to 100%), got '120%'"),
+            .init(file: Self.file, line: 27, key: "reconcile-interval", message: "expected a duration like 30s, 5m, 2h, 1d or 250ms, got 'sometimes'"),
+            .init(file: Self.file, line: 28, key: "deletion", message: "expected one of hard, tombstone, got 'soft'"),
+            .init(file: Self.file, line: 29, key: "on-bad-record", message: "expected one of skip, fail, got 'explode'"),
+            .init(file: Self.file, line: 30, key: "max-record-size", message: "expected a size like 1048576, 512KiB, 256MiB or 1MB, got 'big'"),
+            .init(file: Self.file, line: 31, key: "unknown-key", message: "unknown key for a json store (known: bearer-token, ca-file, column.NAME, connect-timeout, deletion, id-field, interval, jitter, kind, low-speed-limit, low-speed-time, max-delete-share, max-record-size, max-response-size, on-bad-record, page-size, page-size-param, pagination, password, priority, reconcile-interval, records-path, total-path, total-timeout, updated-param, url, username, version-field)"),
+            .init(file: Self.file, line: 32, message: "expected 'key = value', a [section] or a # comment"),
+        ]
+        #expect(found.count == expected.count)
+        for (got, want) in zip(found, expected) {
+            #expect(got == want)
+        }
+    }
+
+    @Test func missingURL_andKindSpecificKeysOfAnotherKind() {
+        #expect(problems("""
+            [store a]
+            kind = parse
+            multiget-batch = 10
+            """) == [
+            .init(file: Self.file, line: 1, key: "url", message: "store 'a' needs a url"),
+            .init(file: Self.file, line: 3, key: "multiget-batch",
+                  message: "unknown key for a parse store (known: application-id, ca-file, class, column.NAME, connect-timeout, deletion, interval, jitter, kind, low-speed-limit, low-speed-time, master-key, max-delete-share, max-record-size, max-response-size, on-bad-record, page-size, priority, reconcile-interval, rest-api-key, total-timeout, url, username)"),
+        ])
+    }
+
+    @Test func problemDescription_namesFileLineAndKey() {
+        let problem = ConfigurationProblem(file: "/etc/ferry/ferry.conf", line: 12, key: "interval", message: "bad")
+        #expect(problem.description == "/etc/ferry/ferry.conf:12: key 'interval': bad")
+        #expect(ConfigurationProblem(file: "f", line: 3, message: "m").description == "f:3: m")
+        #expect(ConfigurationProblem(file: "f", line: 0, message: "m").description == "f: m")
+    }
+
+    @Test func databaseDefault_followsSystemdThenXDGThenHome() {
+        #expect(GlobalConfiguration.defaultDatabasePath(environment: ["STATE_DIRECTORY": "/var/lib/ferry:/var/lib/other"])
+            == "/var/lib/ferry/ferry.db")
+        #expect(GlobalConfiguration.defaultDatabasePath(environment: ["XDG_STATE_HOME": "/home/u/.st", "HOME": "/home/u"])
+            == "/home/u/.st/ferry/ferry.db")
+        #expect(GlobalConfiguration.defaultDatabasePath(environment: ["HOME": "/home/u"]) == "/home/u/.local/state/ferry/ferry.db")
+        #expect(GlobalConfiguration.defaultRuntimeDirectory(environment: ["RUNTIME_DIRECTORY": "/run/ferry"], userID: 1000) == "/run/ferry")
+        #expect(GlobalConfiguration.defaultRuntimeDirectory(environment: [:], userID: 0) == "/run/ferry")
+        #expect(GlobalConfiguration.defaultRuntimeDirectory(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"], userID: 1000)
+            == "/run/user/1000/ferry")
+        #expect(ConfigurationLoader.defaultPath(environment: [:]) == "/etc/ferry/ferry.conf")
+        #expect(ConfigurationLoader.defaultPath(environment: ["FERRY_CONFIG": "/tmp/x.conf"]) == "/tmp/x.conf")
+    }
+
+    @Test func load_missingFileOrDirectory_isOneLineZeroProblem() {
+        #expect(throws: ConfigurationErrors(problems: [.init(file: "/nonexistent/ferry.conf", line: 0,
+            message: "no such file (create it from etc/ferry/ferry.conf, or give another path)")])) {
+            try ConfigurationLoader.load(path: "/nonexistent/ferry.conf", environment: [:])
+        }
+        #expect(throws: ConfigurationErrors(problems: [.init(file: "/tmp", line: 0, message: "is a directory, not a configuration file")])) {
+            try ConfigurationLoader.load(path: "/tmp", environment: [:])
+        }
+    }
+
+    @Test func load_readsARealFile_andResolvesPathsAgainstItsDirectory() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-load-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Data("[ferry]\ndatabase = replica.db\n[store a]\nkind = json\nurl = file:pages/1.json\n".utf8)
+            .write(to: URL(fileURLWithPath: directory + "/ferry.conf"))
+        let configuration = try ConfigurationLoader.load(path: directory + "/ferry.conf", environment: [:])
+        #expect(configuration.global.databasePath == directory + "/replica.db")
+        #expect(configuration.stores.first?.url == URL(fileURLWithPath: directory + "/pages/1.json").absoluteString)
+    }
+
+    @Test func bundledDefaultConfiguration_parsesWithZeroProblems() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("etc/ferry/ferry.conf").path
+        let configuration: FerryConfiguration
+        do {
+            configuration = try ConfigurationLoader.load(path: path, environment: ["STATE_DIRECTORY": "/var/lib/ferry"])
+        } catch {
+            Issue.record("etc/ferry/ferry.conf has problems:\n\(error)")
+            return
+        }
+        let demo = try #require(configuration.store(named: "demo"))
+        #expect(demo.kind == .json)
+        let directory = (path as NSString).deletingLastPathComponent
+        #expect(demo.url == URL(fileURLWithPath: directory + "/demo/quotes-0001.json").absoluteString)
+        #expect(demo.options["pagination"]?.value == "next-url:next")
+        #expect(demo.options["records-path"]?.value == "results")
+        #expect(demo.options["id-field"]?.value == "id")
+        #expect(demo.options["version-field"]?.value == "updated_at")
+        #expect(demo.session.allowedProtocols.contains("file"))
+        #expect(configuration.global.databasePath == "/var/lib/ferry/ferry.db")
+    }
+
+    @Test func jsonHeaderKeys_areKeptAsOptions() throws {
+        let configuration = try parse("""
+            [store api]
+            kind = json
+            url = https://api.example.com/items
+            header.Accept = application/vnd.github+json
+            """)
+        #expect(configuration.stores[0].options["header.Accept"]?.value == "application/vnd.github+json")
+    }
+}

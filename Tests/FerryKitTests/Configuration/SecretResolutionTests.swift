@@ -1,0 +1,122 @@
+import FerryKit
+import Foundation
+import Testing
+
+/// Secrets from `$CREDENTIALS_DIRECTORY` and from private files, with real files and modes.
+@Suite struct SecretResolutionTests {
+    static let secretValue = "s3cr3t-VALUE-never-printed"
+
+    /// A fresh temporary directory, removed at the end of `body`.
+    private func withDirectory<T>(_ body: (String) throws -> T) throws -> T {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-secrets-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        return try body(directory)
+    }
+
+    private func write(_ text: String, to path: String, mode: Int) throws {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+    }
+
+    private func config(_ reference: String) -> String {
+        """
+        [store quotes]
+        kind = parse
+        url = https://parse.example.com/parse
+        rest-api-key = \(reference)
+        """
+    }
+
+    private func problems(_ text: String, file: String, environment: [String: String]) -> [ConfigurationProblem] {
+        do {
+            _ = try ConfigurationLoader.parse(text: text, file: file, environment: environment)
+            return []
+        } catch {
+            // The whole error, as ferryd would log it, never holds the value.
+            #expect(!"\(error)".contains(Self.secretValue))
+            #expect(!String(reflecting: error).contains(Self.secretValue))
+            return error.problems
+        }
+    }
+
+    @Test func credential_isReadFromCredentialsDirectory() throws {
+        try withDirectory { directory in
+            try write(Self.secretValue + "\n", to: directory + "/parse-rest-key", mode: 0o400)
+            let configuration = try ConfigurationLoader.parse(text: config("credential:parse-rest-key"), file: directory + "/f.conf",
+                                                              environment: ["CREDENTIALS_DIRECTORY": directory])
+            let secret = try #require(configuration.stores.first?.secrets["rest-api-key"])
+            #expect(secret.value == Self.secretValue)
+            #expect(secret.source == "credential parse-rest-key")
+            // Neither the secret nor the whole configuration prints the value.
+            #expect(!"\(secret)".contains(Self.secretValue))
+            #expect(!"\(configuration)".contains(Self.secretValue))
+            #expect(!String(reflecting: configuration).contains(Self.secretValue))
+        }
+    }
+
+    @Test func credential_withoutCredentialsDirectoryOrFile_isAProblem() throws {
+        try withDirectory { directory in
+            let file = directory + "/f.conf"
+            #expect(problems(config("credential:parse-rest-key"), file: file, environment: [:]) == [
+                .init(file: file, line: 4, key: "rest-api-key",
+                      message: "credential:parse-rest-key needs $CREDENTIALS_DIRECTORY, which is not set (run under systemd with LoadCredential=parse-rest-key:/path/to/secret, or use file:/path)"),
+            ])
+            let missing = problems(config("credential:absent"), file: file, environment: ["CREDENTIALS_DIRECTORY": directory])
+            #expect(missing == [.init(file: file, line: 4, key: "rest-api-key",
+                                      message: "credential absent: cannot read \(directory)/absent: No such file or directory")])
+            let traversal = problems(config("credential:../etc/shadow"), file: file, environment: ["CREDENTIALS_DIRECTORY": directory])
+            #expect(traversal.first?.message == "credential name must be a plain file name, as in LoadCredential=NAME:/path")
+        }
+    }
+
+    @Test func privateFile_isRead_relativeToTheConfiguration() throws {
+        try withDirectory { directory in
+            try write(Self.secretValue, to: directory + "/key", mode: 0o600)
+            let absolute = try ConfigurationLoader.parse(text: config("file:\(directory)/key"), file: directory + "/f.conf", environment: [:])
+            #expect(absolute.stores.first?.secrets["rest-api-key"]?.value == Self.secretValue)
+            let relative = try ConfigurationLoader.parse(text: config("file:key"), file: directory + "/f.conf", environment: [:])
+            #expect(relative.stores.first?.secrets["rest-api-key"]?.source == "file \(directory)/key")
+        }
+    }
+
+    @Test(arguments: [0o640, 0o604, 0o644, 0o660, 0o601])
+    func groupOrWorldReadableFile_isRefusedNamingPathAndFix(mode: Int) throws {
+        try withDirectory { directory in
+            let path = directory + "/key"
+            try write(Self.secretValue, to: path, mode: mode)
+            let file = directory + "/f.conf"
+            #expect(problems(config("file:\(path)"), file: file, environment: [:]) == [
+                .init(file: file, line: 4, key: "rest-api-key",
+                      message: "\(path) is readable by group or others (mode \(String(mode, radix: 8))); run: chmod 600 \(path)"),
+            ])
+        }
+    }
+
+    @Test func inlineSecret_isRefusedWithoutEchoingIt() throws {
+        try withDirectory { directory in
+            let file = directory + "/f.conf"
+            let found = problems(config(Self.secretValue), file: file, environment: [:])
+            #expect(found == [.init(file: file, line: 4, key: "rest-api-key",
+                                    message: "inline secrets are refused; write credential:NAME (systemd LoadCredential=) or file:/path/to/secret (a file readable only by its owner)")])
+        }
+    }
+
+    @Test func emptySecretFile_isAProblem() throws {
+        try withDirectory { directory in
+            try write("\n", to: directory + "/key", mode: 0o600)
+            let file = directory + "/f.conf"
+            #expect(problems(config("file:key"), file: file, environment: [:]).first?.message == "file \(directory)/key: \(directory)/key is empty")
+        }
+    }
+
+    @Test func credentialsInURL_areRefusedWithoutEchoingThem() throws {
+        let found = problems("""
+            [store a]
+            kind = parse
+            url = https://admin:\(Self.secretValue)@parse.example.com/
+            """, file: "/x.conf", environment: [:])
+        #expect(found == [.init(file: "/x.conf", line: 3, key: "url",
+                                message: "credentials in the URL are refused; use username = and a password secret reference")])
+    }
+}

@@ -1,0 +1,238 @@
+#!/bin/bash
+# ferryd under a real systemd: the system test of issue 4 (run by .ci/run; needs root).
+#
+#   FERRYD=.build/release/ferryd FERRY=.build/release/ferry Tests/System/systemd-test.sh
+#   Tests/System/systemd-test.sh --infra-only     # only the parts that need no ferryd
+#   Tests/System/systemd-test.sh --self-test      # every step, against Python stand-ins
+#                                                 # (Tests/System/standins/): checks this script
+#
+# Boots a throwaway systemd with ../shared/tools/sdbox (SDBOX_NETWORK=host, so the box reaches
+# the Parse test server this script starts on the host's 127.0.0.1), installs the unit, the
+# binaries, a configuration and a LoadCredential'ed REST key, then checks: start -> active,
+# STATUS names the store, rows land in the database, journal fields, synchronous reload adding a
+# store, a refused reload keeping the old configuration, a watchdog kill and restart on an
+# injected hang (FERRY_TEST_MODE=1 + FERRY_TEST_HANG_AFTER_READY=<s>), and a clean stop with
+# PRAGMA integrity_check ok. The last line is "N passed, N failed"; exit 1 on any failure.
+set -uo pipefail
+
+root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+SDBOX=${SDBOX:-$root/../shared/tools/sdbox/sdbox}
+export SDBOX_NAME=${SDBOX_NAME:-ferry-systest}
+export SDBOX_NETWORK=host
+FERRYD=${FERRYD:-$root/.build/debug/ferryd}
+FERRY=${FERRY:-$root/.build/debug/ferry}
+INFRA_ONLY=0
+case "${1:-}" in
+    --infra-only) INFRA_ONLY=1 ;;
+    --self-test) FERRYD=$root/Tests/System/standins/ferryd.py; FERRY=$root/Tests/System/standins/ferry.py ;;
+    "") ;;
+    *) echo "usage: $0 [--infra-only | --self-test]" >&2; exit 2 ;;
+esac
+
+# MESSAGE_IDs (Sources/FerryKit/Daemon/Systemd/MessageID.swift).
+ID_PASS_STARTED=2e864231d3ca431a8aa876e279b76589
+ID_PASS_FINISHED=214e4b6757ab436fa07ada0da2a4271a
+ID_RELOAD=1c2b8dda70ee45fcba1aece27793ba66
+ID_RELOAD_FAILED=981d499fa62c454795b0cc04f9653d4b
+
+DB=/var/lib/ferry/ferry.db          # DynamicUser: really /var/lib/private/ferry, reached by the symlink
+STATE_FILE=/run/ferry/reload-state
+APP_ID=ferry-test
+REST_KEY=rest-secret-$RANDOM$RANDOM
+
+passed=0; failed=0
+pass() { passed=$((passed + 1)); echo "PASS: $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
+box() { "$SDBOX" exec "$@"; }
+# wait_until SECONDS CMD...: true once CMD succeeds, false after SECONDS.
+wait_until() {
+    local limit=$(( $1 * 2 )); shift
+    for ((i = 0; i < limit; i++)); do "$@" && return 0; sleep 0.5; done
+    return 1
+}
+finish() {
+    echo "$passed passed, $failed failed"
+    [[ $failed -eq 0 ]]
+    exit $?
+}
+
+work=$(mktemp -d)
+server_pid=""
+box_up=0
+cleanup() {
+    if [[ $box_up -eq 1 ]]; then
+        if [[ $failed -gt 0 ]]; then
+            echo "--- journal of ferryd (last 60 lines) ---"
+            box journalctl -u ferryd --no-pager -n 60 2>/dev/null || true
+        fi
+        "$SDBOX" down >/dev/null 2>&1 || echo "warning: sdbox down failed"
+    fi
+    [[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+[[ $(id -u) -eq 0 ]] || { fail "must run as root (sdbox boots systemd)"; finish; }
+[[ -x "$SDBOX" ]] || { fail "sdbox not found at $SDBOX"; finish; }
+if [[ $INFRA_ONLY -eq 0 ]]; then
+    [[ -x "$FERRYD" && -x "$FERRY" ]] || { fail "binaries missing: FERRYD=$FERRYD FERRY=$FERRY"; finish; }
+fi
+
+# --- the Parse test server on the host ------------------------------------------------------
+mkfifo "$work/server.out"
+python3 "$root/Tests/Servers/parse_server.py" --port 0 --app-id "$APP_ID" --rest-key "$REST_KEY" > "$work/server.out" &
+server_pid=$!
+exec 3< "$work/server.out"
+port=""
+while read -r -t 30 line <&3; do
+    [[ "$line" == PORT\ * ]] && { port=${line#PORT }; break; }
+done
+check "parse server started (port ${port:-none})" test -n "$port"
+[[ -n "$port" ]] || finish
+base=http://127.0.0.1:$port
+seed() { curl -sS -f -X POST -H 'Content-Type: application/json' --data-binary "$2" "$base/__admin/seed" | grep -q "\"created\": *$1"; }
+check "seeded 300 Quote objects" seed 300 '{"class":"Quote","count":300}'
+check "seeded 40 Author objects" seed 40 '{"class":"Author","count":40}'
+
+# --- files to install ------------------------------------------------------------------------
+printf '%s' "$REST_KEY" > "$work/parse-rest-key"; chmod 600 "$work/parse-rest-key"
+store_section() {  # NAME CLASS
+    printf '\n[store %s]\nkind = parse\nurl = %s/parse\nclass = %s\napplication-id = %s\nrest-api-key = credential:parse-rest-key\ninterval = 10s\njitter = 1s\n' \
+        "$1" "$base" "$2" "$APP_ID"
+}
+write_config() {  # extra sections on stdin are appended
+    { printf '[ferry]\nlog-level = debug\n'; store_section quotes Quote; cat; } > "$work/ferry.conf"
+    chmod 644 "$work/ferry.conf"
+}
+install_config() { "$SDBOX" cp "$work/ferry.conf" /etc/ferry/ferry.conf >/dev/null; }
+cat > "$work/credential.conf" <<CONF
+[Service]
+LoadCredential=parse-rest-key:/etc/ferry/credentials/parse-rest-key
+CONF
+cat > "$work/watchdog-test.conf" <<CONF
+[Service]
+WatchdogSec=5
+Environment=FERRY_TEST_MODE=1 FERRY_TEST_HANG_AFTER_READY=2
+CONF
+chmod 644 "$work"/*.conf
+
+# --- the box ---------------------------------------------------------------------------------
+check "sdbox up" "$SDBOX" up
+box_up=1
+# The unit keeps its /usr/local/bin paths: the binaries are copied there (not run from the
+# checkout, which the dynamic user might not be allowed to traverse).
+extras=()
+if [[ $INFRA_ONLY -eq 0 ]]; then
+    extras=("$FERRYD:/usr/local/bin/ferryd" "$FERRY:/usr/local/bin/ferry")
+else
+    # Stand-ins so the unit verifies; nothing below starts them.
+    printf '#!/bin/sh\nexit 0\n' > "$work/stub"; chmod 755 "$work/stub"
+    extras=("$work/stub:/usr/local/bin/ferryd" "$work/stub:/usr/local/bin/ferry")
+fi
+check "unit and binaries installed" "$SDBOX" install-unit "$root/systemd/ferryd.service" "${extras[@]}" \
+    "$work/parse-rest-key:/etc/ferry/credentials/parse-rest-key" \
+    "$work/credential.conf:/etc/systemd/system/ferryd.service.d/credential.conf"
+write_config < /dev/null
+install_config
+box systemctl daemon-reload
+verify_in_box() { local out; out=$(box systemd-analyze verify /etc/systemd/system/ferryd.service 2>&1); [[ -z "$out" ]] || { echo "$out"; return 1; }; }
+check "systemd-analyze verify in the box prints nothing" verify_in_box
+check "credential file is root-only (0600)" test "$(box stat -c %a /etc/ferry/credentials/parse-rest-key | tr -d '\r')" = 600
+credential_reaches_service() {
+    local got
+    got=$(box systemd-run --quiet --wait --pipe -p DynamicUser=yes \
+        -p LoadCredential=parse-rest-key:/etc/ferry/credentials/parse-rest-key \
+        /bin/sh -c 'cat "$CREDENTIALS_DIRECTORY/parse-rest-key"' 2>&1)
+    [[ "$got" == "$REST_KEY" ]]
+}
+check "LoadCredential delivers the key to a DynamicUser service" credential_reaches_service
+server_reachable() {
+    box curl -sS -f -H "X-Parse-Application-Id: $APP_ID" -H "X-Parse-REST-API-Key: $REST_KEY" \
+        "$base/parse/classes/Quote?limit=0&count=1" | grep -q '"count": *300'
+}
+check "the box reaches the test server on 127.0.0.1" server_reachable
+
+if [[ $INFRA_ONLY -eq 1 ]]; then
+    echo "(--infra-only: ferryd steps not run)"
+    finish
+fi
+
+# --- start -----------------------------------------------------------------------------------
+show() { box systemctl show -P "$1" ferryd | tr -d '\r'; }
+check "systemctl start ferryd" box systemctl start ferryd
+check "ferryd is active" test "$(show ActiveState)" = active
+status_names_store() { show StatusText | grep -q "$1"; }
+check "STATUS= mentions the store" wait_until 30 status_names_store quotes
+rows() { box sqlite3 "$DB" "SELECT count(*) FROM $1" 2>/dev/null | tr -d '\r'; }
+rows_are() { [[ "$(rows "$1")" == "$2" ]]; }
+check "300 quotes rows in $DB" wait_until 60 rows_are quotes 300
+
+journal_has_pass_entries() {
+    box journalctl -u ferryd FERRY_STORE=quotes -o json --no-pager | python3 -c '
+import json, sys
+entries = [json.loads(line) for line in sys.stdin if line.strip()]
+ids = {sys.argv[1], sys.argv[2]}
+passes = [e for e in entries if e.get("MESSAGE_ID") in ids and e.get("FERRY_PASS")]
+ok = passes and all(e.get("FERRY_STORE") == "quotes" and e.get("CODE_FILE") and e.get("PRIORITY") for e in passes)
+sys.exit(0 if ok else 1)' "$ID_PASS_STARTED" "$ID_PASS_FINISHED"
+}
+check "journal: pass entries with FERRY_STORE, FERRY_PASS, MESSAGE_ID, CODE_FILE" wait_until 20 journal_has_pass_entries
+main_pid=$(show MainPID)
+
+# --- synchronous reload adding a store ---------------------------------------------------------
+generation() { box sh -c "sed -n 's/^generation=//p' $STATE_FILE" 2>/dev/null | tr -d '\r'; }
+result() { box sh -c "sed -n 's/^result=//p' $STATE_FILE" 2>/dev/null | tr -d '\r'; }
+before=$(generation)
+store_section authors Author | write_config
+install_config
+check "systemctl reload (store added) succeeds" box systemctl reload ferryd
+after=$(generation)
+check "reload acknowledged before systemctl returned (generation ${before:-?} -> ${after:-?})" \
+    test -n "$before" -a -n "$after" -a "${after:-0}" -gt "${before:-0}"
+check "reload-state result=ok" test "$(result)" = ok
+check "same main process after reload" test "$(show MainPID)" = "$main_pid"
+check "40 authors rows (new store synced)" wait_until 60 rows_are authors 40
+journal_has() { box journalctl -u ferryd --no-pager -o cat "$@" | grep -q .; }
+check "journal has the reload event" journal_has "MESSAGE_ID=$ID_RELOAD"
+
+# --- refused reload -------------------------------------------------------------------------
+{ store_section authors Author; printf '\n[store broken]\nkind = nope\nurl = %s/parse\n' "$base"; } | write_config
+install_config
+before=$(generation)
+check "systemctl reload with a broken configuration fails" bash -c '! "$0" exec systemctl reload ferryd' "$SDBOX"
+check "ferryd still active after the refused reload" test "$(show ActiveState)" = active
+check "same main process after the refused reload" test "$(show MainPID)" = "$main_pid"
+check "reload-state result=error, generation advanced" test "$(result)" = error -a "$(generation)" -gt "${before:-0}"
+check "journal has the reload failure" journal_has "MESSAGE_ID=$ID_RELOAD_FAILED"
+journal_names_problem() { box journalctl -u ferryd --no-pager -o cat | grep -q "nope"; }
+check "journal names the bad value" journal_names_problem
+store_section authors Author | write_config
+install_config
+check "reload with the configuration repaired succeeds" box systemctl reload ferryd
+
+# --- watchdog ------------------------------------------------------------------------------
+"$SDBOX" cp "$work/watchdog-test.conf" /etc/systemd/system/ferryd.service.d/watchdog-test.conf >/dev/null
+box systemctl daemon-reload
+box systemctl restart ferryd
+restarts0=$(show NRestarts)
+restarted() { [[ "$(show NRestarts)" -gt "$restarts0" && "$(show ActiveState)" == active ]]; }
+check "hang -> watchdog kill -> restart (NRestarts > $restarts0)" wait_until 45 restarted
+watchdog_logged() { box journalctl -u ferryd --no-pager -o cat | grep -q "Watchdog timeout"; }
+aborted() { box journalctl -u ferryd --no-pager -o cat | grep -qE "SIGABRT|status=6/ABRT"; }
+check "journal: systemd saw the watchdog timeout" watchdog_logged
+check "journal: killed with SIGABRT" aborted
+box rm -f /etc/systemd/system/ferryd.service.d/watchdog-test.conf
+box systemctl daemon-reload
+box systemctl reset-failed ferryd 2>/dev/null
+check "restart without the hang switch" box systemctl restart ferryd
+check "ferryd active again" wait_until 20 bash -c '[[ "$("$0" exec systemctl show -P ActiveState ferryd | tr -d "\r")" == active ]]' "$SDBOX"
+
+# --- stop --------------------------------------------------------------------------------------
+check "systemctl stop ferryd" box systemctl stop ferryd
+check "ferryd inactive" test "$(show ActiveState)" = inactive
+check "clean exit (Result=success, status 0)" test "$(show Result)" = success -a "$(show ExecMainStatus)" = 0
+check "PRAGMA integrity_check ok" test "$(box sqlite3 "$DB" 'PRAGMA integrity_check' | tr -d '\r')" = ok
+check "rows still there after stop" rows_are quotes 300
+
+finish
