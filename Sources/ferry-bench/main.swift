@@ -1,1 +1,12 @@
-print("bench")
+import ArgumentParser
+
+/// Benchmarks: each prints ratios against baselines measured in the same run, because these
+/// machines are shared and noisy.
+struct FerryBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ferry-bench",
+        abstract: "Ferry's benchmarks (run with `swift run -c release ferry-bench <name>`).",
+        subcommands: [])
+}
+
+FerryBench.main()

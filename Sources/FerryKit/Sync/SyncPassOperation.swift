@@ -90,7 +90,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         }
         report.wasFullSync = plan.cursor == nil
         logger.info("pass started", metadata: [
-            "message_id": "\(MessageIDs.passStarted)",
+            "message_id": "\(MessageID.passStarted.rawValue)",
             "trigger": "\(setup.trigger.rawValue)",
             "full_sync": "\(plan.cursor == nil)",
             "reconcile": "\(plan.reconcile)",
@@ -187,13 +187,13 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         }
         if case .refused(let wouldDelete, let total) = report.reconciliation {
             logger.warning("refused to delete \(wouldDelete) of \(total) records: more than max-delete-share \(Int(store.maxDeleteShare * 100))% (raise it if the remote really lost them)", metadata: [
-                "message_id": "\(MessageIDs.reconcileRefused)",
+                "message_id": "\(MessageID.reconcileRefused.rawValue)",
             ])
         }
         report.duration = .now - started
         state = .done
         logger.info("pass finished: \(report.summary)", metadata: [
-            "message_id": "\(MessageIDs.passFinished)",
+            "message_id": "\(MessageID.passFinished.rawValue)",
             "inserted": "\(report.counts.inserted)",
             "updated": "\(report.counts.updated)",
             "deleted": "\(report.counts.deleted)",
@@ -236,7 +236,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             logger.notice("pass cancelled after \(report.pages) pages")
         } else {
             logger.error("pass failed: \(failure)", metadata: [
-                "message_id": "\(MessageIDs.passFailed)",
+                "message_id": "\(MessageID.passFailed.rawValue)",
                 "error_kind": "\(failure.kind)",
                 "pages": "\(report.pages)",
             ])

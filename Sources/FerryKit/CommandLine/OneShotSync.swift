@@ -1,0 +1,99 @@
+import Dispatch
+import Foundation
+import Logging
+
+/// `ferry sync`: one pass of each chosen store in the foreground, without the daemon, with
+/// the same pass operation, merge engine and database the daemon uses.
+public final class OneShotSync {
+    /// One store's pass as the progress display sees it.
+    public struct Progress: Sendable {
+        public var store: String
+        public var progress: OperationProgress
+        public var isRunning: Bool
+        public var isFinished: Bool
+        public var elapsed: Duration
+    }
+
+    private let stores: [StoreConfiguration]
+    private let database: SharedDatabase
+    private let maxConcurrentPasses: Int
+    private let logger: Logger
+
+    /// Picks the stores to sync (all when `storeNames` is empty) and opens the database;
+    /// an unknown store name is a usage error naming the known ones.
+    public init(configuration: FerryConfiguration, storeNames: [String], databasePath: String? = nil, logger: Logger) throws {
+        var selected: [StoreConfiguration] = []
+        for name in storeNames {
+            guard let store = configuration.stores.first(where: { $0.name == name }) else {
+                let known = configuration.stores.map(\.name).joined(separator: ", ")
+                throw OneShotSyncError.unknownStore(name, known: known)
+            }
+            selected.append(store)
+        }
+        stores = storeNames.isEmpty ? configuration.stores : selected
+        guard !stores.isEmpty else { throw OneShotSyncError.noStores }
+        database = try SharedDatabase(path: databasePath ?? configuration.global.databasePath)
+        maxConcurrentPasses = configuration.global.maxConcurrentPasses
+        self.logger = logger
+    }
+
+    public var databasePath: String { database.path }
+
+    /// Runs one pass per store (reconciling kinds that need it, so the replica converges fully)
+    /// and returns each outcome in configuration order. `progress` is called on the calling
+    /// thread about every `refresh`; SIGINT cancels every pass cleanly.
+    public func run(refresh: Duration = .milliseconds(200), progress: ([Progress]) -> Void) -> [(store: String, result: Result<PassReport, SyncError>)] {
+        let queue = OperationQueue()
+        queue.name = "ferry-sync"
+        queue.maxConcurrentOperationCount = maxConcurrentPasses
+        let operations = stores.enumerated().map { index, store in
+            SyncPassOperation(.init(store: store, database: database, trigger: .onDemand, reconcile: true, pass: index + 1, logger: logger))
+        }
+        let started = ContinuousClock.now
+        let interrupt = cancelOnInterrupt(operations)
+        queue.addOperations(operations, waitUntilFinished: false)
+        func snapshot() -> [Progress] {
+            operations.map { Progress(store: $0.setup.store.name, progress: $0.progress, isRunning: $0.isExecuting, isFinished: $0.isFinished, elapsed: .now - started) }
+        }
+        while !operations.allSatisfy(\.isFinished) {
+            progress(snapshot())
+            Thread.sleep(forTimeInterval: refresh.seconds)
+        }
+        progress(snapshot())
+        interrupt.cancel()
+        signal(SIGINT, SIG_DFL)
+        database.close()
+        return operations.map { operation in
+            let result: Result<PassReport, SyncError> = switch operation.result {
+            case .success(let report): .success(report)
+            case .failure(let error as SyncError): .failure(error)
+            case .failure(let error): .failure(SyncError(.configuration, store: operation.setup.store.name, message: "\(error)"))
+            case nil: preconditionFailure("\(operation) finished without a result")
+            }
+            return (operation.setup.store.name, result)
+        }
+    }
+
+    private func cancelOnInterrupt(_ operations: [SyncPassOperation]) -> any DispatchSourceSignal {
+        signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: DispatchQueue(label: "ferry-sync-signals"))
+        source.setEventHandler {
+            operations.forEach { $0.cancel() }
+        }
+        source.resume()
+        return source
+    }
+}
+
+/// Why `ferry sync` could not start.
+public enum OneShotSyncError: Error, CustomStringConvertible {
+    case unknownStore(String, known: String)
+    case noStores
+
+    public var description: String {
+        switch self {
+        case .unknownStore(let name, let known): "no store named '\(name)' in the configuration (stores: \(known.isEmpty ? "none" : known))"
+        case .noStores: "the configuration has no [store NAME] section: nothing to sync"
+        }
+    }
+}

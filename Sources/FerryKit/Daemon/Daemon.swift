@@ -1,0 +1,236 @@
+import Dispatch
+import Foundation
+import Logging
+
+/// `ferryd`'s whole life on the main thread's run loop: open the replica, tell systemd it is
+/// ready, run the scheduler, reload on SIGHUP, drain and exit on SIGTERM or SIGINT.
+///
+/// READY=1 is sent only once the configuration is valid and the database is open; every
+/// reload sends RELOADING=1 (with MONOTONIC_USEC) first and READY=1 after, and publishes its
+/// outcome for `ferry reload`, which is what makes `systemctl reload` synchronous on systemd 252.
+public final class Daemon {
+    private enum State {
+        case created
+        case running(Scheduler)
+        case stopping
+        case stopped(exitCode: Int32)
+    }
+
+    private let configurationPath: String
+    private let environment: [String: String]
+    private var configuration: FerryConfiguration
+    private let database: SharedDatabase
+    private let notifier: SystemdNotifier
+    private let logger: Logger
+    private var state = State.created
+    private var reloadGeneration = 0
+    private var signalSources: [any DispatchSourceSignal] = []
+    private var timers: [Timer] = []
+    private var lastStatus = ""
+    private var reportedStuck: Set<String> = []
+    /// Configuration errors of the last failed reload, kept in STATUS until a reload succeeds.
+    private var reloadProblem: String?
+
+    /// Loads and validates the configuration and opens the database. Throws
+    /// `ConfigurationErrors` or the store's error, for `ferryd` to print and map to an exit code.
+    public init(configurationPath: String, environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger) throws {
+        self.configurationPath = configurationPath
+        self.environment = environment
+        self.logger = logger
+        self.notifier = SystemdNotifier(logger: logger)
+        configuration = try ConfigurationLoader.load(path: configurationPath, environment: environment)
+        database = try SharedDatabase(path: configuration.global.databasePath)
+    }
+
+    /// Runs until stopped; returns the process exit code. Call on the main thread.
+    public func run() -> Int32 {
+        precondition(Thread.isMainThread, "the daemon runs on the main thread's run loop")
+        guard case .created = state else { preconditionFailure("Daemon.run() called twice") }
+        installSignalHandlers()
+        let runtime = configuration.global.runtimeDirectory
+        do {
+            try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
+            try ReloadAcknowledgement.writePIDFile(directory: runtime)
+            try ReloadAcknowledgement.publish(generation: reloadGeneration, result: .ok, message: "started", directory: runtime)
+        } catch {
+            // Without the runtime directory only `ferry reload` degrades; syncing goes on.
+            logger.warning("cannot write to the runtime directory \(runtime): \(error); `ferry reload` will not work")
+        }
+
+        let scheduler = Scheduler(configuration: configuration, database: database, logger: logger)
+        scheduler.onPassFinished = { [weak self] _ in self?.refreshStatus() }
+        state = .running(scheduler)
+        logger.info("ferryd \(FerryVersion.current) ready: \(configuration.stores.count) store(s), database \(database.path)", metadata: MessageID.ready.metadata)
+        notifier.ready(status: statusLine(scheduler.snapshot))
+        scheduler.start()
+        startTimers()
+        armTestHang()
+
+        while true {
+            if case .stopped(let exitCode) = state { return exitCode }
+            _ = RunLoop.current.run(mode: .default, before: .distantFuture)
+        }
+    }
+
+    // MARK: - Signals
+
+    private func installSignalHandlers() {
+        // A parent may hand us a mask with these blocked; the handlers would then never run.
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in [SIGHUP, SIGTERM, SIGINT] { sigaddset(&set, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        let queue = DispatchQueue(label: "ferryd-signals")
+        for signalNumber in [SIGHUP, SIGTERM, SIGINT] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
+            source.setEventHandler {
+                RunLoopHandle.main.perform { [weak self] in self?.handle(signal: signalNumber) }
+            }
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+
+    private func handle(signal signalNumber: Int32) {
+        switch (signalNumber, state) {
+        case (SIGHUP, .running(let scheduler)):
+            reload(scheduler)
+        case (SIGTERM, .running(let scheduler)), (SIGINT, .running(let scheduler)):
+            stop(scheduler, signalName: signalNumber == SIGTERM ? "SIGTERM" : "SIGINT")
+        case (SIGTERM, .stopping), (SIGINT, .stopping):
+            // A second signal: stop waiting for passes; SQLite rolls back what is open.
+            logger.notice("second stop signal: exiting without waiting")
+            finishStopping(drained: false)
+        default:
+            break
+        }
+    }
+
+    // MARK: - Reload
+
+    private func reload(_ scheduler: Scheduler) {
+        notifier.reloading()
+        reloadGeneration += 1
+        logger.info("reloading \(configurationPath)", metadata: MessageID.reload.metadata)
+        let runtime = configuration.global.runtimeDirectory
+        do {
+            let loaded = try ConfigurationLoader.load(path: configurationPath, environment: environment)
+            if loaded.global.databasePath != configuration.global.databasePath {
+                logger.warning("the database path changed to \(loaded.global.databasePath); it takes effect at the next restart, this process keeps \(database.path)")
+            }
+            configuration = loaded
+            reloadProblem = nil
+            scheduler.apply(loaded)
+            scheduler.resyncAll()
+            publishReload(.ok, message: "reloaded: \(loaded.stores.count) store(s)", directory: runtime)
+            logger.info("reloaded: \(loaded.stores.count) store(s), resyncing all", metadata: MessageID.reload.metadata)
+        } catch {
+            let message = "\(error)"
+            reloadProblem = message.split(separator: "\n").first.map(String.init) ?? message
+            logger.error("reload failed, keeping the running configuration: \(message)", metadata: MessageID.reloadFailed.metadata)
+            publishReload(.error, message: message, directory: runtime)
+        }
+        notifier.ready(status: statusLine(scheduler.snapshot))
+    }
+
+    private func publishReload(_ outcome: ReloadResult.Outcome, message: String, directory: String) {
+        do {
+            try ReloadAcknowledgement.publish(generation: reloadGeneration, result: outcome, message: message, directory: directory)
+        } catch {
+            logger.warning("cannot publish the reload result in \(directory): \(error)")
+        }
+    }
+
+    // MARK: - Stop
+
+    private func stop(_ scheduler: Scheduler, signalName: String) {
+        state = .stopping
+        notifier.stopping()
+        notifier.extendTimeout(.seconds(5))
+        logger.info("\(signalName): stopping; cancelling running passes", metadata: MessageID.stopping.metadata)
+        timers.forEach { $0.invalidate() }
+        scheduler.stop(timeout: .milliseconds(1500)) { [weak self] drained in
+            self?.finishStopping(drained: drained)
+        }
+    }
+
+    private func finishStopping(drained: Bool) {
+        if case .stopped = state { return }
+        if !drained {
+            logger.warning("passes still running at exit; their open transactions roll back")
+        }
+        database.close()
+        state = .stopped(exitCode: 0)
+        // Wake the loop in run() so it sees the new state.
+        RunLoopHandle.main.stop()
+    }
+
+    // MARK: - Status and watchdog
+
+    private func startTimers() {
+        let status = Timer(timeInterval: 5, repeats: true) { [weak self] _ in self?.refreshStatus() }
+        status.tolerance = 1
+        RunLoop.current.add(status, forMode: .default)
+        timers.append(status)
+        if let period = notifier.watchdogPingInterval {
+            let watchdog = Timer(timeInterval: period.seconds, repeats: true) { [weak self] _ in self?.watchdogTick() }
+            RunLoop.current.add(watchdog, forMode: .default)
+            timers.append(watchdog)
+            watchdogTick()
+        }
+    }
+
+    /// Pings only while the loop runs (this timer fires) and no pass is stuck, so a wedged
+    /// main loop or a stuck operation ends in a watchdog restart.
+    private func watchdogTick() {
+        guard case .running(let scheduler) = state else { return }
+        let stuck = scheduler.snapshot.stuck
+        if stuck.isEmpty {
+            reportedStuck.removeAll()
+            notifier.watchdog()
+            return
+        }
+        for store in stuck where !reportedStuck.contains(store) {
+            logger.critical("pass made no progress for longer than stuck-pass-timeout; withholding the watchdog ping", metadata: MessageID.watchdogStuck.metadata.merging(["store": "\(store)"]) { $1 })
+            reportedStuck.insert(store)
+        }
+    }
+
+    private func refreshStatus() {
+        guard case .running(let scheduler) = state else { return }
+        let line = statusLine(scheduler.snapshot)
+        if line != lastStatus {
+            notifier.status(line)
+            lastStatus = line
+        }
+    }
+
+    /// One line: stores ok and failing, running passes, last pass, records.
+    func statusLine(_ snapshot: Scheduler.Snapshot) -> String {
+        let ok = snapshot.stores - snapshot.failing.count
+        var parts = ["\(snapshot.stores) stores: \(ok) ok"]
+        if !snapshot.failing.isEmpty { parts[0] += ", \(snapshot.failing.count) failing (\(snapshot.failing.joined(separator: ", ")))" }
+        if !snapshot.running.isEmpty { parts.append("syncing \(snapshot.running.joined(separator: ", "))") }
+        if let last = snapshot.lastPassFinished {
+            parts.append("last pass \(Int((ContinuousClock.now - last).seconds)) s ago")
+        }
+        parts.append("\(snapshot.records) records")
+        if let reloadProblem { parts.append("reload failed: \(reloadProblem)") }
+        return parts.joined(separator: "; ")
+    }
+
+    // MARK: - Test switch
+
+    /// `FERRY_TEST_MODE=1 FERRY_TEST_HANG_AFTER_READY=<s>` wedges the main loop, so the system
+    /// test can prove that a wedged daemon is killed by the watchdog. Ignored otherwise.
+    private func armTestHang() {
+        guard environment["FERRY_TEST_MODE"] == "1", let text = environment["FERRY_TEST_HANG_AFTER_READY"],
+              let seconds = Double(text) else { return }
+        logger.warning("test mode: the main loop will hang \(seconds) s after ready")
+        let timer = Timer(timeInterval: seconds, repeats: false) { _ in
+            while true { sleep(3600) }
+        }
+        RunLoop.current.add(timer, forMode: .default)
+    }
+}

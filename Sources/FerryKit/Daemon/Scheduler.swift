@@ -1,0 +1,251 @@
+import Foundation
+import Logging
+
+/// Decides when each store syncs and runs its passes, on the run loop of the thread that
+/// created it (the daemon's main thread).
+///
+/// One timer, re-armed for the earliest due store, so an idle daemon sleeps in the kernel.
+/// Passes run as ``SyncPassOperation``s on one queue capped at `max-concurrent-passes`; the
+/// scheduler keeps what is waiting in its own list and hands the queue at most that many more,
+/// because a corelibs `OperationQueue` rescans every waiting operation on each finish.
+public final class Scheduler {
+    /// What the daemon reads for STATUS=, the watchdog and `ferry status`.
+    public struct Snapshot: Sendable {
+        public var stores: Int
+        public var failing: [String]
+        public var running: [String]
+        public var lastPassFinished: ContinuousClock.Instant?
+        public var records: Int
+        /// Running passes that made no progress for longer than the stuck-pass timeout.
+        public var stuck: [String]
+    }
+
+    private var schedules: [String: StoreSchedule] = [:]
+    private var database: SharedDatabase
+    private var stuckPassTimeout: Duration
+    private let queue = OperationQueue()
+    private let owner: RunLoopHandle
+    private let logger: Logger
+    private let backoff: Backoff
+    private var timer: Timer?
+    private var passCounter = 0
+    private var stopping = false
+    /// Called on the owner's loop after every pass (the daemon refreshes STATUS).
+    public var onPassFinished: ((Result<PassReport, SyncError>) -> Void)?
+
+    /// Creates a scheduler on the calling thread's run loop. Nothing runs until ``start()``.
+    public init(configuration: FerryConfiguration, database: SharedDatabase, logger: Logger, backoff: Backoff = Backoff()) {
+        self.database = database
+        self.logger = logger
+        self.backoff = backoff
+        self.owner = RunLoopHandle.current()
+        self.stuckPassTimeout = configuration.global.stuckPassTimeout
+        queue.name = "ferry-passes"
+        queue.maxConcurrentOperationCount = configuration.global.maxConcurrentPasses
+        let now = ContinuousClock.now
+        for store in configuration.stores {
+            schedules[store.name] = StoreSchedule(configuration: store, dueAt: now, trigger: .onDemand)
+        }
+    }
+
+    /// Syncs every store now, then on its interval.
+    public func start() {
+        assertOwner()
+        dispatchDuePasses()
+    }
+
+    /// Applies a reloaded configuration: added stores sync now, removed ones are cancelled and
+    /// forgotten, changed ones restart with the new settings. Rows of removed stores stay in
+    /// the database (removing a table is the admin's decision, not a reload's).
+    public func apply(_ configuration: FerryConfiguration) {
+        assertOwner()
+        queue.maxConcurrentOperationCount = configuration.global.maxConcurrentPasses
+        stuckPassTimeout = configuration.global.stuckPassTimeout
+        let now = ContinuousClock.now
+        let incoming = Dictionary(uniqueKeysWithValues: configuration.stores.map { ($0.name, $0) })
+        for (name, schedule) in schedules where incoming[name] == nil {
+            schedule.running?.cancel()
+            schedules[name] = nil
+            logger.notice("store removed from the configuration; its table stays in the database", metadata: ["store": "\(name)"])
+        }
+        for (name, store) in incoming {
+            if var schedule = schedules[name] {
+                if schedule.configuration != store {
+                    schedule.running?.cancel()
+                    schedule.configuration = store
+                    schedule.consecutiveFailures = 0
+                    schedule.lastError = nil
+                    logger.notice("store configuration changed", metadata: ["store": "\(name)"])
+                }
+                schedules[name] = schedule
+            } else {
+                schedules[name] = StoreSchedule(configuration: store, dueAt: now, trigger: .onDemand)
+                logger.notice("store added", metadata: ["store": "\(name)"])
+            }
+        }
+        dispatchDuePasses()
+    }
+
+    /// Makes every store due now (SIGHUP, `ferry reload`); a store already syncing runs again
+    /// once its pass ends.
+    public func resyncAll() {
+        assertOwner()
+        let now = ContinuousClock.now
+        for name in schedules.keys {
+            if schedules[name]!.running != nil {
+                schedules[name]!.rerunRequested = true
+            } else {
+                schedules[name]!.nextDue = now
+                schedules[name]!.trigger = .onDemand
+            }
+        }
+        dispatchDuePasses()
+    }
+
+    /// Cancels every pass; `completion` runs on the owner's loop once all have finished (each
+    /// rolls back its open transaction) or after `timeout`, whichever is first.
+    public func stop(timeout: Duration, completion: @escaping (_ drained: Bool) -> Void) {
+        assertOwner()
+        stopping = true
+        timer?.invalidate()
+        timer = nil
+        queue.cancelAllOperations()
+        let deadline = ContinuousClock.now + timeout
+        func check() {
+            let busy = schedules.values.contains { $0.running != nil }
+            if !busy || ContinuousClock.now >= deadline {
+                completion(!busy)
+                return
+            }
+            Timer.scheduledTimer(withTimeInterval: 0.01, repeats: false) { _ in check() }
+        }
+        check()
+    }
+
+    public var snapshot: Snapshot {
+        assertOwner()
+        let now = ContinuousClock.now
+        var snapshot = Snapshot(stores: schedules.count, failing: [], running: [], lastPassFinished: nil, records: 0, stuck: [])
+        for (name, schedule) in schedules.sorted(by: { $0.key < $1.key }) {
+            if schedule.isFailing { snapshot.failing.append(name) }
+            if let running = schedule.running {
+                snapshot.running.append(name)
+                if now - running.progress.lastAdvance > stuckPassTimeout, running.isExecuting {
+                    snapshot.stuck.append(name)
+                }
+            }
+            if let finished = schedule.lastFinished, finished > (snapshot.lastPassFinished ?? finished - .seconds(1)) {
+                snapshot.lastPassFinished = finished
+            }
+            snapshot.records += schedule.lastReport?.recordCount ?? 0
+        }
+        return snapshot
+    }
+
+    // MARK: - Dispatching
+
+    private func dispatchDuePasses() {
+        guard !stopping else { return }
+        let now = ContinuousClock.now
+        let due = schedules.values
+            .filter { $0.running == nil && $0.nextDue <= now }
+            .sorted { lhs, rhs in
+                if lhs.trigger != rhs.trigger { return lhs.trigger > rhs.trigger }
+                if lhs.configuration.priority != rhs.configuration.priority { return lhs.configuration.priority > rhs.configuration.priority }
+                return lhs.nextDue < rhs.nextDue
+            }
+        // The queue holds at most two passes per slot; the rest wait here, ordered.
+        let queued = schedules.values.filter { $0.running != nil }.count
+        let room = max(0, queue.maxConcurrentOperationCount * 2 - queued)
+        for schedule in due.prefix(room) {
+            startPass(for: schedule.configuration.name, now: now)
+        }
+        armTimer()
+    }
+
+    private func startPass(for name: String, now: ContinuousClock.Instant) {
+        guard var schedule = schedules[name] else { return }
+        passCounter += 1
+        let reconcile = schedule.needsReconciliation(now: now)
+        let operation = SyncPassOperation(.init(
+            store: schedule.configuration, database: database, trigger: schedule.trigger,
+            reconcile: reconcile, pass: passCounter, logger: logger))
+        operation.completionBlock = { [owner, weak self, weak operation] in
+            owner.perform {
+                guard let self, let operation else { return }
+                self.passFinished(operation, reconciled: reconcile)
+            }
+        }
+        schedule.running = operation
+        schedule.rerunRequested = false
+        schedules[name] = schedule
+        queue.addOperation(operation)
+    }
+
+    private func passFinished(_ operation: SyncPassOperation, reconciled: Bool) {
+        let name = operation.setup.store.name
+        guard var schedule = schedules[name], schedule.running === operation else { return }
+        let now = ContinuousClock.now
+        schedule.running = nil
+        schedule.lastFinished = now
+        let outcome: Result<PassReport, SyncError>
+        switch operation.result {
+        case .success(let report):
+            outcome = .success(report)
+            schedule.lastReport = report
+            schedule.consecutiveFailures = 0
+            schedule.lastError = nil
+            if reconciled, case .swept = report.reconciliation { schedule.lastReconcile = now }
+            let jitter = schedule.configuration.jitter * Double.random(in: 0..<1)
+            schedule.nextDue = now + schedule.configuration.interval + jitter
+            schedule.trigger = .scheduled
+        case .failure(let error as SyncError) where error.kind == .cancelled:
+            outcome = .failure(error)
+            schedule.nextDue = now
+            schedule.trigger = .onDemand
+        case .failure(let error):
+            let failure = error as? SyncError ?? SyncError(.configuration, store: name, message: "\(error)")
+            outcome = .failure(failure)
+            schedule.consecutiveFailures += 1
+            schedule.lastError = failure
+            let delay = backoff.delay(afterFailures: schedule.consecutiveFailures, error: failure, unit: Double.random(in: 0..<1))
+            schedule.nextDue = now + delay
+            schedule.trigger = .scheduled
+            logger.warning("backing off \(String(format: "%.1f", delay.seconds)) s after \(schedule.consecutiveFailures) failure(s)", metadata: [
+                "store": "\(name)",
+                "message_id": "\(MessageID.backoff.rawValue)",
+                "failures": "\(schedule.consecutiveFailures)",
+                "delay_ms": "\(Int(delay.seconds * 1000))",
+            ])
+        case nil:
+            preconditionFailure("\(operation) completed without a result")
+        }
+        if schedule.rerunRequested {
+            schedule.nextDue = now
+            schedule.trigger = .onDemand
+        }
+        schedules[name] = schedule
+        onPassFinished?(outcome)
+        dispatchDuePasses()
+    }
+
+    private func armTimer() {
+        timer?.invalidate()
+        timer = nil
+        guard !stopping else { return }
+        let waiting = schedules.values.filter { $0.running == nil }
+        guard let next = waiting.map(\.nextDue).min() else { return }
+        let delay = max(0, (next - .now).seconds)
+        let timer = Timer(timeInterval: delay, repeats: false) { [weak self] _ in
+            self?.dispatchDuePasses()
+        }
+        // A little tolerance lets the kernel batch wake-ups of stores due close together.
+        timer.tolerance = min(1, delay / 20)
+        RunLoop.current.add(timer, forMode: .default)
+        self.timer = timer
+    }
+
+    private func assertOwner(_ function: StaticString = #function) {
+        precondition(owner.isCurrent, "Scheduler.\(function) called off its run loop's thread")
+    }
+}

@@ -1,0 +1,50 @@
+import ArgumentParser
+import FerryKit
+import Foundation
+
+struct ChangesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "changes",
+        abstract: "Print the local change log as JSON lines, so scripts can react to what changed.",
+        discussion: #"Each line: {"seq":N,"store":"…","id":"…","op":"insert|update|delete","time":"…"}. Pass the last seq you saw to --since."#)
+
+    @OptionGroup var options: ConfigurationOptions
+
+    @Option(help: "Print changes after this sequence number.")
+    var since: Int64 = 0
+
+    @Flag(help: "Keep waiting for new changes.")
+    var follow = false
+
+    @Option(help: "Only changes of this store.")
+    var store: String?
+
+    func run() throws {
+        let path: String
+        if let database = options.database {
+            path = database
+        } else {
+            do { path = try options.load().global.databasePath } catch { throw fail(error) }
+        }
+        do {
+            guard FileManager.default.fileExists(atPath: path) else { throw StatusError.noDatabase(path) }
+            let database = try ReplicaDatabase.openReadOnly(path: path)
+            defer { database.close() }
+            let encoder = StoreStatus.makeEncoder()
+            var after = since
+            while true {
+                let entries = try database.changes(after: after, limit: 10_000)
+                for entry in entries where store == nil || entry.store == store {
+                    print(String(decoding: try encoder.encode(entry), as: UTF8.self))
+                }
+                after = entries.last?.sequence ?? after
+                if entries.count == 10_000 { continue }
+                guard follow else { break }
+                fflush(stdout)
+                Thread.sleep(forTimeInterval: 1)
+            }
+        } catch {
+            throw fail(error)
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import ArgumentParser
+import FerryKit
+import Foundation
+
+struct LogCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log",
+        abstract: "Show ferryd's journal, optionally for one store (a thin wrapper over journalctl).",
+        discussion: """
+        Equivalent recipes: journalctl -u ferryd FERRY_STORE=NAME; journalctl -u ferryd MESSAGE_ID=\(MessageID.passFailed.rawValue) (failed passes); \
+        journalctl -u ferryd -o json (every field).
+        """)
+
+    @Argument(help: "Only entries of this store.")
+    var store: String?
+
+    @Flag(name: .shortAndLong, help: "Keep printing new entries.")
+    var follow = false
+
+    @Flag(help: "Only failed passes.")
+    var failures = false
+
+    @Option(name: .shortAndLong, help: "How many recent entries.")
+    var lines: Int = 50
+
+    func run() throws {
+        var arguments = ["-u", "ferryd", "--no-pager", "-n", "\(lines)"]
+        if let store { arguments.append("FERRY_STORE=\(store)") }
+        if failures { arguments.append("MESSAGE_ID=\(MessageID.passFailed.rawValue)") }
+        if follow { arguments.append("-f") }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/journalctl")
+        process.arguments = arguments
+        do {
+            try process.run()
+        } catch {
+            FileHandle.standardError.write(Data("ferry: cannot run journalctl (\(error.localizedDescription)); is systemd installed?\n".utf8))
+            throw ExitCode(FerryExitCode.failure.rawValue)
+        }
+        process.waitUntilExit()
+        if process.terminationStatus != 0 { throw ExitCode(process.terminationStatus) }
+    }
+}

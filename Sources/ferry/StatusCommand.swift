@@ -1,0 +1,53 @@
+import ArgumentParser
+import FerryKit
+import Foundation
+
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show each store's state, last success, record count, cursor and last error.",
+        discussion: "--json prints one object per line: store, kind, state (ok|failing|never-synced|not-configured), last_success, last_success_age_seconds, last_attempt, records, cursor, last_error.")
+
+    @OptionGroup var options: ConfigurationOptions
+
+    @Flag(help: "Print JSON lines instead of a table.")
+    var json = false
+
+    func run() throws {
+        // Status works from the database alone when the configuration is unreadable.
+        let configuration = try? options.load()
+        guard let path = options.database ?? configuration?.global.databasePath else {
+            do { _ = try options.load() } catch { throw fail(error) }
+            return
+        }
+        let rows: [StoreStatus]
+        do {
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw StatusError.noDatabase(path)
+            }
+            let database = try ReplicaDatabase.openReadOnly(path: path)
+            defer { database.close() }
+            rows = StoreStatus.collect(configuration: configuration, states: try database.syncStates())
+        } catch {
+            throw fail(error)
+        }
+        if json {
+            let encoder = StoreStatus.makeEncoder()
+            for row in rows {
+                print(String(decoding: try encoder.encode(row), as: UTF8.self))
+            }
+        } else {
+            print(StoreStatus.table(rows))
+        }
+    }
+}
+
+enum StatusError: Error, CustomStringConvertible {
+    case noDatabase(String)
+
+    var description: String {
+        switch self {
+        case .noDatabase(let path): "no database at \(path) yet: run `ferry sync` or start ferryd first"
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import ArgumentParser
+import FerryKit
+import Foundation
+import Logging
+
+struct SyncCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Sync stores once in the foreground, without the daemon.",
+        discussion: "Shows progress bars on a terminal and plain log lines when piped. Ctrl-C cancels cleanly: the replica keeps every committed page.")
+
+    @OptionGroup var options: ConfigurationOptions
+
+    @Argument(help: "Stores to sync (default: all).")
+    var stores: [String] = []
+
+    @Flag(name: .shortAndLong, help: "Log every pass event, even on a terminal.")
+    var verbose = false
+
+    func run() throws {
+        let configuration: FerryConfiguration
+        do { configuration = try options.load() } catch { throw fail(error) }
+        let interactive = standardErrorIsTerminal && !verbose
+        LoggingSystem.bootstrap { _ in
+            StderrLogHandler(level: interactive ? .warning : configuration.global.logLevel, priorityPrefix: false)
+        }
+        let logger = Logger(label: "ferry")
+        let sync: OneShotSync
+        do {
+            sync = try OneShotSync(configuration: configuration, storeNames: stores, databasePath: options.database, logger: logger)
+        } catch let error as OneShotSyncError {
+            FileHandle.standardError.write(Data("ferry: \(error)\n".utf8))
+            throw ExitCode(FerryExitCode.usage.rawValue)
+        } catch {
+            throw fail(error)
+        }
+        var drawn = 0
+        let results = sync.run { items in
+            guard interactive else { return }
+            var text = drawn > 0 ? "\u{1B}[\(drawn)A" : ""
+            for item in items { text += "\u{1B}[2K" + ProgressLine.render(item) + "\n" }
+            drawn = items.count
+            FileHandle.standardError.write(Data(text.utf8))
+        }
+        var worst: FerryExitCode = .success
+        for (_, result) in results {
+            switch result {
+            case .success(let report):
+                print(report.summary)
+            case .failure(let error):
+                FileHandle.standardError.write(Data("ferry: \(error)\n".utf8))
+                let code = error.kind == .cancelled ? FerryExitCode.failure : FerryExitCode.for(error)
+                if worst == .success || code != .failure { worst = code }
+            }
+        }
+        print("database: \(sync.databasePath)")
+        if worst != .success { throw ExitCode(worst.rawValue) }
+    }
+}
