@@ -1,0 +1,32 @@
+/// One store's definition and its cached prepared statements: the bulk path prepares each SQL
+/// once per store and reuses it for every record of every batch.
+final class PreparedStore {
+    let definition: StoreDefinition
+    let select: Statement
+    let insert: Statement
+    let update: Statement
+    let delete: Statement
+    let tombstone: Statement
+    let logChange: Statement
+
+    init(_ definition: StoreDefinition, connection: SQLiteConnection) throws(SQLiteError) {
+        self.definition = definition
+        let table = quoted(definition.name)
+        select = try connection.prepare("SELECT version, deleted FROM \(table) WHERE id = ?1", persistent: true)
+        insert = try connection.prepare(
+            "INSERT INTO \(table)(id, version, body, fields, first_seen, last_synced, deleted) VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)", persistent: true)
+        // A resurrected tombstone keeps its first_seen: it is the same remote record.
+        update = try connection.prepare(
+            "UPDATE \(table) SET version = ?2, body = ?3, fields = ?4, last_synced = ?5, deleted = 0 WHERE id = ?1", persistent: true)
+        delete = try connection.prepare("DELETE FROM \(table) WHERE id = ?1", persistent: true)
+        tombstone = try connection.prepare("UPDATE \(table) SET deleted = 1, last_synced = ?2 WHERE id = ?1 AND deleted = 0", persistent: true)
+        logChange = try connection.prepare("INSERT INTO ferry_changes(store, id, op, time) VALUES (?1, ?2, ?3, ?4)", persistent: true)
+    }
+}
+
+/// Where a store's reconciliation stands; absent from the dictionary means idle.
+enum ReconciliationState {
+    /// Between begin and finish/cancel: ids of the remote listing go into `table` (a TEMP
+    /// table on disk, so memory does not grow with the store).
+    case marking(table: String, mark: Statement)
+}
