@@ -5,7 +5,8 @@ extension ReplicaDatabase {
     /// `batch.cursor` replaces the stored one) and the change-log entries. Either all of it is
     /// committed or none of it; the first error wins and the rollback always runs.
     ///
-    /// Semantics, per change (a batch is first reduced to the last change of each id):
+    /// Semantics, per change (a batch is first reduced to the last change of each id; the
+    /// superseded ones count as unchanged, so the counts add up to the batch size):
     /// - upsert of an unknown id: insert. Of a known id: update when the incoming version wins
     ///   (``VersionComparison``), else unchanged, so a stale or replayed page is harmless.
     ///   An upsert that wins over a tombstone brings the row back (logged as an insert).
@@ -48,7 +49,12 @@ extension ReplicaDatabase {
         let reconciliation = reconciliations[store]
         do {
         try connection.transaction { () throws(SQLiteError) in
-            for (position, change) in batch.changes.enumerated() where valid[position] && latest[change.id] == position {
+            for (position, change) in batch.changes.enumerated() where valid[position] {
+                // Duplicate ids within a batch: only the last one is applied.
+                guard latest[change.id] == position else {
+                    counts.unchanged += 1
+                    continue
+                }
                 current = change.id
                 switch change {
                 case .upsert(let record):
