@@ -31,9 +31,17 @@ extension ReplicaDatabase {
                 guard try boundary.step() else { return 0 }
                 let keepFrom = keepingAtLeast > 0 ? boundary.int64(at: 0) : Int64.max
                 boundary.reset()
-                let statement = try connection.prepare("DELETE FROM ferry_changes WHERE seq < ?1 AND time < ?2")
-                try statement.bind(keepFrom, at: 1)
-                try statement.bind(date.map(Self.timestamp) ?? Double.infinity, at: 2)
+                // Times grow with seq, so the old entries are a prefix: find where it ends by
+                // walking from the oldest row (cost proportional to what is pruned, no index).
+                var end = keepFrom
+                if let date {
+                    let firstKept = try connection.prepare("SELECT seq FROM ferry_changes WHERE time >= ?1 ORDER BY seq LIMIT 1")
+                    try firstKept.bind(Self.timestamp(date), at: 1)
+                    if try firstKept.step() { end = min(end, firstKept.int64(at: 0)) }
+                    firstKept.reset()
+                }
+                let statement = try connection.prepare("DELETE FROM ferry_changes WHERE seq < ?1")
+                try statement.bind(end, at: 1)
                 try statement.run()
                 return connection.changes
             }

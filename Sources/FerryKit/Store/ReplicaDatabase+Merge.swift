@@ -48,6 +48,7 @@ extension ReplicaDatabase {
         var current = ""
         let reconciliation = reconciliations[store]
         do {
+        prepared.changeLog.begin(at: now)
         try connection.transaction { () throws(SQLiteError) in
             for (position, change) in batch.changes.enumerated() where valid[position] {
                 // Duplicate ids within a batch: only the last one is applied.
@@ -70,6 +71,7 @@ extension ReplicaDatabase {
                 }
             }
             current = ""
+            try prepared.changeLog.flush()
             if let cursor = batch.cursor {
                 let statement = try connection.prepare("UPDATE ferry_sync_state SET cursor = ?2 WHERE store = ?1")
                 try statement.bind(store, at: 1)
@@ -80,10 +82,20 @@ extension ReplicaDatabase {
         } catch {
             throw StoreError(error, path: path, store: store, recordID: current.isEmpty ? nil : current)
         }
+        prepared.preferInsert = counts.inserted >= counts.updated + counts.unchanged
         return counts
     }
 
     private func upsert(_ record: RemoteRecord, into store: PreparedStore, at now: Double, counts: inout MergeCounts) throws(SQLiteError) {
+        if store.preferInsert {
+            try bindRecord(record, to: store.insertIfAbsent, at: now)
+            try store.insertIfAbsent.run()
+            if connection.changes > 0 {
+                counts.inserted += 1
+                try store.changeLog.add("insert", id: record.id)
+                return
+            }
+        }
         let select = store.select
         try select.bind(record.id, at: 1)
         defer { select.reset() }
@@ -112,7 +124,7 @@ extension ReplicaDatabase {
             counts.inserted += 1
             operation = "insert"
         }
-        try log(operation, id: record.id, store: store, at: now)
+        try store.changeLog.add(operation, id: record.id)
     }
 
     private func bindRecord(_ record: RemoteRecord, to statement: Statement, at now: Double) throws(SQLiteError) {
@@ -140,16 +152,7 @@ extension ReplicaDatabase {
             return
         }
         counts.deleted += 1
-        try log("delete", id: id, store: store, at: now)
-    }
-
-    private func log(_ operation: String, id: String, store: PreparedStore, at now: Double) throws(SQLiteError) {
-        let statement = store.logChange
-        try statement.bind(store.definition.name, at: 1)
-        try statement.bind(id, at: 2)
-        try statement.bind(operation, at: 3)
-        try statement.bind(now, at: 4)
-        try statement.run()
+        try store.changeLog.add("delete", id: id)
     }
 
     /// Why a change cannot be stored, or nil.
@@ -157,8 +160,27 @@ extension ReplicaDatabase {
         if change.id.isEmpty { return "empty id" }
         guard case .upsert(let record) = change else { return nil }
         if record.body.count > maxBytes { return "record is \(record.body.count) bytes, more than the limit of \(maxBytes)" }
-        if String(validating: record.body, as: UTF8.self) == nil { return "body is not valid UTF-8" }
+        if !isValidUTF8(record.body) { return "body is not valid UTF-8" }
         return nil
+    }
+
+    /// Most bodies are ASCII JSON: checking 8 bytes at a time for a high bit is far cheaper than
+    /// building a String; only bodies with non-ASCII bytes get the full validation.
+    static func isValidUTF8(_ body: Data) -> Bool {
+        let ascii = body.withUnsafeBytes { raw -> Bool in
+            var index = 0
+            let count = raw.count
+            while index + 8 <= count {
+                if raw.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
+                index += 8
+            }
+            while index < count {
+                if raw[index] & 0x80 != 0 { return false }
+                index += 1
+            }
+            return true
+        }
+        return ascii || String(validating: body, as: UTF8.self) != nil
     }
 
     /// Whether an incoming version replaces the stored one.

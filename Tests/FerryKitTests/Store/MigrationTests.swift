@@ -53,8 +53,9 @@ struct MigrationTests {
         let replica = try ReplicaDatabase(path: path)
         #expect(try Migrations.version(of: replica.connection) == Migrations.currentVersion)
         #expect(try replica.connection.scalarInt("PRAGMA application_id") == Migrations.applicationID)
-        // v2's index serves per-store change queries.
-        #expect(try replica.connection.scalarInt("SELECT count(*) FROM sqlite_schema WHERE name = 'ferry_changes_store_seq'") == 1)
+        // v2's view shows the log with readable times; its column table exists.
+        #expect(try replica.connection.scalarText("SELECT time FROM ferry_changes_readable WHERE id = 'a'") == "2023-11-14T22:13:20.000Z")
+        #expect(try replica.connection.scalarInt("SELECT count(*) FROM sqlite_schema WHERE name = 'ferry_store_columns'") == 1)
         // Data survives, and the store works as before.
         let state = try #require(try replica.syncState(of: "items"))
         #expect(state.cursor == "cursor-7")
