@@ -87,12 +87,22 @@ extension ReplicaDatabase {
     }
 
     private func upsert(_ record: RemoteRecord, into store: PreparedStore, at now: Double, counts: inout MergeCounts) throws(SQLiteError) {
+        // Fast paths: one statement, one index descent, as in a raw upsert. When they change
+        // nothing (the id exists / is new / is stale / is a tombstone) the full path below decides.
         if store.preferInsert {
             try bindRecord(record, to: store.insertIfAbsent, at: now)
             try store.insertIfAbsent.run()
             if connection.changes > 0 {
                 counts.inserted += 1
                 try store.changeLog.add("insert", id: record.id)
+                return
+            }
+        } else {
+            try bindRecord(record, to: store.updateIfNewer, at: now)
+            try store.updateIfNewer.run()
+            if connection.changes > 0 {
+                counts.updated += 1
+                try store.changeLog.add("update", id: record.id)
                 return
             }
         }
@@ -189,10 +199,7 @@ extension ReplicaDatabase {
         case .opaque:
             return incoming != stored
         case .ordered:
-            if let new = Int64(incoming), let old = Int64(stored) { return new > old }
-            // Byte order, as SQLite's BINARY collation sorts: ISO-8601 UTC stamps of one format
-            // sort correctly this way.
-            return stored.utf8.lexicographicallyPrecedes(incoming.utf8)
+            return VersionOrder.isNewer(incoming, than: stored)
         }
     }
 

@@ -49,6 +49,7 @@ public final class ReplicaDatabase {
                 throw StoreError(.other, path: path, message: "cannot switch to WAL journal mode (got \(mode ?? "nothing"))")
             }
             try connection.execute("PRAGMA synchronous = NORMAL")
+            try VersionOrder.register(on: connection)
         } catch let error as SQLiteError {
             throw StoreError(error, path: path)
         } catch {
