@@ -108,7 +108,8 @@ public final class ReplicaDatabase {
         }
     }
 
-    /// Closes the connection. Unfinished reconciliations are dropped with it.
+    /// Closes the connection. Unfinished reconciliations are dropped with it. Any later call is
+    /// a programming error (SQLite reports misuse, which traps).
     public func close() {
         stores.removeAll()
         reconciliations.removeAll()
