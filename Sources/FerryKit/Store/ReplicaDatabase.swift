@@ -30,12 +30,18 @@ public final class ReplicaDatabase {
     /// An existing file is checked first and refused, never overwritten, when it is not Ferry's
     /// (`.notFerryDatabase`), comes from a newer Ferry (`.newerSchema`) or fails `quick_check`
     /// (`.corrupt`).
-    public init(path: String) throws(StoreError) {
+    public convenience init(path: String) throws(StoreError) {
+        try self.init(path: path, busyTimeoutMilliseconds: 5_000)
+    }
+
+    /// `busyTimeoutMilliseconds`: how long a write waits for another process's write lock
+    /// before failing with `.busy` (tests shorten it).
+    init(path: String, busyTimeoutMilliseconds: Int32) throws(StoreError) {
         self.path = path
         isReadOnly = false
         let existing = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) > 0
         do {
-            connection = try SQLiteConnection(path: path, mode: existing ? .readWrite : .readWriteCreate)
+            connection = try SQLiteConnection(path: path, mode: existing ? .readWrite : .readWriteCreate, busyTimeout: busyTimeoutMilliseconds)
         } catch {
             throw StoreError(error, path: path)
         }
@@ -49,6 +55,9 @@ public final class ReplicaDatabase {
                 throw StoreError(.other, path: path, message: "cannot switch to WAL journal mode (got \(mode ?? "nothing"))")
             }
             try connection.execute("PRAGMA synchronous = NORMAL")
+            // Reconciliation marks live in TEMP tables: keep them in a temp file (bounded by the
+            // page cache), never all in RAM, whatever the build's default.
+            try connection.execute("PRAGMA temp_store = FILE")
             try VersionOrder.register(on: connection)
         } catch let error as SQLiteError {
             throw StoreError(error, path: path)
