@@ -44,6 +44,13 @@ let package = Package(
             dependencies: ["FerryKit", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict
         ),
+        // Crash-test helper: merges deterministic batches in a loop until SIGKILLed
+        // (Tests/FerryKitTests/Store/CrashTests.swift).
+        .executableTarget(
+            name: "ferry-store-torture",
+            dependencies: ["FerryKit"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "FerryKitTests",
             dependencies: ["FerryKit"],

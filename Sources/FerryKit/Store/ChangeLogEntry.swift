@@ -1,0 +1,21 @@
+import Foundation
+
+/// One row of `ferry_changes`: local programs follow a replica by asking for entries after the
+/// last sequence number they saw.
+public struct ChangeLogEntry: Sendable, Equatable, Codable {
+    /// Strictly increasing, never reused (`AUTOINCREMENT`).
+    public var sequence: Int64
+    public var store: String
+    public var id: String
+    /// "insert", "update" or "delete".
+    public var operation: String
+    public var time: Date
+
+    public init(sequence: Int64, store: String, id: String, operation: String, time: Date) {
+        self.sequence = sequence
+        self.store = store
+        self.id = id
+        self.operation = operation
+        self.time = time
+    }
+}

@@ -1,0 +1,47 @@
+/// One store's definition and its cached prepared statements: the bulk path prepares each SQL
+/// once per store and reuses it for every record of every batch.
+final class PreparedStore {
+    let definition: StoreDefinition
+    let select: Statement
+    let insert: Statement
+    /// Insert-first probe for batches of mostly new ids (see ``preferInsert``).
+    let insertIfAbsent: Statement
+    let update: Statement
+    /// Update-first probe for batches of mostly known ids: changes a live row only when the
+    /// incoming version wins, decided in SQL (`ferry_version_newer` is ``VersionOrder``).
+    let updateIfNewer: Statement
+    let delete: Statement
+    let tombstone: Statement
+    let changeLog: ChangeLogBuffer
+    /// Whether the last batch was mostly new ids. Then each upsert first tries
+    /// `INSERT ... ON CONFLICT DO NOTHING` (one index descent, like a raw upsert) and only reads
+    /// the stored version when the id exists; otherwise it first tries ``updateIfNewer``. A first
+    /// sync is all inserts, an incremental pass mostly updates, so this follows the store's phase.
+    var preferInsert = true
+
+    init(_ definition: StoreDefinition, connection: SQLiteConnection) throws(SQLiteError) {
+        self.definition = definition
+        let table = quoted(definition.name)
+        select = try connection.prepare("SELECT version, deleted FROM \(table) WHERE id = ?1", persistent: true)
+        insert = try connection.prepare(
+            "INSERT INTO \(table)(id, version, body, fields, first_seen, last_synced, deleted) VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)", persistent: true)
+        insertIfAbsent = try connection.prepare(
+            "INSERT INTO \(table)(id, version, body, fields, first_seen, last_synced, deleted) VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0) ON CONFLICT(id) DO NOTHING", persistent: true)
+        // A resurrected tombstone keeps its first_seen: it is the same remote record.
+        update = try connection.prepare(
+            "UPDATE \(table) SET version = ?2, body = ?3, fields = ?4, last_synced = ?5, deleted = 0 WHERE id = ?1", persistent: true)
+        let wins = definition.comparison == .ordered ? "ferry_version_newer(?2, version)" : "version IS NOT ?2"
+        updateIfNewer = try connection.prepare(
+            "UPDATE \(table) SET version = ?2, body = ?3, fields = ?4, last_synced = ?5 WHERE id = ?1 AND deleted = 0 AND \(wins)", persistent: true)
+        delete = try connection.prepare("DELETE FROM \(table) WHERE id = ?1", persistent: true)
+        tombstone = try connection.prepare("UPDATE \(table) SET deleted = 1, last_synced = ?2 WHERE id = ?1 AND deleted = 0", persistent: true)
+        changeLog = try ChangeLogBuffer(store: definition.name, connection: connection)
+    }
+}
+
+/// Where a store's reconciliation stands; absent from the dictionary means idle.
+enum ReconciliationState {
+    /// Between begin and finish/cancel: ids of the remote listing go into `table` (a TEMP
+    /// table on disk, so memory does not grow with the store).
+    case marking(table: String, mark: Statement)
+}

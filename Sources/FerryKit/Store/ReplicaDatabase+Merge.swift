@@ -1,0 +1,215 @@
+import Foundation
+
+extension ReplicaDatabase {
+    /// Applies one batch to a store in ONE transaction: its rows, its cursor (a non-nil
+    /// `batch.cursor` replaces the stored one) and the change-log entries. Either all of it is
+    /// committed or none of it; the first error wins and the rollback always runs.
+    ///
+    /// Semantics, per change (a batch is first reduced to the last change of each id; the
+    /// superseded ones count as unchanged, so the counts add up to the batch size):
+    /// - upsert of an unknown id: insert. Of a known id: update when the incoming version wins
+    ///   (``VersionComparison``), else unchanged, so a stale or replayed page is harmless.
+    ///   An upsert that wins over a tombstone brings the row back (logged as an insert).
+    /// - delete: removes the row (or tombstones it); a delete of an unknown id changes nothing.
+    /// - Bad records (empty id, invalid UTF-8, larger than `maxRecordBytes`, and the parser's
+    ///   `batch.problems`): policy `.skip` counts and reports them; `.fail` throws `.badRecord`
+    ///   naming the store and record before anything is written.
+    ///
+    /// Only real changes (insert, update, delete) are logged in `ferry_changes`.
+    public func apply(_ batch: ChangeBatch, to store: String) throws(StoreError) -> MergeCounts {
+        requireWritable()
+        let prepared = try preparedStore(store)
+        let definition = prepared.definition
+        var counts = MergeCounts()
+
+        // Validate first, so under `.fail` nothing of the batch is written.
+        var problems = batch.problems
+        var latest: [String: Int] = [:]
+        latest.reserveCapacity(batch.changes.count)
+        var valid = [Bool](repeating: true, count: batch.changes.count)
+        for (position, change) in batch.changes.enumerated() {
+            if let reason = Self.problem(with: change, maxBytes: definition.maxRecordBytes) {
+                problems.append(RecordProblem(position: position, id: change.id.isEmpty ? nil : change.id, reason: reason))
+                valid[position] = false
+            } else {
+                latest[change.id] = position
+            }
+        }
+        if let first = problems.first {
+            guard definition.badRecordPolicy == .skip else {
+                throw StoreError(.badRecord, path: path, store: store, recordID: first.id, position: first.position,
+                                 message: "bad record (\(first.reason)); policy is fail, nothing of this batch was applied" + (problems.count > 1 ? " (\(problems.count) bad records in the batch)" : ""))
+            }
+            counts.skipped = problems.count
+            counts.problems = problems
+        }
+
+        let now = Self.timestamp(Date())
+        var current = ""
+        let reconciliation = reconciliations[store]
+        do {
+        prepared.changeLog.begin(at: now)
+        try connection.transaction { () throws(SQLiteError) in
+            for (position, change) in batch.changes.enumerated() where valid[position] {
+                // Duplicate ids within a batch: only the last one is applied.
+                guard latest[change.id] == position else {
+                    counts.unchanged += 1
+                    continue
+                }
+                current = change.id
+                switch change {
+                case .upsert(let record):
+                    try upsert(record, into: prepared, at: now, counts: &counts)
+                case .delete(let id):
+                    try delete(id, from: prepared, at: now, counts: &counts)
+                }
+                // A record the remote sent during a reconciliation pass exists remotely even if
+                // the listing was taken before it appeared.
+                if case .marking(_, let mark) = reconciliation, case .upsert = change {
+                    try mark.bind(change.id, at: 1)
+                    try mark.run()
+                }
+            }
+            current = ""
+            try prepared.changeLog.flush()
+            if let cursor = batch.cursor {
+                let statement = try connection.prepare("UPDATE ferry_sync_state SET cursor = ?2 WHERE store = ?1")
+                try statement.bind(store, at: 1)
+                try statement.bind(cursor, at: 2)
+                try statement.run()
+            }
+        }
+        } catch {
+            throw StoreError(error, path: path, store: store, recordID: current.isEmpty ? nil : current)
+        }
+        prepared.preferInsert = counts.inserted >= counts.updated + counts.unchanged
+        return counts
+    }
+
+    private func upsert(_ record: RemoteRecord, into store: PreparedStore, at now: Double, counts: inout MergeCounts) throws(SQLiteError) {
+        // Fast paths: one statement, one index descent, as in a raw upsert. When they change
+        // nothing (the id exists / is new / is stale / is a tombstone) the full path below decides.
+        if store.preferInsert {
+            try bindRecord(record, to: store.insertIfAbsent, at: now)
+            try store.insertIfAbsent.run()
+            if connection.changes > 0 {
+                counts.inserted += 1
+                try store.changeLog.add("insert", id: record.id)
+                return
+            }
+        } else {
+            try bindRecord(record, to: store.updateIfNewer, at: now)
+            try store.updateIfNewer.run()
+            if connection.changes > 0 {
+                counts.updated += 1
+                try store.changeLog.add("update", id: record.id)
+                return
+            }
+        }
+        let select = store.select
+        try select.bind(record.id, at: 1)
+        defer { select.reset() }
+        let operation: String
+        if try select.step() {
+            let stored = select.string(at: 0) ?? ""
+            let wasDeleted = select.int64(at: 1) != 0
+            select.reset()
+            guard Self.replaces(incoming: record.version, stored: stored, comparison: store.definition.comparison) else {
+                counts.unchanged += 1
+                return
+            }
+            try bindRecord(record, to: store.update, at: now)
+            try store.update.run()
+            if wasDeleted {
+                counts.inserted += 1
+                operation = "insert"
+            } else {
+                counts.updated += 1
+                operation = "update"
+            }
+        } else {
+            select.reset()
+            try bindRecord(record, to: store.insert, at: now)
+            try store.insert.run()
+            counts.inserted += 1
+            operation = "insert"
+        }
+        try store.changeLog.add(operation, id: record.id)
+    }
+
+    private func bindRecord(_ record: RemoteRecord, to statement: Statement, at now: Double) throws(SQLiteError) {
+        try statement.bind(record.id, at: 1)
+        try statement.bind(record.version, at: 2)
+        try statement.bindText(utf8: record.body, at: 3)
+        try statement.bind(Self.encodeFields(record.fields), at: 4)
+        try statement.bind(now, at: 5)
+    }
+
+    private func delete(_ id: String, from store: PreparedStore, at now: Double, counts: inout MergeCounts) throws(SQLiteError) {
+        let statement: Statement
+        switch store.definition.deletion {
+        case .hard:
+            statement = store.delete
+            try statement.bind(id, at: 1)
+        case .tombstone:
+            statement = store.tombstone
+            try statement.bind(id, at: 1)
+            try statement.bind(now, at: 2)
+        }
+        try statement.run()
+        guard connection.changes > 0 else {
+            counts.unchanged += 1
+            return
+        }
+        counts.deleted += 1
+        try store.changeLog.add("delete", id: id)
+    }
+
+    /// Why a change cannot be stored, or nil.
+    static func problem(with change: RecordChange, maxBytes: Int) -> String? {
+        if change.id.isEmpty { return "empty id" }
+        guard case .upsert(let record) = change else { return nil }
+        if record.body.count > maxBytes { return "record is \(record.body.count) bytes, more than the limit of \(maxBytes)" }
+        if !isValidUTF8(record.body) { return "body is not valid UTF-8" }
+        return nil
+    }
+
+    /// Most bodies are ASCII JSON: checking 8 bytes at a time for a high bit is far cheaper than
+    /// building a String; only bodies with non-ASCII bytes get the full validation.
+    static func isValidUTF8(_ body: Data) -> Bool {
+        let ascii = body.withUnsafeBytes { raw -> Bool in
+            var index = 0
+            let count = raw.count
+            while index + 8 <= count {
+                if raw.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
+                index += 8
+            }
+            while index < count {
+                if raw[index] & 0x80 != 0 { return false }
+                index += 1
+            }
+            return true
+        }
+        return ascii || String(validating: body, as: UTF8.self) != nil
+    }
+
+    /// Whether an incoming version replaces the stored one.
+    static func replaces(incoming: String, stored: String, comparison: VersionComparison) -> Bool {
+        switch comparison {
+        case .opaque:
+            return incoming != stored
+        case .ordered:
+            return VersionOrder.isNewer(incoming, than: stored)
+        }
+    }
+
+    /// Extracted vCard/iCalendar fields as a JSON object with sorted keys (stable bytes, so an
+    /// unchanged record stores the same text).
+    static func encodeFields(_ fields: [String: String]?) -> String? {
+        guard let fields else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(fields) else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

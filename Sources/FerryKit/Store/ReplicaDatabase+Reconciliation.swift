@@ -1,0 +1,81 @@
+import Foundation
+
+extension ReplicaDatabase {
+    /// Starts a mark-and-sweep reconciliation of a store that cannot report deletions: the pass
+    /// then lists every remote id (``markPresent(_:in:)``) and ``finishReconciliation(of:maxDeleteShare:)``
+    /// removes the rows the listing did not mention.
+    ///
+    /// Marks go to a TEMP table (on disk, in SQLite's temp file), so memory stays flat however
+    /// large the store. Records upserted by ``apply(_:to:)`` meanwhile count as present.
+    public func beginReconciliation(of store: String) throws(StoreError) {
+        requireWritable()
+        _ = try preparedStore(store)
+        let table = quoted("ferry_present_\(store)")
+        do {
+            try connection.execute("CREATE TEMP TABLE IF NOT EXISTS \(table)(id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID; DELETE FROM temp.\(table)")
+            let mark = try connection.prepare("INSERT OR IGNORE INTO temp.\(table)(id) VALUES (?1)", persistent: true)
+            reconciliations[store] = .marking(table: table, mark: mark)
+        } catch { throw StoreError(error, path: path, store: store) }
+    }
+
+    /// Records ids the remote listing contains. Call it page by page; each call is one
+    /// transaction (temp tables are private to this connection, so nothing waits on it).
+    public func markPresent(_ ids: [String], in store: String) throws(StoreError) {
+        guard case .marking(_, let mark) = reconciliations[store] else {
+            throw StoreError(.other, path: path, store: store, message: "markPresent without beginReconciliation")
+        }
+        do {
+            try connection.transaction { () throws(SQLiteError) in
+                for id in ids {
+                    try mark.bind(id, at: 1)
+                    try mark.run()
+                }
+            }
+        } catch { throw StoreError(error, path: path, store: store) }
+    }
+
+    /// Sweeps rows the listing did not mention: deletes them (or tombstones them) with change-log
+    /// entries, in one transaction. Refuses, deleting nothing, when more than `maxDeleteShare`
+    /// (0...1) of the live rows would go — a truncated listing is likelier than a mass deletion.
+    /// Either way the reconciliation is over.
+    public func finishReconciliation(of store: String, maxDeleteShare: Double) throws(StoreError) -> ReconcileOutcome {
+        guard case .marking(let present, _) = reconciliations[store] else {
+            throw StoreError(.other, path: path, store: store, message: "finishReconciliation without beginReconciliation")
+        }
+        defer { cancelReconciliation(of: store) }
+        let prepared = try preparedStore(store)
+        let table = quoted(store)
+        let missing = "FROM \(table) WHERE deleted = 0 AND id NOT IN (SELECT id FROM temp.\(present))"
+        do {
+            return try connection.transaction { () throws(SQLiteError) -> ReconcileOutcome in
+                let total = Int(try connection.scalarInt("SELECT count(*) FROM \(table) WHERE deleted = 0") ?? 0)
+                let wouldDelete = Int(try connection.scalarInt("SELECT count(*) \(missing)") ?? 0)
+                guard wouldDelete > 0 else { return .swept(deleted: 0) }
+                if Double(wouldDelete) > maxDeleteShare * Double(total) {
+                    return .refused(wouldDelete: wouldDelete, of: total)
+                }
+                let log = try connection.prepare("INSERT INTO ferry_changes(store, id, op, time) SELECT ?1, id, 'delete', ?2 \(missing) ORDER BY id")
+                try log.bind(store, at: 1)
+                try log.bind(Self.timestamp(Date()), at: 2)
+                try log.run()
+                switch prepared.definition.deletion {
+                case .hard:
+                    try connection.execute("DELETE \(missing)")
+                case .tombstone:
+                    let sweep = try connection.prepare("UPDATE \(table) SET deleted = 1, last_synced = ?1 WHERE deleted = 0 AND id NOT IN (SELECT id FROM temp.\(present))")
+                    try sweep.bind(Self.timestamp(Date()), at: 1)
+                    try sweep.run()
+                }
+                return .swept(deleted: connection.changes)
+            }
+        } catch { throw StoreError(error, path: path, store: store) }
+    }
+
+    /// Abandons a reconciliation (the listing failed): nothing is swept, the marks are dropped.
+    public func cancelReconciliation(of store: String) {
+        guard case .marking(let table, _) = reconciliations.removeValue(forKey: store) else { return }
+        // Dropping a temp table cannot fail in a way the caller could act on; the table is
+        // emptied by the next begin anyway.
+        try? connection.execute("DROP TABLE IF EXISTS temp.\(table)")
+    }
+}

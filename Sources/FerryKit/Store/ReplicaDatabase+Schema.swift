@@ -1,0 +1,95 @@
+import Foundation
+
+extension ReplicaDatabase {
+    /// The columns every store table has; typed columns may not reuse these names.
+    static let baseColumns: Set<String> = ["id", "version", "body", "fields", "first_seen", "last_synced", "deleted"]
+
+    /// Creates or updates a store's table, typed columns, indexes and sync-state row, and
+    /// prepares its statements. Idempotent: call it at the start of every pass.
+    ///
+    /// Typed columns are `VIRTUAL` generated columns over the record's JSON (or its extracted
+    /// fields for vCard/iCalendar), indexed when configured, so `WHERE email = ?` uses an index
+    /// and no merge code has to maintain them. A column whose type or path changed is dropped and
+    /// added again; a column no longer configured is dropped.
+    public func prepare(_ definition: StoreDefinition) throws(StoreError) {
+        requireWritable()
+        let name = definition.name
+        for column in definition.columns where Self.baseColumns.contains(column.name) || column.name.hasPrefix("ferry_") {
+            throw StoreError(.other, path: path, store: name, message: "typed column \(column.name.debugDescription) clashes with a built-in column")
+        }
+        let map = { (error: SQLiteError) in StoreError(error, path: self.path, store: name) }
+        stores[name] = nil
+        try connection.transaction(mapError: map) { () throws(StoreError) in
+            do throws(SQLiteError) {
+                let table = quoted(name)
+                try connection.execute("""
+                    CREATE TABLE IF NOT EXISTS \(table)(
+                        id TEXT PRIMARY KEY NOT NULL,
+                        version TEXT NOT NULL,
+                        body TEXT NOT NULL,
+                        fields TEXT,
+                        first_seen REAL NOT NULL,
+                        last_synced REAL NOT NULL,
+                        deleted INTEGER NOT NULL DEFAULT 0
+                    )
+                    """)
+                try syncColumns(of: definition)
+                let row = try connection.prepare("INSERT INTO ferry_sync_state(store) VALUES (?1) ON CONFLICT(store) DO NOTHING")
+                try row.bind(name, at: 1)
+                try row.run()
+            } catch { throw map(error) }
+        }
+        do { stores[name] = try PreparedStore(definition, connection: connection) } catch { throw map(error) }
+    }
+
+    /// Brings the generated columns in line with the definition (inside prepare's transaction).
+    private func syncColumns(of definition: StoreDefinition) throws(SQLiteError) {
+        let name = definition.name
+        let table = quoted(name)
+        var existing: [String: String] = [:]
+        let read = try connection.prepare("SELECT name, definition FROM ferry_store_columns WHERE store = ?1")
+        try read.bind(name, at: 1)
+        while try read.step() { existing[read.string(at: 0) ?? ""] = read.string(at: 1) ?? "" }
+
+        var wanted: [String: TypedColumn] = [:]
+        for column in definition.columns { wanted[column.name] = column }
+
+        for (column, stored) in existing where wanted[column].map(Self.describe) != stored {
+            try connection.execute("DROP INDEX IF EXISTS \(quoted(Self.indexName(store: name, column: column)))")
+            try connection.execute("ALTER TABLE \(table) DROP COLUMN \(quoted(column))")
+            let forget = try connection.prepare("DELETE FROM ferry_store_columns WHERE store = ?1 AND name = ?2")
+            try forget.bind(name, at: 1)
+            try forget.bind(column, at: 2)
+            try forget.run()
+        }
+        for column in definition.columns where existing[column.name] != Self.describe(column) {
+            // json_valid guards json_extract, which raises an error (failing the whole batch) on
+            // a body that is not JSON; such a record simply gets NULL here.
+            let source = "coalesce(fields, body)"
+            let expression = "CASE WHEN json_valid(\(source)) THEN json_extract(\(source), \(literal(column.path))) END"
+            try connection.execute("ALTER TABLE \(table) ADD COLUMN \(quoted(column.name)) \(column.type.rawValue.uppercased()) GENERATED ALWAYS AS (\(expression)) VIRTUAL")
+            if column.indexed {
+                try connection.execute("CREATE INDEX \(quoted(Self.indexName(store: name, column: column.name))) ON \(table)(\(quoted(column.name)))")
+            }
+            let remember = try connection.prepare("INSERT INTO ferry_store_columns(store, name, definition) VALUES (?1, ?2, ?3)")
+            try remember.bind(name, at: 1)
+            try remember.bind(column.name, at: 2)
+            try remember.bind(Self.describe(column), at: 3)
+            try remember.run()
+        }
+    }
+
+    static func describe(_ column: TypedColumn) -> String {
+        "\(column.type.rawValue)|\(column.indexed ? "indexed" : "plain")|\(column.path)"
+    }
+
+    static func indexName(store: String, column: String) -> String { "\(store)_\(column)_idx" }
+
+    /// The prepared store, or an error naming the missing `prepare` call.
+    func preparedStore(_ name: String) throws(StoreError) -> PreparedStore {
+        guard let store = stores[name] else {
+            throw StoreError(.other, path: path, store: name, message: "store not prepared on this connection (call prepare first)")
+        }
+        return store
+    }
+}

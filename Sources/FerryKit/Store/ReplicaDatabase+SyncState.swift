@@ -1,0 +1,83 @@
+import Foundation
+
+extension ReplicaDatabase {
+    /// A store's sync state, or nil when the store was never prepared in this file.
+    public func syncState(of store: String) throws(StoreError) -> SyncState? {
+        try readStates(where: "WHERE store = ?1", store: store).first
+    }
+
+    /// Every store's sync state, by name.
+    public func syncStates() throws(StoreError) -> [SyncState] {
+        try readStates(where: "ORDER BY store", store: nil)
+    }
+
+    private func readStates(where clause: String, store: String?) throws(StoreError) -> [SyncState] {
+        do {
+            let statement = try connection.prepare(
+                "SELECT store, cursor, last_attempt, last_success, last_error, total_inserted, total_updated, total_deleted FROM ferry_sync_state \(clause)")
+            if let store { try statement.bind(store, at: 1) }
+            var states: [SyncState] = []
+            while try statement.step() {
+                let date = { (index: Int32) in statement.isNull(at: index) ? nil : Date(timeIntervalSince1970: statement.double(at: index)) }
+                states.append(SyncState(
+                    store: statement.string(at: 0) ?? "", cursor: statement.string(at: 1), lastAttempt: date(2), lastSuccess: date(3),
+                    lastError: statement.string(at: 4), recordCount: 0, totalInserted: statement.int64(at: 5),
+                    totalUpdated: statement.int64(at: 6), totalDeleted: statement.int64(at: 7)))
+            }
+            statement.reset()
+            for index in states.indices {
+                // A state row whose table is gone (store removed from the configuration) counts 0.
+                states[index].recordCount = (try? recordCount(of: states[index].store)) ?? 0
+            }
+            return states
+        } catch { throw StoreError(error, path: path, store: store) }
+    }
+
+    /// Notes that a pass started.
+    public func recordAttempt(of store: String, at date: Date) throws(StoreError) {
+        try updateState(store, "last_attempt = ?2") { statement throws(SQLiteError) in
+            try statement.bind(Self.timestamp(date), at: 2)
+        }
+    }
+
+    /// Notes a successful pass: clears the last error and adds its counts to the totals.
+    public func recordSuccess(of store: String, at date: Date, counts: MergeCounts) throws(StoreError) {
+        try updateState(store, "last_success = ?2, last_error = NULL, total_inserted = total_inserted + ?3, total_updated = total_updated + ?4, total_deleted = total_deleted + ?5") { statement throws(SQLiteError) in
+            try statement.bind(Self.timestamp(date), at: 2)
+            try statement.bind(counts.inserted, at: 3)
+            try statement.bind(counts.updated, at: 4)
+            try statement.bind(counts.deleted, at: 5)
+        }
+    }
+
+    /// Notes a failed pass with a message fit for `ferry status` (no secrets: callers pass an
+    /// error's `description`).
+    public func recordFailure(of store: String, at date: Date, message: String) throws(StoreError) {
+        try updateState(store, "last_attempt = coalesce(last_attempt, ?2), last_error = ?3") { statement throws(SQLiteError) in
+            try statement.bind(Self.timestamp(date), at: 2)
+            try statement.bind(message, at: 3)
+        }
+    }
+
+    /// Forgets the cursor, so the next pass is a full sync.
+    public func resetCursor(of store: String) throws(StoreError) {
+        try updateState(store, "cursor = NULL") { _ throws(SQLiteError) in }
+    }
+
+    private func updateState(_ store: String, _ assignments: String, bind: (Statement) throws(SQLiteError) -> Void) throws(StoreError) {
+        requireWritable()
+        do {
+            let statement = try connection.prepare("UPDATE ferry_sync_state SET \(assignments) WHERE store = ?1")
+            try statement.bind(store, at: 1)
+            try bind(statement)
+            try statement.run()
+            guard connection.changes > 0 else {
+                throw StoreError(.other, path: path, store: store, message: "no sync state for this store (call prepare first)")
+            }
+        } catch let error as SQLiteError {
+            throw StoreError(error, path: path, store: store)
+        } catch {
+            throw error as! StoreError
+        }
+    }
+}

@@ -1,0 +1,180 @@
+import CSQLite
+import Foundation
+
+/// A local replica file: one SQLite database holding a table per store, the sync state, and
+/// the change log local programs follow.
+///
+/// **Threading:** not thread-safe. One owner at a time (the pass operation's thread) calls its
+/// methods; hand it to another thread only after the previous owner is done with it. It holds
+/// the file's one writer connection; other processes read concurrently (WAL: readers never wait
+/// for the writer and never see a half-applied batch).
+///
+///     let replica = try ReplicaDatabase(path: "/var/lib/ferry/replica.db")
+///     try replica.prepare(StoreDefinition(configuration))
+///     let counts = try replica.apply(batch, to: "contacts")   // rows + cursor + change log, atomically
+public final class ReplicaDatabase {
+    /// The replica file.
+    public let path: String
+    let connection: SQLiteConnection
+    let isReadOnly: Bool
+
+    /// Per-store prepared statements and definitions, filled by ``prepare(_:)``.
+    var stores: [String: PreparedStore] = [:]
+    /// Stores between ``beginReconciliation(of:)`` and its finish or cancel.
+    var reconciliations: [String: ReconciliationState] = [:]
+    /// The pragmas ``setBulkMode(_:)`` replaced, to restore them.
+    var savedPragmas: (cacheSize: Int64, autocheckpoint: Int64)?
+
+    /// Opens (creating if missing) the replica read-write, switches it to WAL and migrates it.
+    ///
+    /// An existing file is checked first and refused, never overwritten, when it is not Ferry's
+    /// (`.notFerryDatabase`), comes from a newer Ferry (`.newerSchema`) or fails `quick_check`
+    /// (`.corrupt`).
+    public convenience init(path: String) throws(StoreError) {
+        try self.init(path: path, busyTimeoutMilliseconds: 5_000)
+    }
+
+    /// `busyTimeoutMilliseconds`: how long a write waits for another process's write lock
+    /// before failing with `.busy` (tests shorten it).
+    init(path: String, busyTimeoutMilliseconds: Int32) throws(StoreError) {
+        self.path = path
+        isReadOnly = false
+        let existing = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) > 0
+        do {
+            connection = try SQLiteConnection(path: path, mode: existing ? .readWrite : .readWriteCreate, busyTimeout: busyTimeoutMilliseconds)
+        } catch {
+            throw StoreError(error, path: path)
+        }
+        if existing { try Self.verify(connection, path: path, readOnly: false) }
+        do {
+            // WAL: readers never block the writer nor each other. synchronous=NORMAL is durable
+            // against process crashes (kill -9); only a power loss may lose the last commits,
+            // never consistency.
+            let mode = try connection.scalarText("PRAGMA journal_mode = WAL")
+            guard mode?.lowercased() == "wal" else {
+                throw StoreError(.other, path: path, message: "cannot switch to WAL journal mode (got \(mode ?? "nothing"))")
+            }
+            try connection.execute("PRAGMA synchronous = NORMAL")
+            // Reconciliation marks live in TEMP tables: keep them in a temp file (bounded by the
+            // page cache), never all in RAM, whatever the build's default.
+            try connection.execute("PRAGMA temp_store = FILE")
+            try VersionOrder.register(on: connection)
+        } catch let error as SQLiteError {
+            throw StoreError(error, path: path)
+        } catch {
+            throw error as! StoreError
+        }
+        try Migrations.migrate(connection, path: path)
+    }
+
+    private init(readOnlyConnection: SQLiteConnection, path: String) {
+        self.path = path
+        self.connection = readOnlyConnection
+        isReadOnly = true
+    }
+
+    /// Opens an existing, fully migrated replica read-only (for `ferry status` and
+    /// `ferry changes`). Never migrates: an older schema is `.outdatedSchema`.
+    public static func openReadOnly(path: String) throws(StoreError) -> ReplicaDatabase {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StoreError(.io, path: path, message: "no replica at this path (ferryd creates it on its first pass)")
+        }
+        let connection: SQLiteConnection
+        do { connection = try SQLiteConnection(path: path, mode: .readOnly) } catch { throw StoreError(error, path: path) }
+        try verify(connection, path: path, readOnly: true)
+        return ReplicaDatabase(readOnlyConnection: connection, path: path)
+    }
+
+    /// Checks an existing file before anything writes to it.
+    private static func verify(_ connection: SQLiteConnection, path: String, readOnly: Bool) throws(StoreError) {
+        do {
+            let applicationID = try connection.scalarInt("PRAGMA application_id") ?? 0
+            let version = try Migrations.version(of: connection)
+            guard applicationID == Migrations.applicationID else {
+                if applicationID == 0, version == 0, try connection.scalarInt("SELECT count(*) FROM sqlite_schema") == 0 {
+                    // An empty SQLite file (e.g. created by `sqlite3 file ''`): nothing to lose.
+                    if !readOnly { return }
+                }
+                throw StoreError(.notFerryDatabase, path: path, message: "not a Ferry replica (application_id \(applicationID)); refusing to use or overwrite it")
+            }
+            if version > Migrations.currentVersion {
+                throw StoreError(.newerSchema(found: version, supported: Migrations.currentVersion), path: path, message: "written by a newer Ferry (schema \(version), this binary knows up to \(Migrations.currentVersion)); refusing to touch it")
+            }
+            if readOnly, version < Migrations.currentVersion {
+                throw StoreError(.outdatedSchema(found: version, supported: Migrations.currentVersion), path: path, message: "schema \(version) is older than this binary's \(Migrations.currentVersion); start ferryd once to migrate it")
+            }
+            let check = try connection.textRows("PRAGMA quick_check")
+            guard check == ["ok"] else {
+                throw StoreError(.corrupt, path: path, message: "failed quick_check (\(check.prefix(3).joined(separator: "; "))); refusing to use it, restore it or move it away")
+            }
+        } catch let error as SQLiteError {
+            var failure = StoreError(error, path: path)
+            if failure.kind == .notFerryDatabase { failure.message = "not a SQLite database, so not a Ferry replica; refusing to use or overwrite it" }
+            if failure.kind == .corrupt { failure.message = "damaged (\(error.message)); refusing to use it, restore it or move it away" }
+            throw failure
+        } catch {
+            throw error as! StoreError
+        }
+    }
+
+    /// Closes the connection. Unfinished reconciliations are dropped with it. Any later call is
+    /// a programming error (SQLite reports misuse, which traps).
+    public func close() {
+        stores.removeAll()
+        reconciliations.removeAll()
+        connection.close()
+    }
+
+    /// `PRAGMA integrity_check`: "ok" when the file is sound, otherwise SQLite's findings.
+    public func integrityCheck() throws(StoreError) -> String {
+        do { return try connection.textRows("PRAGMA integrity_check").joined(separator: "\n") } catch { throw StoreError(error, path: path) }
+    }
+
+    /// Live rows of a store (tombstones excluded).
+    public func recordCount(of store: String) throws(StoreError) -> Int {
+        do {
+            return Int(try connection.scalarInt("SELECT count(*) FROM \(quoted(store)) WHERE deleted = 0") ?? 0)
+        } catch { throw StoreError(error, path: path, store: store) }
+    }
+
+    /// Tunes the connection for a big first sync: a 128 MB page cache (random ids touch random
+    /// index pages) and checkpoints every 20,000 pages instead of 1,000. Turning it off restores
+    /// the previous values and checkpoints so the WAL does not stay large.
+    public func setBulkMode(_ on: Bool) throws(StoreError) {
+        do {
+            if on {
+                guard savedPragmas == nil else { return }
+                let cache = try connection.scalarInt("PRAGMA cache_size") ?? -2000
+                let checkpoint = try connection.scalarInt("PRAGMA wal_autocheckpoint") ?? 1000
+                try connection.execute("PRAGMA cache_size = -131072; PRAGMA wal_autocheckpoint = 20000")
+                savedPragmas = (cache, checkpoint)
+            } else {
+                guard let saved = savedPragmas else { return }
+                try connection.execute("PRAGMA cache_size = \(saved.cacheSize); PRAGMA wal_autocheckpoint = \(saved.autocheckpoint)")
+                savedPragmas = nil
+                // PASSIVE never waits for readers; the next autocheckpoint finishes what is left.
+                _ = try connection.textRows("PRAGMA wal_checkpoint(PASSIVE)")
+            }
+        } catch { throw StoreError(error, path: path) }
+    }
+
+    /// Traps on a write through a read-only handle: that is a bug in the caller, not a runtime
+    /// condition.
+    func requireWritable(_ function: StaticString = #function) {
+        precondition(!isReadOnly, "\(function) on a read-only ReplicaDatabase")
+    }
+
+    /// Seconds since 1970, the replica's time format (`datetime(time, 'unixepoch')` in SQL).
+    static func timestamp(_ date: Date) -> Double { date.timeIntervalSince1970 }
+}
+
+/// Double-quotes an SQL identifier. Store and column names are validated by configuration
+/// already; quoting anyway keeps a future validation bug from becoming SQL injection.
+func quoted(_ identifier: String) -> String {
+    "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+/// Single-quotes an SQL string literal (JSON paths in DDL, which cannot take parameters).
+func literal(_ text: String) -> String {
+    "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+}

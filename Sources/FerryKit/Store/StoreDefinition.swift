@@ -1,0 +1,27 @@
+/// What the replica needs to know about one store: its table name, how deletes and versions
+/// work, its typed columns and its bad-record policy. Built from a ``StoreConfiguration``.
+public struct StoreDefinition: Sendable, Equatable {
+    /// The table name: `[a-z][a-z0-9_]*`, not `ferry_` / `sqlite_` (validated by configuration).
+    public var name: String
+    public var deletion: DeletionPolicy
+    public var comparison: VersionComparison
+    public var columns: [TypedColumn]
+    public var badRecordPolicy: BadRecordPolicy
+    public var maxRecordBytes: Int
+
+    public init(name: String, deletion: DeletionPolicy = .hard, comparison: VersionComparison = .ordered, columns: [TypedColumn] = [], badRecordPolicy: BadRecordPolicy = .skip, maxRecordBytes: Int = 1 << 20) {
+        self.name = name
+        self.deletion = deletion
+        self.comparison = comparison
+        self.columns = columns
+        self.badRecordPolicy = badRecordPolicy
+        self.maxRecordBytes = maxRecordBytes
+    }
+
+    public init(_ configuration: StoreConfiguration) {
+        self.init(
+            name: configuration.name, deletion: configuration.deletion, comparison: configuration.kind.versionComparison,
+            columns: configuration.columns, badRecordPolicy: configuration.badRecordPolicy, maxRecordBytes: configuration.maxRecordBytes
+        )
+    }
+}

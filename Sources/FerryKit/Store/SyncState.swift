@@ -1,0 +1,30 @@
+import Foundation
+
+/// A store's row in `ferry_sync_state`, plus its live record count.
+public struct SyncState: Sendable, Equatable {
+    public var store: String
+    /// The cursor or sync-token the next incremental pass starts from; nil means a full sync.
+    public var cursor: String?
+    public var lastAttempt: Date?
+    public var lastSuccess: Date?
+    /// The last failure's message, cleared by a success.
+    public var lastError: String?
+    /// Live rows (tombstones excluded).
+    public var recordCount: Int
+    /// Cumulative over all successful passes.
+    public var totalInserted: Int64
+    public var totalUpdated: Int64
+    public var totalDeleted: Int64
+
+    public init(store: String, cursor: String? = nil, lastAttempt: Date? = nil, lastSuccess: Date? = nil, lastError: String? = nil, recordCount: Int = 0, totalInserted: Int64 = 0, totalUpdated: Int64 = 0, totalDeleted: Int64 = 0) {
+        self.store = store
+        self.cursor = cursor
+        self.lastAttempt = lastAttempt
+        self.lastSuccess = lastSuccess
+        self.lastError = lastError
+        self.recordCount = recordCount
+        self.totalInserted = totalInserted
+        self.totalUpdated = totalUpdated
+        self.totalDeleted = totalDeleted
+    }
+}

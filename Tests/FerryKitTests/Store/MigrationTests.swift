@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+@testable import FerryKit
+
+@Suite("Replica migrations")
+struct MigrationTests {
+    /// The schema of every released version, frozen here as it shipped (not taken from
+    /// `Migrations`, so an edit to an old step cannot go unnoticed). Add one per new version.
+    static let frozenSchemas: [Int: String] = [
+        1: """
+            PRAGMA application_id = 1178948185;
+            CREATE TABLE ferry_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE ferry_sync_state(
+                store TEXT PRIMARY KEY, cursor TEXT, last_attempt REAL, last_success REAL, last_error TEXT,
+                total_inserted INTEGER NOT NULL DEFAULT 0, total_updated INTEGER NOT NULL DEFAULT 0, total_deleted INTEGER NOT NULL DEFAULT 0);
+            CREATE TABLE ferry_changes(
+                seq INTEGER PRIMARY KEY AUTOINCREMENT, store TEXT NOT NULL, id TEXT NOT NULL,
+                op TEXT NOT NULL CHECK (op IN ('insert', 'update', 'delete')), time REAL NOT NULL);
+            INSERT INTO ferry_meta VALUES ('schema_version', '1');
+            """,
+    ]
+
+    @Test func everyEarlierVersionHasAFrozenSchema() {
+        for version in 1..<Migrations.currentVersion {
+            #expect(Self.frozenSchemas[version] != nil, "add the released schema \(version) to frozenSchemas")
+        }
+    }
+
+    /// Builds a file as version `version` of Ferry left it, with a store holding data.
+    static func makeFile(version: Int, at path: String) throws {
+        let connection = try SQLiteConnection(path: path, mode: .readWriteCreate)
+        defer { connection.close() }
+        try connection.execute("PRAGMA journal_mode = WAL")
+        try connection.execute(try #require(frozenSchemas[version]))
+        try connection.execute("""
+            CREATE TABLE items(id TEXT PRIMARY KEY NOT NULL, version TEXT NOT NULL, body TEXT NOT NULL, fields TEXT,
+                               first_seen REAL NOT NULL, last_synced REAL NOT NULL, deleted INTEGER NOT NULL DEFAULT 0);
+            INSERT INTO items VALUES ('a', '1', '{"id":"a"}', NULL, 1700000000, 1700000000, 0);
+            INSERT INTO ferry_sync_state(store, cursor, total_inserted) VALUES ('items', 'cursor-7', 1);
+            INSERT INTO ferry_changes(store, id, op, time) VALUES ('items', 'a', 'insert', 1700000000);
+            """)
+    }
+
+    @Test(arguments: 1..<Migrations.currentVersion)
+    func migratesFromEarlierVersion(_ version: Int) throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("replica.db")
+        try Self.makeFile(version: version, at: path)
+
+        // Read-only opening never migrates, and says why it refuses.
+        expectStoreError(.outdatedSchema(found: version, supported: Migrations.currentVersion)) { try ReplicaDatabase.openReadOnly(path: path) }
+
+        let replica = try ReplicaDatabase(path: path)
+        #expect(try Migrations.version(of: replica.connection) == Migrations.currentVersion)
+        #expect(try replica.connection.scalarInt("PRAGMA application_id") == Migrations.applicationID)
+        // v2's view shows the log with readable times; its column table exists.
+        #expect(try replica.connection.scalarText("SELECT time FROM ferry_changes_readable WHERE id = 'a'") == "2023-11-14T22:13:20.000Z")
+        #expect(try replica.connection.scalarInt("SELECT count(*) FROM sqlite_schema WHERE name = 'ferry_store_columns'") == 1)
+        // Data survives, and the store works as before.
+        let state = try #require(try replica.syncState(of: "items"))
+        #expect(state.cursor == "cursor-7")
+        #expect(state.totalInserted == 1)
+        try replica.prepare(StoreDefinition(name: "items", columns: [TypedColumn(name: "ident", type: .text, path: "$.id")]))
+        _ = try replica.apply(ChangeBatch(changes: [record("b", version: "1")], cursor: "cursor-8"), to: "items")
+        #expect(try replica.rows(of: "items") == ["a": "1", "b": "1"])
+        #expect(try replica.changes(after: 0, limit: 10).map(\.id) == ["a", "b"])
+        #expect(try replica.integrityCheck() == "ok")
+        replica.close()
+
+        // Opening again is a no-op, and read-only now works.
+        try ReplicaDatabase(path: path).close()
+        let reader = try ReplicaDatabase.openReadOnly(path: path)
+        #expect(try reader.syncState(of: "items")?.cursor == "cursor-8")
+    }
+
+    @Test func freshFileIsCurrent() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        #expect(try Migrations.version(of: replica.connection) == Migrations.currentVersion)
+        #expect(try replica.connection.scalarText("PRAGMA journal_mode") == "wal")
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+@testable import FerryKit
+
+@Suite("Replica refuses files it must not touch")
+struct OpenRefusalTests {
+    func expectRefused(_ path: String, kind: StoreError.Kind) throws {
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        do {
+            _ = try ReplicaDatabase(path: path)
+            Issue.record("opening \(path) must fail with \(kind)")
+        } catch {
+            #expect(error.kind == kind)
+            #expect(error.description.contains(path))
+        }
+        // Never overwritten, not even the header.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
+    @Test func foreignSQLiteFile() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("other.db")
+        let other = try SQLiteConnection(path: path, mode: .readWriteCreate)
+        try other.execute("CREATE TABLE notes(text TEXT); INSERT INTO notes VALUES ('mine')")
+        other.close()
+        try expectRefused(path, kind: .notFerryDatabase)
+        expectStoreError(.notFerryDatabase) { try ReplicaDatabase.openReadOnly(path: path) }
+    }
+
+    @Test func notSQLiteAtAll() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("text.db")
+        try Data(String(repeating: "hello, this is a text file\n", count: 100).utf8).write(to: URL(fileURLWithPath: path))
+        try expectRefused(path, kind: .notFerryDatabase)
+    }
+
+    @Test func newerSchema() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("replica.db")
+        try ReplicaDatabase(path: path).close()
+        let raw = try SQLiteConnection(path: path, mode: .readWrite)
+        try raw.execute("UPDATE ferry_meta SET value = '99' WHERE key = 'schema_version'")
+        raw.close()
+        try expectRefused(path, kind: .newerSchema(found: 99, supported: Migrations.currentVersion))
+        expectStoreError(.newerSchema(found: 99, supported: Migrations.currentVersion)) { try ReplicaDatabase.openReadOnly(path: path) }
+    }
+
+    @Test func corruptFile() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("replica.db")
+        let replica = try ReplicaDatabase(path: path)
+        try replica.prepare(StoreDefinition(name: "items"))
+        _ = try replica.apply(ChangeBatch(changes: (0..<3_000).map { record(String(format: "%08x", $0 &* 2_654_435_761 % 1_000_003), version: "1", String(repeating: "x", count: 200)) }, cursor: "c"), to: "items")
+        replica.close()
+        // Overwrite pages in the middle of the file (b-tree pages of the records table), keep the header.
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        let size = try handle.seekToEnd()
+        try handle.seek(toOffset: size / 2)
+        try handle.write(contentsOf: Data((0..<(4096 * 8)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }))
+        try handle.close()
+        try expectRefused(path, kind: .corrupt)
+    }
+
+    @Test func emptyFileBecomesAReplica() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("empty.db")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+        let replica = try ReplicaDatabase(path: path)
+        #expect(try replica.integrityCheck() == "ok")
+        replica.close()
+        // And it opens again as a Ferry replica, read-only too.
+        let reader = try ReplicaDatabase.openReadOnly(path: path)
+        #expect(try reader.syncStates() == [])
+    }
+
+    @Test func readOnlyOfMissingFileFails() throws {
+        let directory = try TemporaryDirectory()
+        #expect(throws: StoreError.self) { try ReplicaDatabase.openReadOnly(path: directory.path("missing.db")) }
+        #expect(!FileManager.default.fileExists(atPath: directory.path("missing.db")))
+    }
+}

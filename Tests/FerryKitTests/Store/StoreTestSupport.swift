@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+@testable import FerryKit
+
+/// A fresh directory under /tmp for one test's replica files, removed at deinit.
+final class TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// A JSON record body for tests.
+func record(_ id: String, version: String, _ value: String = "v") -> RecordChange {
+    .upsert(RemoteRecord(id: id, version: version, body: Data(#"{"id":"\#(id)","value":"\#(value)"}"#.utf8)))
+}
+
+extension ReplicaDatabase {
+    /// Every row of a store as id → (version, deleted), for comparing whole states.
+    func rows(of store: String) throws -> [String: String] {
+        let statement = try connection.prepare("SELECT id, version, deleted FROM \(quoted(store)) ORDER BY id")
+        var rows: [String: String] = [:]
+        while try statement.step() {
+            rows[statement.string(at: 0)!] = statement.string(at: 1)! + (statement.int64(at: 2) != 0 ? "†" : "")
+        }
+        return rows
+    }
+
+    func body(of id: String, in store: String) throws -> String? {
+        let statement = try connection.prepare("SELECT body FROM \(quoted(store)) WHERE id = ?1")
+        try statement.bind(id, at: 1)
+        return try statement.step() ? statement.string(at: 0) : nil
+    }
+
+    func changeLogCount() throws -> Int { Int(try connection.scalarInt("SELECT count(*) FROM ferry_changes") ?? 0) }
+}
+
+/// Runs `python3 -c script args...`, returning stdout; nil when python3 is missing.
+func runPython(_ script: String, _ arguments: [String]) throws -> String? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["python3", "-c", script] + arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.standardError
+    do { try process.run() } catch { return nil }
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { return nil }
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// Expects `body` to throw a ``StoreError`` of `kind`.
+func expectStoreError<T>(_ kind: StoreError.Kind, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> T) {
+    let error = #expect(throws: StoreError.self, sourceLocation: sourceLocation) { _ = try body() }
+    #expect(error?.kind == kind, "got \(String(describing: error))", sourceLocation: sourceLocation)
+}

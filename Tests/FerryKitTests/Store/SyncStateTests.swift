@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+@testable import FerryKit
+
+@Suite("Replica sync state and change log")
+struct SyncStateTests {
+    @Test func attemptSuccessFailureAndReset() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        try replica.prepare(StoreDefinition(name: "b_store"))
+        try replica.prepare(StoreDefinition(name: "a_store"))
+        #expect(try replica.syncState(of: "a_store") == SyncState(store: "a_store"))
+        #expect(try replica.syncState(of: "never") == nil)
+
+        let t1 = Date(timeIntervalSince1970: 1_700_000_000)
+        let t2 = t1.addingTimeInterval(60)
+        try replica.recordAttempt(of: "a_store", at: t1)
+        let counts = try replica.apply(ChangeBatch(changes: [record("x", version: "1"), record("y", version: "1")], cursor: "p2"), to: "a_store")
+        try replica.recordFailure(of: "a_store", at: t1, message: "HTTP 500 from https://example.org/")
+        #expect(try replica.syncState(of: "a_store")?.lastError == "HTTP 500 from https://example.org/")
+        try replica.recordSuccess(of: "a_store", at: t2, counts: counts)
+        try replica.recordSuccess(of: "a_store", at: t2, counts: MergeCounts(updated: 3, deleted: 1))
+
+        let state = try #require(try replica.syncState(of: "a_store"))
+        #expect(state == SyncState(store: "a_store", cursor: "p2", lastAttempt: t1, lastSuccess: t2, lastError: nil, recordCount: 2, totalInserted: 2, totalUpdated: 3, totalDeleted: 1))
+        #expect(try replica.syncStates().map(\.store) == ["a_store", "b_store"])
+
+        try replica.resetCursor(of: "a_store")
+        #expect(try replica.syncState(of: "a_store")?.cursor == nil)
+        expectStoreError(.other) { try replica.recordAttempt(of: "unprepared", at: t1) }
+    }
+
+    @Test func changeLogPagingAndPruning() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        try replica.prepare(StoreDefinition(name: "items"))
+        _ = try replica.apply(ChangeBatch(changes: (0..<10).map { record("r\($0)", version: "1") }, cursor: nil), to: "items")
+        let page1 = try replica.changes(after: 0, limit: 4)
+        let page2 = try replica.changes(after: page1.last!.sequence, limit: 100)
+        #expect(page1.count == 4)
+        #expect(page2.count == 6)
+        #expect((page1 + page2).map(\.sequence) == Array(1...10))
+        #expect(page1.first?.store == "items")
+
+        // Everything is older than "now + 1h": keep only the newest 3.
+        #expect(try replica.pruneChangeLog(keepingNewerThan: Date().addingTimeInterval(3600), keepingAtLeast: 3) == 7)
+        #expect(try replica.changes(after: 0, limit: 100).map(\.sequence) == [8, 9, 10])
+        // Nothing is older than an hour ago.
+        #expect(try replica.pruneChangeLog(keepingNewerThan: Date().addingTimeInterval(-3600), keepingAtLeast: 0) == 0)
+        #expect(try replica.pruneChangeLog(keepingNewerThan: nil, keepingAtLeast: 1) == 2)
+        // Sequences are never reused after pruning.
+        _ = try replica.apply(ChangeBatch(changes: [record("new", version: "1")], cursor: nil), to: "items")
+        #expect(try replica.changes(after: 0, limit: 100).map(\.sequence) == [10, 11])
+        // JSON for `ferry changes --json`.
+        let entry = try replica.changes(after: 10, limit: 1)[0]
+        #expect(try JSONDecoder().decode(ChangeLogEntry.self, from: JSONEncoder().encode(entry)) == entry)
+    }
+
+    @Test func bulkModeTunesAndRestoresPragmas() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        let cache = try replica.connection.scalarInt("PRAGMA cache_size")
+        let checkpoint = try replica.connection.scalarInt("PRAGMA wal_autocheckpoint")
+        try replica.setBulkMode(true)
+        #expect(try replica.connection.scalarInt("PRAGMA cache_size") == -131_072)
+        #expect(try replica.connection.scalarInt("PRAGMA wal_autocheckpoint") == 20_000)
+        try replica.setBulkMode(true)
+        try replica.setBulkMode(false)
+        #expect(try replica.connection.scalarInt("PRAGMA cache_size") == cache)
+        #expect(try replica.connection.scalarInt("PRAGMA wal_autocheckpoint") == checkpoint)
+    }
+}
