@@ -40,7 +40,7 @@ struct ChangesCommand: ParsableCommand {
                 after = entries.last?.sequence ?? after
                 if entries.count == 10_000 { continue }
                 guard follow else { break }
-                fflush(stdout)
+                fflush(nil)  // flushes stdout too; `stdout` itself is a global var Swift 6 refuses
                 Thread.sleep(forTimeInterval: 1)
             }
         } catch {

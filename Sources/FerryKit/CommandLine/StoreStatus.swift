@@ -70,11 +70,12 @@ public struct StoreStatus: Sendable, Equatable, Codable {
     public static func table(_ rows: [StoreStatus]) -> String {
         let header = ["STORE", "STATE", "LAST SUCCESS", "AGE", "RECORDS", "CURSOR", "LAST ERROR"]
         let formatter = ISO8601DateFormatter()
-        let body = rows.map { row in
-            [row.store, row.state, row.lastSuccess.map { formatter.string(from: $0) } ?? "-",
-             row.lastSuccessAgeSeconds.map(age) ?? "-", "\(row.records)",
-             row.cursor.map { $0.count > 24 ? String($0.prefix(21)) + "..." : $0 } ?? "-",
-             row.lastError.map { $0.count > 60 ? String($0.prefix(57)) + "..." : $0 } ?? "-"]
+        let body: [[String]] = rows.map { row in
+            let success: String = row.lastSuccess.map { formatter.string(from: $0) } ?? "-"
+            let age: String = row.lastSuccessAgeSeconds.map(Self.age) ?? "-"
+            let cursor: String = row.cursor.map { shorten($0, to: 24) } ?? "-"
+            let error: String = row.lastError.map { shorten($0, to: 60) } ?? "-"
+            return [row.store, row.state, success, age, "\(row.records)", cursor, error]
         }
         let widths = header.indices.map { column in ([header] + body).map { $0[column].count }.max() ?? 0 }
         return ([header] + body).map { cells in
@@ -82,6 +83,10 @@ public struct StoreStatus: Sendable, Equatable, Codable {
                 index == cells.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
             }.joined(separator: "  ")
         }.joined(separator: "\n")
+    }
+
+    static func shorten(_ text: String, to length: Int) -> String {
+        text.count > length ? String(text.prefix(length - 3)) + "..." : text
     }
 
     static func age(_ seconds: Int) -> String {

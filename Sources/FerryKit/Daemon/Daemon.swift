@@ -8,7 +8,10 @@ import Logging
 /// READY=1 is sent only once the configuration is valid and the database is open; every
 /// reload sends RELOADING=1 (with MONOTONIC_USEC) first and READY=1 after, and publishes its
 /// outcome for `ferry reload`, which is what makes `systemctl reload` synchronous on systemd 252.
-public final class Daemon {
+///
+/// Confined to the main thread (signals, timers and passes post back to it), which is what
+/// makes the `@unchecked Sendable` sound.
+public final class Daemon: @unchecked Sendable {
     private enum State {
         case created
         case running(Scheduler)

@@ -8,7 +8,10 @@ import Logging
 /// Passes run as ``SyncPassOperation``s on one queue capped at `max-concurrent-passes`; the
 /// scheduler keeps what is waiting in its own list and hands the queue at most that many more,
 /// because a corelibs `OperationQueue` rescans every waiting operation on each finish.
-public final class Scheduler {
+///
+/// Confined to that thread: every entry point asserts it, which is what makes the
+/// `@unchecked Sendable` (needed to post back to it from completion blocks and timers) sound.
+public final class Scheduler: @unchecked Sendable {
     /// What the daemon reads for STATUS=, the watchdog and `ferry status`.
     public struct Snapshot: Sendable {
         public var stores: Int
@@ -104,22 +107,25 @@ public final class Scheduler {
 
     /// Cancels every pass; `completion` runs on the owner's loop once all have finished (each
     /// rolls back its open transaction) or after `timeout`, whichever is first.
-    public func stop(timeout: Duration, completion: @escaping (_ drained: Bool) -> Void) {
+    public func stop(timeout: Duration, completion: @escaping @Sendable (_ drained: Bool) -> Void) {
         assertOwner()
         stopping = true
         timer?.invalidate()
         timer = nil
         queue.cancelAllOperations()
-        let deadline = ContinuousClock.now + timeout
-        func check() {
-            let busy = schedules.values.contains { $0.running != nil }
-            if !busy || ContinuousClock.now >= deadline {
-                completion(!busy)
-                return
-            }
-            Timer.scheduledTimer(withTimeInterval: 0.01, repeats: false) { _ in check() }
+        waitForPasses(until: .now + timeout, completion: completion)
+    }
+
+    private func waitForPasses(until deadline: ContinuousClock.Instant, completion: @escaping @Sendable (Bool) -> Void) {
+        let busy = schedules.values.contains { $0.running != nil }
+        if !busy || ContinuousClock.now >= deadline {
+            completion(!busy)
+            return
         }
-        check()
+        let timer = Timer(timeInterval: 0.01, repeats: false) { [self] _ in
+            self.waitForPasses(until: deadline, completion: completion)
+        }
+        RunLoop.current.add(timer, forMode: .default)
     }
 
     public var snapshot: Snapshot {
@@ -170,10 +176,12 @@ public final class Scheduler {
         let operation = SyncPassOperation(.init(
             store: schedule.configuration, database: database, trigger: schedule.trigger,
             reconcile: reconcile, pass: passCounter, logger: logger))
-        operation.completionBlock = { [owner, weak self, weak operation] in
-            owner.perform {
-                guard let self, let operation else { return }
-                self.passFinished(operation, reconciled: reconcile)
+        let pass = passCounter
+        // Identify the pass by store and number: capturing the operation in its own completion
+        // block would be a retain cycle.
+        operation.completionBlock = { [owner, weak self] in
+            owner.perform { [weak self] in
+                self?.passFinished(store: name, pass: pass, reconciled: reconcile)
             }
         }
         schedule.running = operation
@@ -182,9 +190,8 @@ public final class Scheduler {
         queue.addOperation(operation)
     }
 
-    private func passFinished(_ operation: SyncPassOperation, reconciled: Bool) {
-        let name = operation.setup.store.name
-        guard var schedule = schedules[name], schedule.running === operation else { return }
+    private func passFinished(store name: String, pass: Int, reconciled: Bool) {
+        guard var schedule = schedules[name], let operation = schedule.running, operation.setup.pass == pass else { return }
         let now = ContinuousClock.now
         schedule.running = nil
         schedule.lastFinished = now
