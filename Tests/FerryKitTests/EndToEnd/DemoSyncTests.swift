@@ -14,7 +14,7 @@ struct DemoSyncTests {
     @Test func bundledConfigurationSyncsTheDemoIntoSQLite() throws {
         let directory = try TemporaryDirectory()
         let configuration = try ConfigurationLoader.load(path: Self.defaultConfiguration, environment: [:])
-        let database = directory.path + "/demo.db"
+        let database = directory.path("demo.db")
         let sync = try OneShotSync(configuration: configuration, storeNames: [], databasePath: database, logger: Logger(label: "test"))
         let results = sync.run(refresh: .milliseconds(50)) { _ in }
         let report = try #require(try results.first?.result.get())
@@ -37,23 +37,9 @@ struct DemoSyncTests {
         let directory = try TemporaryDirectory()
         let configuration = try ConfigurationLoader.load(path: Self.defaultConfiguration, environment: [:])
         #expect {
-            _ = try OneShotSync(configuration: configuration, storeNames: ["nope"], databasePath: directory.path + "/x.db", logger: Logger(label: "test"))
+            _ = try OneShotSync(configuration: configuration, storeNames: ["nope"], databasePath: directory.path("x.db"), logger: Logger(label: "test"))
         } throws: { error in
             "\(error)".contains("nope") && "\(error)".contains("demo")
         }
-    }
-}
-
-/// A directory removed when the value goes away.
-final class TemporaryDirectory {
-    let path: String
-
-    init() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-test-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: path)
     }
 }

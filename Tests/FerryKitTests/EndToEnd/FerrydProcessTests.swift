@@ -26,7 +26,7 @@ final class FerrydProcessTests {
     func configuration(stores: [String]) -> String {
         var text = """
         [ferry]
-        database = \(directory.path)/ferry.db
+        database = \(directory.url.path)/ferry.db
 
         """
         for store in stores {
@@ -37,7 +37,7 @@ final class FerrydProcessTests {
             url = \(server.baseURL)/parse
             class = \(store.capitalized)
             application-id = ferry-test
-            rest-api-key = file:\(directory.path)/rest-key
+            rest-api-key = file:\(directory.url.path)/rest-key
             interval = 1h
             page-size = 100
 
@@ -51,7 +51,7 @@ final class FerrydProcessTests {
     }
 
     func rows(_ table: String) throws -> Int {
-        let output = try Shell.run("/usr/bin/sqlite3", ["-cmd", ".timeout 2000", directory.path + "/ferry.db", "SELECT count(*) FROM \(table)"])
+        let output = try Shell.run("/usr/bin/sqlite3", ["-cmd", ".timeout 2000", directory.url.path + "/ferry.db", "SELECT count(*) FROM \(table)"])
         return Int(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
@@ -67,11 +67,11 @@ final class FerrydProcessTests {
     func syncsReloadsAndStopsCleanly() throws {
         try seed("Quotes", count: 250)
         try seed("Notes", count: 40)
-        let configPath = directory.path + "/ferry.conf"
+        let configPath = directory.url.path + "/ferry.conf"
         try configuration(stores: ["quotes"]).write(toFile: configPath, atomically: true, encoding: .utf8)
-        try "rest-secret".write(toFile: directory.path + "/rest-key", atomically: true, encoding: .utf8)
-        chmod(directory.path + "/rest-key", 0o600)
-        let runtime = directory.path + "/run"
+        try "rest-secret".write(toFile: directory.url.path + "/rest-key", atomically: true, encoding: .utf8)
+        chmod(directory.url.path + "/rest-key", 0o600)
+        let runtime = directory.url.path + "/run"
 
         let daemon = Process()
         daemon.executableURL = URL(fileURLWithPath: Self.binary("ferryd"))
@@ -108,7 +108,7 @@ final class FerrydProcessTests {
         let elapsed = Date().timeIntervalSince(stop)
         #expect(daemon.terminationStatus == 0)
         #expect(elapsed < 2.0 + 1.0, "generous margin over the 2 s promise on a loaded machine")
-        let integrity = try Shell.run("/usr/bin/sqlite3", [directory.path + "/ferry.db", "PRAGMA integrity_check"])
+        let integrity = try Shell.run("/usr/bin/sqlite3", [directory.url.path + "/ferry.db", "PRAGMA integrity_check"])
         #expect(String(decoding: integrity, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "ok")
         let log = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(log.contains("pass finished"))
