@@ -3,7 +3,7 @@ import Foundation
 /// One row of `ferry_changes`: local programs follow a replica by asking for entries after the
 /// last sequence number they saw.
 public struct ChangeLogEntry: Sendable, Equatable, Codable {
-    /// Strictly increasing, never reused (`AUTOINCREMENT`).
+    /// Strictly increasing, never reused, even after pruning (see migration v3).
     public var sequence: Int64
     public var store: String
     public var id: String

@@ -54,6 +54,41 @@ enum Migrations {
             CREATE VIEW ferry_changes_readable AS
                 SELECT seq, store, id, op, strftime('%Y-%m-%dT%H:%M:%fZ', time, 'unixepoch') AS time FROM ferry_changes;
             """),
+        // v3: a compact change log. Every merged record appends one log row in the merge's
+        // transaction; with `store` and `op` as text, a CHECK on `op` and AUTOINCREMENT the log
+        // cost the bulk merge ~1.5 µs per record (0.73–0.80× the raw upsert rate). Now:
+        // - `ferry_change_log` holds integers for the store (`ferry_stores`) and the operation
+        //   (1 insert, 2 update, 3 delete); `ferry_changes` becomes a view with the same columns
+        //   and text values as before, so SQL readers and `ferry_changes_readable` are unchanged.
+        // - No AUTOINCREMENT: the writer assigns `seq` itself, from
+        //   max(newest seq, `ferry_meta.change_seq_floor`) + 1 per transaction. Pruning records the
+        //   highest sequence it deletes in that floor, so a sequence is never reused even when
+        //   every entry has been pruned (what sqlite_sequence guaranteed before).
+        Step(version: 3, sql: """
+            CREATE TABLE ferry_stores(store_id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+            INSERT INTO ferry_stores(name) SELECT store FROM ferry_sync_state UNION SELECT store FROM ferry_changes;
+            CREATE TABLE ferry_change_log(
+                seq INTEGER PRIMARY KEY,
+                store_id INTEGER NOT NULL,
+                id TEXT NOT NULL,
+                op INTEGER NOT NULL,
+                time REAL NOT NULL
+            );
+            INSERT INTO ferry_change_log(seq, store_id, id, op, time)
+                SELECT c.seq, s.store_id, c.id, CASE c.op WHEN 'insert' THEN 1 WHEN 'update' THEN 2 ELSE 3 END, c.time
+                FROM ferry_changes c JOIN ferry_stores s ON s.name = c.store ORDER BY c.seq;
+            INSERT INTO ferry_meta(key, value)
+                SELECT 'change_seq_floor', coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'ferry_changes'), 0) WHERE true
+                ON CONFLICT(key) DO UPDATE SET value = excluded.value;
+            DROP VIEW ferry_changes_readable;
+            DROP TABLE ferry_changes;
+            CREATE VIEW ferry_changes AS
+                SELECT l.seq AS seq, s.name AS store, l.id AS id,
+                       CASE l.op WHEN 1 THEN 'insert' WHEN 2 THEN 'update' WHEN 3 THEN 'delete' END AS op, l.time AS time
+                FROM ferry_change_log l JOIN ferry_stores s ON s.store_id = l.store_id;
+            CREATE VIEW ferry_changes_readable AS
+                SELECT seq, store, id, op, strftime('%Y-%m-%dT%H:%M:%fZ', time, 'unixepoch') AS time FROM ferry_changes;
+            """),
     ]
 
     static var currentVersion: Int { steps.last!.version }

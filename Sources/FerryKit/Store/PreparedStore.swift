@@ -35,6 +35,11 @@ final class PreparedStore {
             "UPDATE \(table) SET version = ?2, body = ?3, fields = ?4, last_synced = ?5 WHERE id = ?1 AND deleted = 0 AND \(wins)", persistent: true)
         delete = try connection.prepare("DELETE FROM \(table) WHERE id = ?1", persistent: true)
         tombstone = try connection.prepare("UPDATE \(table) SET deleted = 1, last_synced = ?2 WHERE id = ?1 AND deleted = 0", persistent: true)
-        changeLog = try ChangeLogBuffer(store: definition.name, connection: connection)
+        // `prepare` registered the store in `ferry_stores` before preparing us.
+        let storeID = try connection.prepare("SELECT store_id FROM ferry_stores WHERE name = ?1")
+        try storeID.bind(definition.name, at: 1)
+        guard try storeID.step() else { preconditionFailure("store \(definition.name) missing from ferry_stores after prepare") }
+        changeLog = try ChangeLogBuffer(storeID: storeID.int64(at: 0), connection: connection)
+        storeID.reset()
     }
 }

@@ -26,7 +26,7 @@ extension ReplicaDatabase {
         do {
             return try connection.transaction { () throws(SQLiteError) -> Int in
                 // The newest `keepingAtLeast` entries have seq >= this bound.
-                let boundary = try connection.prepare("SELECT seq FROM ferry_changes ORDER BY seq DESC LIMIT 1 OFFSET ?1")
+                let boundary = try connection.prepare("SELECT seq FROM ferry_change_log ORDER BY seq DESC LIMIT 1 OFFSET ?1")
                 try boundary.bind(max(keepingAtLeast - 1, 0), at: 1)
                 guard try boundary.step() else { return 0 }
                 let keepFrom = keepingAtLeast > 0 ? boundary.int64(at: 0) : Int64.max
@@ -35,12 +35,21 @@ extension ReplicaDatabase {
                 // walking from the oldest row (cost proportional to what is pruned, no index).
                 var end = keepFrom
                 if let date {
-                    let firstKept = try connection.prepare("SELECT seq FROM ferry_changes WHERE time >= ?1 ORDER BY seq LIMIT 1")
+                    let firstKept = try connection.prepare("SELECT seq FROM ferry_change_log WHERE time >= ?1 ORDER BY seq LIMIT 1")
                     try firstKept.bind(Self.timestamp(date), at: 1)
                     if try firstKept.step() { end = min(end, firstKept.int64(at: 0)) }
                     firstKept.reset()
                 }
-                let statement = try connection.prepare("DELETE FROM ferry_changes WHERE seq < ?1")
+                // The log has no AUTOINCREMENT (migration v3): remember the highest sequence
+                // deleted, so the writer never hands it out again even if the log is now empty.
+                let floor = try connection.prepare("""
+                    INSERT INTO ferry_meta(key, value)
+                    SELECT 'change_seq_floor', max(seq) FROM ferry_change_log WHERE seq < ?1 HAVING max(seq) IS NOT NULL
+                    ON CONFLICT(key) DO UPDATE SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))
+                    """)
+                try floor.bind(end, at: 1)
+                try floor.run()
+                let statement = try connection.prepare("DELETE FROM ferry_change_log WHERE seq < ?1")
                 try statement.bind(end, at: 1)
                 try statement.run()
                 return connection.changes

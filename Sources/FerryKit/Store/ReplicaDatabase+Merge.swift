@@ -94,7 +94,7 @@ extension ReplicaDatabase {
             try store.insertIfAbsent.run()
             if connection.changes > 0 {
                 counts.inserted += 1
-                try store.changeLog.add("insert", id: record.id)
+                try store.changeLog.add(.insert, id: record.id)
                 return
             }
         } else {
@@ -102,14 +102,14 @@ extension ReplicaDatabase {
             try store.updateIfNewer.run()
             if connection.changes > 0 {
                 counts.updated += 1
-                try store.changeLog.add("update", id: record.id)
+                try store.changeLog.add(.update, id: record.id)
                 return
             }
         }
         let select = store.select
         try select.bind(record.id, at: 1)
         defer { select.reset() }
-        let operation: String
+        let operation: ChangeLogBuffer.Operation
         if try select.step() {
             let stored = select.string(at: 0) ?? ""
             let wasDeleted = select.int64(at: 1) != 0
@@ -122,17 +122,17 @@ extension ReplicaDatabase {
             try store.update.run()
             if wasDeleted {
                 counts.inserted += 1
-                operation = "insert"
+                operation = .insert
             } else {
                 counts.updated += 1
-                operation = "update"
+                operation = .update
             }
         } else {
             select.reset()
             try bindRecord(record, to: store.insert, at: now)
             try store.insert.run()
             counts.inserted += 1
-            operation = "insert"
+            operation = .insert
         }
         try store.changeLog.add(operation, id: record.id)
     }
@@ -162,7 +162,7 @@ extension ReplicaDatabase {
             return
         }
         counts.deleted += 1
-        try store.changeLog.add("delete", id: id)
+        try store.changeLog.add(.delete, id: id)
     }
 
     /// Why a change cannot be stored, or nil.

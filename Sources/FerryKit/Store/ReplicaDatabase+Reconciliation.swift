@@ -54,7 +54,12 @@ extension ReplicaDatabase {
                 if Double(wouldDelete) > maxDeleteShare * Double(total) {
                     return .refused(wouldDelete: wouldDelete, of: total)
                 }
-                let log = try connection.prepare("INSERT INTO ferry_changes(store, id, op, time) SELECT ?1, id, 'delete', ?2 \(missing) ORDER BY id")
+                // Sequences continue from the log's next free one (see ChangeLogBuffer), in id order.
+                let log = try connection.prepare("""
+                    INSERT INTO ferry_change_log(seq, store_id, id, op, time)
+                    SELECT (\(ChangeLogBuffer.nextSequenceSQL)) - 1 + row_number() OVER (ORDER BY id),
+                           (SELECT store_id FROM ferry_stores WHERE name = ?1), id, \(ChangeLogBuffer.Operation.delete.rawValue), ?2 \(missing) ORDER BY id
+                    """)
                 try log.bind(store, at: 1)
                 try log.bind(Self.timestamp(Date()), at: 2)
                 try log.run()

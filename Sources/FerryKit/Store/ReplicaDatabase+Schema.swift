@@ -37,6 +37,10 @@ extension ReplicaDatabase {
                 let row = try connection.prepare("INSERT INTO ferry_sync_state(store) VALUES (?1) ON CONFLICT(store) DO NOTHING")
                 try row.bind(name, at: 1)
                 try row.run()
+                // The change log names stores by a small integer (migration v3).
+                let registered = try connection.prepare("INSERT INTO ferry_stores(name) VALUES (?1) ON CONFLICT(name) DO NOTHING")
+                try registered.bind(name, at: 1)
+                try registered.run()
             } catch { throw map(error) }
         }
         do { stores[name] = try PreparedStore(definition, connection: connection) } catch { throw map(error) }

@@ -56,6 +56,39 @@ struct SyncStateTests {
         #expect(try JSONDecoder().decode(ChangeLogEntry.self, from: JSONEncoder().encode(entry)) == entry)
     }
 
+    /// The log has no AUTOINCREMENT since schema v3; the floor pruning records must keep
+    /// sequences from being handed out again even when every entry is gone, across stores,
+    /// reopening, and the reconciliation sweep (which writes its own log rows).
+    @Test func sequencesAreNeverReusedAfterPruningEverything() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("replica.db")
+        var replica = try ReplicaDatabase(path: path)
+        try replica.prepare(StoreDefinition(name: "items"))
+        try replica.prepare(StoreDefinition(name: "other"))
+        _ = try replica.apply(ChangeBatch(changes: (0..<5).map { record("r\($0)", version: "1") }, cursor: nil), to: "items")
+        #expect(try replica.pruneChangeLog(keepingNewerThan: nil, keepingAtLeast: 0) == 5)
+        #expect(try replica.changeLogCount() == 0)
+
+        _ = try replica.apply(ChangeBatch(changes: [record("o1", version: "1")], cursor: nil), to: "other")
+        #expect(try replica.changes(after: 0, limit: 10).map(\.sequence) == [6])
+        #expect(try replica.pruneChangeLog(keepingNewerThan: nil, keepingAtLeast: 0) == 1)
+        replica.close()
+
+        // The floor is in the file, not in memory.
+        replica = try ReplicaDatabase(path: path)
+        try replica.prepare(StoreDefinition(name: "items"))
+        try replica.beginReconciliation(of: "items")
+        try replica.markPresent(["r0", "r1", "r2"], in: "items")
+        #expect(try replica.finishReconciliation(of: "items", maxDeleteShare: 1) == .swept(deleted: 2))
+        _ = try replica.apply(ChangeBatch(changes: [record("r0", version: "2"), .delete(id: "r2")], cursor: nil), to: "items")
+        let log = try replica.changes(after: 0, limit: 10)
+        #expect(log.map(\.sequence) == [7, 8, 9, 10])
+        #expect(log.map(\.id) == ["r3", "r4", "r0", "r2"])
+        #expect(log.map(\.operation) == ["delete", "delete", "update", "delete"])
+        #expect(Set(log.map(\.store)) == ["items"])
+        replica.close()
+    }
+
     @Test func bulkModeTunesAndRestoresPragmas() throws {
         let directory = try TemporaryDirectory()
         let replica = try ReplicaDatabase(path: directory.path("replica.db"))
