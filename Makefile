@@ -1,6 +1,6 @@
 # Ferry: build, install, uninstall, test, demo.
 #
-#   make build                     swift build -c release (as your user)
+#   make build                     swift build -c release, completions, man pages (as your user)
 #   sudo make install              binaries, unit, default config, demo, completions, man pages
 #   sudo make uninstall            removes what install put in place; keeps config and data
 #   make test                      bash scripts/test.sh (the CI command)
@@ -43,10 +43,14 @@ all: build
 
 build:
 	swift build -c release
+	@$(MAKE) --no-print-directory generated
 
-# Completions and man pages come from the parser definitions in the built `ferry`. Each one that
-# cannot be generated (an older ferry without that support, no plugin offline) is skipped with a
-# message; install continues.
+# Completions and man pages come from the parser definitions in the built executables. Each one
+# that cannot be generated (an executable without an ArgumentParser command, say) is skipped with
+# a message. Part of `build`, so that install (run as root) never compiles anything. The
+# generate-manual plugin (swift-argument-parser's, works offline) writes one directory per
+# executable under .build/plugins/GenerateManual/outputs and stops at the first executable it
+# cannot read, so its exit status is not the verdict: the pages found are.
 generated:
 	@rm -rf $(GENERATED) && mkdir -p $(GENERATED)/man
 	@for shell in bash zsh fish; do \
@@ -58,17 +62,18 @@ generated:
 	    rm -f $(GENERATED)/ferry.$$shell; \
 	  fi; \
 	done
-	@if swift package plugin --allow-writing-to-package-directory generate-manual --help >/dev/null 2>&1 \
-	    && swift package plugin --allow-writing-to-package-directory generate-manual \
-	         --configuration release --output-directory $(GENERATED)/man ferry ferryd >/dev/null 2>&1 \
-	    && ls $(GENERATED)/man/*.1 >/dev/null 2>&1; then \
-	  echo "generated man pages: $$(cd $(GENERATED)/man && ls *.1 | tr '\n' ' ')"; \
-	else \
-	  echo "skipped man pages: swift package plugin generate-manual failed"; \
-	fi
+	@rm -rf .build/plugins/GenerateManual/outputs
+	@swift package plugin generate-manual --configuration release > $(GENERATED)/generate-manual.log 2>&1 || true
+	@for tool in ferry ferryd; do \
+	  if ls .build/plugins/GenerateManual/outputs/$$tool/*.1 >/dev/null 2>&1; then \
+	    cp .build/plugins/GenerateManual/outputs/$$tool/*.1 $(GENERATED)/man/ && echo "generated $$tool man page"; \
+	  else \
+	    echo "skipped $$tool man page: generate-manual could not read $$tool (see $(GENERATED)/generate-manual.log)"; \
+	  fi; \
+	done
 
-install: generated
-	@test -x $(RELEASE)/ferryd -a -x $(RELEASE)/ferry || { echo "no release binaries: run 'make build' first (as your user, not root)"; exit 1; }
+install:
+	@test -x $(RELEASE)/ferryd -a -x $(RELEASE)/ferry -a -d $(GENERATED) || { echo "nothing built: run 'make build' first (as your user, not root)"; exit 1; }
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/ferry $(DESTDIR)$(DATADIR)/ferry/demo
 	install -m 0755 $(RELEASE)/ferryd $(RELEASE)/ferry $(DESTDIR)$(BINDIR)/
 	sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/ferry/|$(SYSCONFDIR)/ferry/|g' systemd/ferryd.service > $(DESTDIR)$(UNITDIR)/ferryd.service
