@@ -7,6 +7,7 @@
 # the systemd system test (Tests/System/systemd-test.sh, when sdbox works here). A missing
 # dependency of the system test is a skip on a developer's machine and a failure under CI=true.
 # Exits non-zero when any phase failed; the last line is "N passed, N failed" over the phases.
+# Each long phase has a time cap (12 + 12 + 6 minutes) so a hang cannot stall CI past 30 minutes.
 #
 # Environment: FERRY_VENV (default ~/.cache/ferry/venv) holds radicale, xandikos, datasette and
 # vdirsyncer; SDBOX (default ../shared/tools/sdbox/sdbox beside the checkout); CI=true.
@@ -62,7 +63,7 @@ else
 fi
 
 phase "build: swift build --build-tests"
-if timeout 20m swift build --build-tests; then
+if timeout 12m swift build --build-tests; then
     ok "build"
 else
     bad "build"
@@ -70,7 +71,7 @@ else
 fi
 
 phase "unit and integration tests: swift test"
-if timeout 20m swift test; then
+if timeout 12m swift test; then
     ok "swift test"
 else
     bad "swift test"
@@ -95,7 +96,7 @@ if [[ -n "$reason" ]]; then
         skipped+=("system test: $reason")
     fi
 elif FERRYD="$root/.build/debug/ferryd" FERRY="$root/.build/debug/ferry" \
-        timeout 10m bash Tests/System/systemd-test.sh; then
+        timeout 6m bash Tests/System/systemd-test.sh; then
     ok "system test"
 else
     bad "system test"
