@@ -1,0 +1,121 @@
+# Ferry: build, install, uninstall, test, demo.
+#
+#   make build                     swift build -c release, completions, man pages (as your user)
+#   sudo make install              binaries, unit, default config, demo, completions, man pages
+#   sudo make uninstall            removes what install put in place; keeps config and data
+#   make test                      bash scripts/test.sh (the CI command)
+#   make demo                      bash scripts/quickstart.sh (build, then sync the demo store)
+#
+# Variables: PREFIX (default /usr/local), DESTDIR (staging root for packagers, default empty),
+# SYSCONFDIR (default /etc), UNITDIR (see below).
+#
+# install never builds: run `make build` first as yourself, so no root-owned files end up in
+# .build/. It never overwrites an existing $(SYSCONFDIR)/ferry/ferry.conf.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+SYSCONFDIR ?= /etc
+BINDIR = $(PREFIX)/bin
+DATADIR = $(PREFIX)/share
+MANDIR = $(DATADIR)/man/man1
+
+# systemd reads units from /usr/local/lib/systemd/system and /usr/lib/systemd/system (besides
+# /etc/systemd/system), so for those prefixes the unit goes beside the binaries and
+# /etc/systemd/system stays the admin's. For any other prefix (/opt/ferry, say) systemd would
+# not find it there: use /etc/systemd/system.
+ifneq ($(filter /usr /usr/local,$(PREFIX)),)
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+else
+UNITDIR ?= /etc/systemd/system
+endif
+
+BASH_COMPLETION_DIR = $(DATADIR)/bash-completion/completions
+ZSH_COMPLETION_DIR = $(DATADIR)/zsh/site-functions
+FISH_COMPLETION_DIR = $(DATADIR)/fish/vendor_completions.d
+
+RELEASE = .build/release
+GENERATED = .build/ferry-generated
+DEMO_PAGES = $(wildcard etc/ferry/demo/quotes-*.json)
+
+.PHONY: all build install uninstall test demo generated clean-generated
+
+all: build
+
+build:
+	swift build -c release
+	@$(MAKE) --no-print-directory generated
+
+# Completions and man pages come from the parser definitions in the built executables. Each one
+# that cannot be generated (an executable without an ArgumentParser command, say) is skipped with
+# a message. Part of `build`, so that install (run as root) never compiles anything. The
+# generate-manual plugin (swift-argument-parser's, works offline) writes one directory per
+# executable under .build/plugins/GenerateManual/outputs and stops at the first executable it
+# cannot read, so its exit status is not the verdict: the pages found are.
+generated:
+	@rm -rf $(GENERATED) && mkdir -p $(GENERATED)/man
+	@for shell in bash zsh fish; do \
+	  if $(RELEASE)/ferry --generate-completion-script $$shell > $(GENERATED)/ferry.$$shell 2>/dev/null \
+	     && grep -q -e 'complete' -e 'compdef' $(GENERATED)/ferry.$$shell; then \
+	    echo "generated $$shell completion"; \
+	  else \
+	    echo "skipped $$shell completion: $(RELEASE)/ferry --generate-completion-script $$shell failed"; \
+	    rm -f $(GENERATED)/ferry.$$shell; \
+	  fi; \
+	done
+	@rm -rf .build/plugins/GenerateManual/outputs
+	@swift package plugin generate-manual --configuration release > $(GENERATED)/generate-manual.log 2>&1 || true
+	@for tool in ferry ferryd; do \
+	  if ls .build/plugins/GenerateManual/outputs/$$tool/*.1 >/dev/null 2>&1; then \
+	    cp .build/plugins/GenerateManual/outputs/$$tool/*.1 $(GENERATED)/man/ && echo "generated $$tool man page"; \
+	  else \
+	    echo "skipped $$tool man page: generate-manual could not read $$tool (see $(GENERATED)/generate-manual.log)"; \
+	  fi; \
+	done
+
+install:
+	@test -x $(RELEASE)/ferryd -a -x $(RELEASE)/ferry -a -d $(GENERATED) || { echo "nothing built: run 'make build' first (as your user, not root)"; exit 1; }
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/ferry $(DESTDIR)$(DATADIR)/ferry/demo
+	install -m 0755 $(RELEASE)/ferryd $(RELEASE)/ferry $(DESTDIR)$(BINDIR)/
+	sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/ferry/|$(SYSCONFDIR)/ferry/|g' systemd/ferryd.service > $(DESTDIR)$(UNITDIR)/ferryd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/ferryd.service
+	install -m 0644 etc/ferry/ferry.conf $(DESTDIR)$(DATADIR)/ferry/ferry.conf.default
+	install -m 0644 $(DEMO_PAGES) etc/ferry/demo/generate.py $(DESTDIR)$(DATADIR)/ferry/demo/
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf ]; then \
+	  echo "kept existing $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf (the shipped default is $(DATADIR)/ferry/ferry.conf.default)"; \
+	else \
+	  install -m 0644 etc/ferry/ferry.conf $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf && \
+	  echo "installed $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf"; \
+	fi
+	@# The default config's demo store reads file:demo/quotes-0001.json relative to the config's
+	@# directory, so the pages also go beside it (unless an admin already has a demo directory).
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/ferry/demo ]; then \
+	  echo "kept existing $(DESTDIR)$(SYSCONFDIR)/ferry/demo"; \
+	else \
+	  install -d $(DESTDIR)$(SYSCONFDIR)/ferry/demo && \
+	  install -m 0644 $(DEMO_PAGES) $(DESTDIR)$(SYSCONFDIR)/ferry/demo/ && \
+	  echo "installed $(DESTDIR)$(SYSCONFDIR)/ferry/demo"; \
+	fi
+	@if [ -f $(GENERATED)/ferry.bash ]; then install -D -m 0644 $(GENERATED)/ferry.bash $(DESTDIR)$(BASH_COMPLETION_DIR)/ferry; fi
+	@if [ -f $(GENERATED)/ferry.zsh ]; then install -D -m 0644 $(GENERATED)/ferry.zsh $(DESTDIR)$(ZSH_COMPLETION_DIR)/_ferry; fi
+	@if [ -f $(GENERATED)/ferry.fish ]; then install -D -m 0644 $(GENERATED)/ferry.fish $(DESTDIR)$(FISH_COMPLETION_DIR)/ferry.fish; fi
+	@if ls $(GENERATED)/man/*.1 >/dev/null 2>&1; then install -d $(DESTDIR)$(MANDIR) && install -m 0644 $(GENERATED)/man/*.1 $(DESTDIR)$(MANDIR)/; fi
+	@echo "installed. Next: systemctl daemon-reload && systemctl enable --now ferryd"
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/ferryd $(DESTDIR)$(BINDIR)/ferry
+	rm -f $(DESTDIR)$(UNITDIR)/ferryd.service
+	rm -f $(DESTDIR)$(BASH_COMPLETION_DIR)/ferry $(DESTDIR)$(ZSH_COMPLETION_DIR)/_ferry $(DESTDIR)$(FISH_COMPLETION_DIR)/ferry.fish
+	rm -f $(DESTDIR)$(MANDIR)/ferry.1 $(DESTDIR)$(MANDIR)/ferryd.1 $(DESTDIR)$(MANDIR)/ferry-*.1 $(DESTDIR)$(MANDIR)/ferryd-*.1
+	rm -rf $(DESTDIR)$(DATADIR)/ferry
+	@echo "kept $(DESTDIR)$(SYSCONFDIR)/ferry (configuration, credentials, demo pages): remove it yourself if unwanted"
+	@echo "kept /var/lib/ferry (the replica database; /var/lib/private/ferry under DynamicUser=yes)"
+	@echo "if ferryd was running: systemctl disable --now ferryd; systemctl daemon-reload"
+
+test:
+	bash scripts/test.sh
+
+demo:
+	bash scripts/quickstart.sh
+
+clean-generated:
+	rm -rf $(GENERATED)

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Ferry quick start on a fresh Debian 12 machine with Swift installed:
+# build dependencies (apt), a release build, then a one-shot sync of the bundled demo store
+# (etc/ferry/demo, read through file: URLs, so it works offline) into ./run/demo.db.
+#
+#   bash scripts/quickstart.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/apt-deps.sh
+
+if ! command -v swift >/dev/null; then
+    echo "error: swift not found: install Swift 6 (https://www.swift.org/install/linux/) and run this again" >&2
+    exit 1
+fi
+
+echo "== apt build dependencies"
+ensure_apt_packages libcurl4-openssl-dev libsqlite3-dev libsystemd-dev sqlite3 pkg-config
+
+echo "== swift build -c release"
+swift build -c release
+
+echo "== ferry sync (demo store, default configuration)"
+mkdir -p run
+.build/release/ferry sync --config etc/ferry/ferry.conf --database ./run/demo.db
+
+echo "== the replica"
+echo '$ sqlite3 ./run/demo.db "select count(*) from demo"'
+sqlite3 ./run/demo.db "select count(*) from demo"
+echo '$ sqlite3 -header -column ./run/demo.db "select author, count(*) as quotes from demo group by author order by quotes desc limit 5"'
+sqlite3 -header -column ./run/demo.db "select author, count(*) as quotes from demo group by author order by quotes desc limit 5"
+echo
+echo "Done. Explore: sqlite3 ./run/demo.db '.schema demo'"
