@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Start a real CardDAV/CalDAV server (Radicale or Xandikos) on 127.0.0.1 for Ferry's tests.
+
+    dav_servers.py --server radicale|xandikos [--cards N] [--events M] [--auth USER:PASSWORD]
+
+Creates, in a fresh temporary directory, one address book and one calendar, loaded with N
+generated vCards and M generated VEVENTs by writing the files straight into the server's
+storage before it starts (a PUT per card is slow on both servers: Radicale rescans the
+collection, Xandikos commits to git each time). For Xandikos the files are committed to the
+collection's git repository in one commit.
+
+Prints, once the server accepts connections:
+
+    ADDRESSBOOK /path/of/addressbook/
+    CALENDAR /path/of/calendar/
+    PORT n
+
+and serves until SIGTERM/SIGINT, then stops the server and removes the directory.
+Servers come from the venv in /work/venv (`pip install radicale xandikos`), or from PATH.
+
+Card i has UID ferry-card-i, FN "Person i", EMAIL person-i@example.com (a second EMAIL for
+every 7th card), TEL +1-555-i, ORG "Org i;Team"; every 5th card has a long folded NOTE.
+Event j has UID ferry-event-j, SUMMARY "Event j", DTSTART/DTEND on 2024-01-(j%28+1), every 3rd an RRULE.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+VENV_BIN = "/work/venv/bin"
+
+
+def tool(name):
+    path = os.path.join(VENV_BIN, name)
+    if os.path.exists(path):
+        return path
+    found = shutil.which(name)
+    if not found:
+        sys.stderr.write(f"{name} not installed (pip install {name} into {VENV_BIN})\n")
+        sys.exit(2)
+    return found
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fold(line):
+    """RFC 6350 folding at 75 octets (ASCII content here)."""
+    out = [line[:75]]
+    rest = line[75:]
+    while rest:
+        out.append(" " + rest[:74])
+        rest = rest[74:]
+    return "\r\n".join(out)
+
+
+def vcard(i):
+    lines = ["BEGIN:VCARD", "VERSION:3.0", f"UID:ferry-card-{i}", f"FN:Person {i}", f"N:{i};Person;;;",
+             f"EMAIL;TYPE=work:person-{i}@example.com"]
+    if i % 7 == 0:
+        lines.append(f"item1.EMAIL;TYPE=home:home-{i}@example.org")
+    lines += [f"TEL;TYPE=cell:+1-555-{i}", f"ORG:Org {i};Team"]
+    if i % 5 == 0:
+        lines.append(fold("NOTE:" + ("a long note for card %d, " % i) * 8))
+    lines.append("END:VCARD")
+    return "\r\n".join(lines) + "\r\n"
+
+
+def vevent(j):
+    day = j % 28 + 1
+    lines = ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//Ferry tests//EN", "BEGIN:VEVENT",
+             f"UID:ferry-event-{j}", "DTSTAMP:20240101T000000Z", f"SUMMARY:Event {j}",
+             f"DTSTART:202401{day:02d}T100000Z", f"DTEND:202401{day:02d}T110000Z"]
+    if j % 3 == 0:
+        lines.append("RRULE:FREQ=WEEKLY;COUNT=4")
+    lines += ["END:VEVENT", "END:VCALENDAR"]
+    return "\r\n".join(lines) + "\r\n"
+
+
+def write_items(directory, cards, events, kind):
+    os.makedirs(directory, exist_ok=True)
+    if kind == "card":
+        for i in range(cards):
+            with open(os.path.join(directory, f"card-{i}.vcf"), "w", newline="") as f:
+                f.write(vcard(i))
+    else:
+        for j in range(events):
+            with open(os.path.join(directory, f"event-{j}.ics"), "w", newline="") as f:
+                f.write(vevent(j))
+
+
+def git_commit(directory):
+    env = dict(os.environ, GIT_AUTHOR_NAME="ferry", GIT_AUTHOR_EMAIL="ferry@localhost",
+               GIT_COMMITTER_NAME="ferry", GIT_COMMITTER_EMAIL="ferry@localhost")
+    subprocess.run(["git", "add", "-A", "."], cwd=directory, check=True, env=env)
+    subprocess.run(["git", "commit", "-q", "-m", "load", "--allow-empty"], cwd=directory, check=True, env=env)
+
+
+def wait_listening(port, process, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if process.poll() is not None:
+            sys.stderr.write("server exited early\n")
+            sys.exit(1)
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    sys.stderr.write("server did not start listening\n")
+    process.terminate()
+    sys.exit(1)
+
+
+def start_radicale(root, port, args):
+    storage = os.path.join(root, "collections")
+    user_dir = os.path.join(storage, "collection-root", "ferry")
+    book = os.path.join(user_dir, "contacts")
+    cal = os.path.join(user_dir, "calendar")
+    write_items(book, args.cards, 0, "card")
+    write_items(cal, 0, args.events, "event")
+    with open(os.path.join(book, ".Radicale.props"), "w") as f:
+        json.dump({"tag": "VADDRESSBOOK", "D:displayname": "contacts"}, f)
+    with open(os.path.join(cal, ".Radicale.props"), "w") as f:
+        json.dump({"tag": "VCALENDAR", "C:supported-calendar-component-set": "VEVENT,VTODO", "D:displayname": "calendar"}, f)
+    command = [tool("radicale"), "--server-hosts", f"127.0.0.1:{port}",
+               "--storage-filesystem-folder", storage, "--logging-level", "warning"]
+    if args.auth:
+        user, password = args.auth.split(":", 1)
+        htpasswd = os.path.join(root, "htpasswd")
+        with open(htpasswd, "w") as f:
+            f.write(f"{user}:{password}\n")
+        command += ["--auth-type", "htpasswd", "--auth-htpasswd-filename", htpasswd,
+                    "--auth-htpasswd-encryption", "plain", "--rights-type", "owner_only"]
+        # owner_only needs the collections to live under the user's own principal.
+        if user != "ferry":
+            os.rename(user_dir, os.path.join(storage, "collection-root", user))
+            return command, f"/{user}/contacts/", f"/{user}/calendar/"
+    else:
+        command += ["--auth-type", "none", "--rights-type", "none"]
+    return command, "/ferry/contacts/", "/ferry/calendar/"
+
+
+def start_xandikos(root, port, args):
+    # Let Xandikos create its default layout once, then load the files and commit once.
+    init = subprocess.Popen([tool("xandikos"), "--defaults", "-d", root, "-l", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_listening(port, init)
+    init.terminate()
+    init.wait()
+    book = os.path.join(root, "user", "contacts", "addressbook")
+    cal = os.path.join(root, "user", "calendars", "calendar")
+    write_items(book, args.cards, 0, "card")
+    write_items(cal, 0, args.events, "event")
+    git_commit(book)
+    git_commit(cal)
+    command = [tool("xandikos"), "-d", root, "-l", "127.0.0.1", "-p", str(port)]
+    return command, "/user/contacts/addressbook/", "/user/calendars/calendar/"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", choices=["radicale", "xandikos"], required=True)
+    parser.add_argument("--cards", type=int, default=10)
+    parser.add_argument("--events", type=int, default=5)
+    parser.add_argument("--auth", help="USER:PASSWORD (Radicale only: htpasswd plain)")
+    parser.add_argument("--dir", help="use this directory instead of a fresh temporary one (kept)")
+    args = parser.parse_args()
+
+    root = args.dir or tempfile.mkdtemp(prefix=f"ferry-{args.server}-")
+    port = free_port()
+    if args.server == "radicale":
+        command, book, cal = start_radicale(root, port, args)
+    else:
+        command, book, cal = start_xandikos(root, port, args)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=sys.stderr)
+
+    def stop(*_):
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        if not args.dir:
+            shutil.rmtree(root, ignore_errors=True)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    wait_listening(port, process)
+    print(f"ADDRESSBOOK {book}")
+    print(f"CALENDAR {cal}")
+    print(f"PORT {port}", flush=True)
+    while process.poll() is None:
+        time.sleep(0.5)
+    stop()
+
+
+if __name__ == "__main__":
+    main()
