@@ -1,0 +1,453 @@
+import Foundation
+import Logging
+
+/// A CardDAV or CalDAV collection synced with WebDAV sync-collection (RFC 6578).
+///
+/// One pass:
+/// 1. **Sync.** REPORT sync-collection with the stored token (the cursor), or an empty token
+///    for a first sync. Members with a 2xx are changed, members with 404 are deleted. A
+///    truncated answer (a 507, `DAV:number-of-matches-within-limits`) is never trusted as
+///    complete: the pass continues with the returned token until an answer is whole, and only
+///    the last token is ever handed out.
+/// 2. **Fetch.** Changed members are fetched with addressbook-multiget / calendar-multiget in
+///    batches of `multiget-batch` (default 100). Batch K+1 is requested before batch K goes to
+///    the sink, so the transfer overlaps the merge. Every batch carries cursor `nil` except the
+///    last one (possibly empty, holding the deletes when nothing changed), which carries the new
+///    token: a crash mid-pass replays from the old token, and replays are no-ops because
+///    versions are opaque etags.
+/// 3. **Invalid token** (403 or 412 with `DAV:valid-sync-token`): a full resync with an empty
+///    token; every member's id goes to ``RemoteSourceSink/source(_:didList:)`` and the outcome
+///    says the listing is complete, so the engine sweeps what vanished.
+/// 4. **No sync-collection** (REPORT 400/403/405/501 without that precondition, or a multistatus
+///    without a token): PROPFIND Depth 1 lists every member and its etag, all of them are
+///    listed to the sink and multigot; the cursor stays as it was.
+///
+/// A record's id is the member href relative to the collection (``WebDAVCollection``), its
+/// version the etag as sent (quotes kept), its body the address-data / calendar-data text, and
+/// its fields what ``CardFieldExtractor`` finds.
+public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
+    /// Where the pass is. Every transition happens on the creating thread's run loop.
+    private enum Phase {
+        case idle
+        /// A sync-collection REPORT is in flight; `round` counts REPORTs in this pass.
+        case syncing(round: Int)
+        /// The PROPFIND fallback is in flight.
+        case listing
+        /// Multigets: `next` is the index of the next batch to request.
+        case fetching(next: Int)
+        /// Finished, failed, or cancelled: nothing more reaches the sink.
+        case done
+    }
+
+    /// Why the pass syncs from an empty token.
+    private enum Mode {
+        case incremental
+        case initial
+        /// The stored token was refused; everything is listed for reconciliation.
+        case resync
+        /// The server has no sync-collection.
+        case fallback
+    }
+
+    /// What an in-flight request was for.
+    private enum Purpose {
+        case sync(token: String)
+        case propfind
+        case multiget(batch: Int)
+    }
+
+    private struct InFlight {
+        var purpose: Purpose
+        var body = Data()
+    }
+
+    public let store: StoreConfiguration
+    private let logger: Logger
+    private let builder: WebDAVRequestBuilder
+    private let parser: MultistatusParser
+    private let batchSize: Int
+    private var session: RemoteSession!
+    private var sink: (any RemoteSourceSink)?
+    private var phase = Phase.idle
+    private var mode = Mode.incremental
+    private var plan = PassPlan(cursor: nil, reconcile: false)
+    private var inFlight: [ObjectIdentifier: InFlight] = [:]
+    private var requests = 0
+
+    // The pass's accumulated result of the sync phase.
+    /// Changed members: ids in first-seen order, and the href to fetch each by.
+    private var changedOrder: [String] = []
+    private var changedHref: [String: String] = [:]
+    private var deleted: [String] = []
+    private var deletedSet: Set<String> = []
+    private var token: String?
+    private var truncatedRounds = 0
+    private var batches: [[String]] = []
+
+    /// Builds the source for a `carddav` or `caldav` store. Call on the pass's thread: the
+    /// session is created here and delivers on this thread's run loop.
+    public init(_ context: RemoteSourceContext) throws(SyncError) {
+        let store = context.store
+        self.store = store
+        self.logger = context.logger
+        guard store.kind == .carddav || store.kind == .caldav else {
+            throw SyncError(.configuration, store: store.name, message: "WebDAVSource needs a carddav or caldav store, not \(store.kind.rawValue)")
+        }
+        guard let collection = WebDAVCollection(url: store.url) else {
+            throw SyncError(.configuration, store: store.name, url: store.url, message: "url must be an absolute http or https URL (\(store.location))")
+        }
+        var batchSize = 100
+        if let option = store.options["multiget-batch"] {
+            guard let value = Int(option.value), (1...10_000).contains(value) else {
+                throw SyncError(.configuration, store: store.name, message: "multiget-batch must be an integer in 1...10000 (\(option.location))")
+            }
+            batchSize = value
+        }
+        self.batchSize = batchSize
+        builder = WebDAVRequestBuilder(collection: collection, kind: store.kind, username: store.username, password: store.secrets["password"]?.value)
+        parser = MultistatusParser(maxDataBytes: store.maxRecordBytes)
+        session = RemoteSession(configuration: store.session, delegate: self)
+    }
+
+    // MARK: - RemoteSource
+
+    public func start(_ plan: PassPlan, sink: any RemoteSourceSink) {
+        guard case .idle = phase else { preconditionFailure("WebDAVSource started twice") }
+        self.plan = plan
+        self.sink = sink
+        let cursor = plan.cursor.flatMap { $0.isEmpty ? nil : $0 }
+        mode = cursor == nil ? .initial : .incremental
+        startSync(token: cursor ?? "", round: 1)
+    }
+
+    public func cancel() {
+        if case .done = phase { return }
+        phase = .done
+        sink = nil
+        session.cancelAll()
+        inFlight.removeAll()
+    }
+
+    // MARK: - Requests
+
+    private func startSync(token: String, round: Int) {
+        phase = .syncing(round: round)
+        send(builder.syncCollection(token: token), for: .sync(token: token))
+    }
+
+    private func send(_ request: HTTPRequest, for purpose: Purpose) {
+        do {
+            let task = try session.start(request)
+            inFlight[ObjectIdentifier(task)] = InFlight(purpose: purpose)
+            requests += 1
+        } catch {
+            // Never call the sink inside start(): report on the next loop turn.
+            let failure = SyncError(.transport(error.kind), store: store.name, url: request.url, message: "request not started: \(error.detail)")
+            let box = UncheckedSendableBox(self)
+            RunLoopHandle.current().perform { box.value.fail(failure) }
+        }
+    }
+
+    // MARK: - RemoteSessionDelegate
+
+    public func session(_ session: RemoteSession, task: TransferTask, didReceive head: ResponseHead) {}
+
+    public func session(_ session: RemoteSession, task: TransferTask, didReceive data: Data) {
+        inFlight[ObjectIdentifier(task)]?.body.append(data)
+    }
+
+    public func session(_ session: RemoteSession, task: TransferTask, didCompleteWith metrics: TransferMetrics) {
+        guard let finished = inFlight.removeValue(forKey: ObjectIdentifier(task)), let head = task.head else { return }
+        if case .done = phase { return }
+        switch finished.purpose {
+        case .sync(let token):
+            handleSync(head: head, body: finished.body, sentToken: token)
+        case .propfind:
+            handlePropfind(head: head, body: finished.body)
+        case .multiget(let batch):
+            handleMultiget(head: head, body: finished.body, batch: batch)
+        }
+    }
+
+    public func session(_ session: RemoteSession, task: TransferTask, didFailWith error: TransferError) {
+        guard inFlight.removeValue(forKey: ObjectIdentifier(task)) != nil else { return }
+        fail(SyncError(.transport(error.kind), store: store.name, url: error.url, position: positionDescription, message: "transfer failed: \(error.detail)"))
+    }
+
+    // MARK: - Sync phase
+
+    private func handleSync(head: ResponseHead, body: Data, sentToken: String) {
+        let url = head.url
+        switch head.status {
+        case 207, 507:
+            let status: Multistatus
+            do {
+                status = try parser.parse(body, store: store.name, url: url)
+            } catch {
+                return fail(error)
+            }
+            if status.root == "error" || status.hasInvalidSyncToken {
+                return handleSyncRefusal(status: head.status, errors: status.errors, sentToken: sentToken, url: url)
+            }
+            guard let newToken = status.syncToken, !newToken.isEmpty else {
+                if head.status == 207 {
+                    logger.info("no sync-token in the sync-collection answer, falling back to PROPFIND", metadata: ["store": "\(store.name)"])
+                    return startFallback()
+                }
+                return fail(SyncError(.remote(code: "507"), store: store.name, url: url, position: positionDescription, message: "the server truncated the sync report (507) without a token to continue from"))
+            }
+            absorbSync(status)
+            token = newToken
+            if head.status == 507 || status.isTruncated {
+                // A partial result: continue from the returned token until an answer is whole.
+                truncatedRounds += 1
+                guard newToken != sentToken else {
+                    return fail(SyncError(.remote(code: "507"), store: store.name, url: url, position: positionDescription, message: "the server keeps truncating the sync report without advancing its token"))
+                }
+                guard case .syncing(let round) = phase else { return }
+                logger.debug("sync report truncated, continuing", metadata: ["store": "\(store.name)", "round": "\(round)"])
+                return startSync(token: newToken, round: round + 1)
+            }
+            beginFetching()
+        case 400, 403, 405, 412, 501:
+            // The body may say why (valid-sync-token); an unparseable body says nothing.
+            let errors = (try? parser.parse(body))?.errors ?? []
+            handleSyncRefusal(status: head.status, errors: errors, sentToken: sentToken, url: url)
+        default:
+            fail(statusError(head, body: body))
+        }
+    }
+
+    private func handleSyncRefusal(status: Int, errors: [String], sentToken: String, url: String) {
+        if errors.contains(DAVName.validSyncToken) {
+            guard !sentToken.isEmpty, mode == .incremental else {
+                return fail(SyncError(.remote(code: "valid-sync-token"), store: store.name, url: url, position: positionDescription, message: "the server refused even an empty sync-token (\(status))"))
+            }
+            // The token expired or the server lost its history: resync everything and list
+            // every member so records deleted meanwhile are swept.
+            logger.notice("sync-token refused, full resync with reconciliation", metadata: ["store": "\(store.name)", "status": "\(status)"])
+            mode = .resync
+            resetSyncState()
+            return startSync(token: "", round: 1)
+        }
+        switch status {
+        case 400, 403, 405, 501:
+            logger.info("sync-collection not supported (\(status)), falling back to PROPFIND", metadata: ["store": "\(store.name)"])
+            startFallback()
+        default:
+            fail(SyncError(.httpStatus(status), store: store.name, url: url, position: positionDescription, message: "sync-collection REPORT answered \(status)"))
+        }
+    }
+
+    private func resetSyncState() {
+        changedOrder = []
+        changedHref = [:]
+        deleted = []
+        deletedSet = []
+        token = nil
+        truncatedRounds = 0
+    }
+
+    /// Merges one sync answer into the pass's change set; a later answer about a member wins.
+    private func absorbSync(_ status: Multistatus) {
+        for response in status.responses {
+            for href in response.hrefs {
+                guard let id = builder.collection.id(forHref: href), !href.hasSuffix("/") else { continue }
+                switch response.effectiveStatus ?? 200 {
+                case 404, 410:
+                    if changedHref.removeValue(forKey: id) != nil { changedOrder.removeAll { $0 == id } }
+                    if deletedSet.insert(id).inserted { deleted.append(id) }
+                case 200..<300:
+                    if deletedSet.remove(id) != nil { deleted.removeAll { $0 == id } }
+                    if changedHref.updateValue(href, forKey: id) == nil { changedOrder.append(id) }
+                default:
+                    // 507 for the request-URI and the like: not a member state.
+                    break
+                }
+            }
+        }
+    }
+
+    // MARK: - Fallback
+
+    private func startFallback() {
+        mode = .fallback
+        resetSyncState()
+        phase = .listing
+        send(builder.propfind(), for: .propfind)
+    }
+
+    private func handlePropfind(head: ResponseHead, body: Data) {
+        guard head.status == 207 else { return fail(statusError(head, body: body)) }
+        let status: Multistatus
+        do {
+            status = try parser.parse(body, store: store.name, url: head.url)
+        } catch {
+            return fail(error)
+        }
+        absorbSync(status)
+        beginFetching()
+    }
+
+    // MARK: - Fetch phase
+
+    private func beginFetching() {
+        batches = stride(from: 0, to: changedOrder.count, by: batchSize).map { start in
+            changedOrder[start..<min(start + batchSize, changedOrder.count)].map { changedHref[$0]! }
+        }
+        if mode != .incremental {
+            // A full listing of the collection: every member the server has now.
+            guard deliverList(changedOrder) else { return }
+        }
+        guard !batches.isEmpty else {
+            let final = ChangeBatch(changes: deleted.map { .delete(id: $0) }, cursor: finalCursor, origin: builder.collection.url)
+            guard deliver(final) else { return }
+            return finishPass()
+        }
+        phase = .fetching(next: 1)
+        send(builder.multiget(hrefs: batches[0]), for: .multiget(batch: 0))
+    }
+
+    private var finalCursor: String? {
+        mode == .fallback ? nil : token
+    }
+
+    private func handleMultiget(head: ResponseHead, body: Data, batch: Int) {
+        guard head.status == 207 else { return fail(statusError(head, body: body)) }
+        let status: Multistatus
+        do {
+            status = try parser.parse(body, store: store.name, url: head.url)
+        } catch {
+            return fail(error)
+        }
+        // Pipelining: ask for the next batch before this one is merged.
+        let isLast = batch == batches.count - 1
+        if !isLast {
+            phase = .fetching(next: batch + 2)
+            send(builder.multiget(hrefs: batches[batch + 1]), for: .multiget(batch: batch + 1))
+        }
+        var changes = batch == 0 ? deleted.map { RecordChange.delete(id: $0) } : []
+        var problems: [RecordProblem] = []
+        records(from: status, requested: batches[batch], into: &changes, problems: &problems)
+        let result = ChangeBatch(changes: changes, cursor: isLast ? finalCursor : nil, problems: problems, origin: head.url)
+        guard deliver(result) else { return }
+        if isLast { finishPass() }
+    }
+
+    /// Turns one multiget answer into changes and problems.
+    private func records(from status: Multistatus, requested: [String], into changes: inout [RecordChange], problems: inout [RecordProblem]) {
+        var missing = Set(requested.compactMap { builder.collection.id(forHref: $0) })
+        for response in status.responses {
+            for href in response.hrefs {
+                guard let id = builder.collection.id(forHref: href) else { continue }
+                missing.remove(id)
+                let position = response.position
+                switch response.effectiveStatus ?? 200 {
+                case 404, 410:
+                    // Deleted between the sync report and the multiget.
+                    changes.append(.delete(id: id))
+                case 200..<300:
+                    if response.dataTooLarge {
+                        problems.append(RecordProblem(position: position, id: id, reason: "larger than \(store.maxRecordBytes) bytes"))
+                    } else if let data = response.data {
+                        let body = Data(data.utf8)
+                        if body.count > store.maxRecordBytes {
+                            problems.append(RecordProblem(position: position, id: id, reason: "larger than \(store.maxRecordBytes) bytes"))
+                            continue
+                        }
+                        let fields = store.kind == .caldav ? CardFieldExtractor.fields(iCalendar: data) : CardFieldExtractor.fields(vCard: data)
+                        changes.append(.upsert(RemoteRecord(id: id, version: response.etag ?? "", body: body, fields: fields)))
+                    } else {
+                        problems.append(RecordProblem(position: position, id: id, reason: "no \(store.kind == .caldav ? "calendar-data" : "address-data") in the multiget answer"))
+                    }
+                case let other:
+                    problems.append(RecordProblem(position: position, id: id, reason: "multiget status \(other)"))
+                }
+            }
+        }
+        for id in missing.sorted() {
+            problems.append(RecordProblem(position: status.responses.count, id: id, reason: "missing from the multiget answer"))
+        }
+    }
+
+    // MARK: - Ending
+
+    private var positionDescription: String {
+        switch phase {
+        case .syncing(let round): "sync report \(round)"
+        case .listing: "PROPFIND listing"
+        case .fetching(let next): "multiget batch \(next)"
+        case .idle, .done: ""
+        }
+    }
+
+    /// Hands a batch over; false when the pass has ended (the sink threw or cancelled).
+    private func deliver(_ batch: ChangeBatch) -> Bool {
+        guard let sink else { return false }
+        do {
+            try sink.source(self, didProduce: batch)
+        } catch {
+            // The pass failed in the sink: stop everything, say nothing more.
+            cancel()
+            return false
+        }
+        if case .done = phase { return false }
+        return true
+    }
+
+    private func deliverList(_ ids: [String]) -> Bool {
+        guard let sink else { return false }
+        do {
+            try sink.source(self, didList: ids)
+        } catch {
+            cancel()
+            return false
+        }
+        if case .done = phase { return false }
+        return true
+    }
+
+    private func finishPass() {
+        guard let sink else { return }
+        let changedNothing = changedOrder.isEmpty && deleted.isEmpty
+        let outcome = SourceOutcome(
+            listingComplete: mode != .incremental,
+            requests: requests,
+            unchanged: mode == .incremental && changedNothing && token == plan.cursor
+        )
+        phase = .done
+        self.sink = nil
+        session.cancelAll()
+        sink.source(self, didFinishWith: outcome)
+    }
+
+    private func fail(_ error: SyncError) {
+        guard let sink else { return }
+        phase = .done
+        self.sink = nil
+        session.cancelAll()
+        inFlight.removeAll()
+        sink.source(self, didFailWith: error)
+    }
+
+    private func statusError(_ head: ResponseHead, body: Data) -> SyncError {
+        let status = head.status
+        let retryAfter = head.headers["Retry-After"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { Duration.seconds($0) }
+        let kind: SyncError.Kind
+        switch status {
+        case 401: kind = .unauthorized
+        case 429: kind = .rateLimited
+        case 503 where retryAfter != nil: kind = .rateLimited
+        default: kind = .httpStatus(status)
+        }
+        let snippet = String(decoding: body.prefix(200), as: UTF8.self).replacingOccurrences(of: "\n", with: " ")
+        return SyncError(kind, store: store.name, url: head.url, position: positionDescription, message: "HTTP \(status)" + (snippet.isEmpty ? "" : ": \(snippet)"), retryAfter: retryAfter)
+    }
+}
+
+/// Carries a value owned by one thread through a `@Sendable` closure that runs on that same
+/// thread (a block posted to the creating run loop).
+struct UncheckedSendableBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
