@@ -144,6 +144,11 @@ final class MultistatusHandler: NSObject, XMLParserDelegate {
 
     func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
         guard failure == nil, let element = stack.popLast() else { return }
+        // swift-corelibs' XMLParser lets some well-formedness errors through (a mismatched end
+        // tag, a missing end of document), so the handler checks nesting itself.
+        guard element.name == elementName, element.namespace == (namespaceURI ?? "") else {
+            return fail(parser, "end tag \((namespaceURI ?? "") + elementName) does not match \(element.qualified)")
+        }
         if capture != .none, isCaptureEnd(element) {
             endCapture(parser)
         }
@@ -221,6 +226,16 @@ final class MultistatusHandler: NSObject, XMLParserDelegate {
     }
 
     func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
-        // Recorded by MultistatusParser from parser.parserError with the position.
+        guard failure == nil else { return }
+        failure = MultistatusParser.Failure(line: parser.lineNumber, column: parser.columnNumber, message: "malformed XML (\((parseError as NSError).code))")
     }
+
+    func parserDidEndDocument(_ parser: XMLParser) {
+        if failure == nil, !stack.isEmpty {
+            fail(parser, "document ends inside \(stack.last!.qualified)")
+        }
+    }
+
+    /// Whether the document ended with every element closed.
+    var isComplete: Bool { stack.isEmpty }
 }

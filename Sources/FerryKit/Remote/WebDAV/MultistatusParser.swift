@@ -62,6 +62,9 @@ public struct MultistatusParser: Sendable {
             let message = parser.parserError.map { "malformed XML (\(($0 as NSError).code)): \($0.localizedDescription)" } ?? "malformed XML"
             throw Failure(line: parser.lineNumber, column: parser.columnNumber, message: message)
         }
+        guard handler.isComplete else {
+            throw Failure(line: parser.lineNumber, column: parser.columnNumber, message: "document ends inside an element")
+        }
         guard handler.sawRoot else {
             throw Failure(line: parser.lineNumber, column: parser.columnNumber, message: "empty body, expected DAV:multistatus")
         }
