@@ -155,7 +155,7 @@ def start_xandikos(root, port, args):
     init = subprocess.Popen([tool("xandikos"), "--defaults", "-d", root, "-l", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_listening(port, init)
-    init.terminate()
+    init.kill()
     init.wait()
     book = os.path.join(root, "user", "contacts", "addressbook")
     cal = os.path.join(root, "user", "calendars", "calendar")
@@ -168,12 +168,18 @@ def start_xandikos(root, port, args):
 
 
 def main():
+    # Foundation's Process on Linux starts children with most signals blocked; unblock them so
+    # SIGTERM reaches us (and the servers we start, which inherit this mask).
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", choices=["radicale", "xandikos"], required=True)
     parser.add_argument("--cards", type=int, default=10)
     parser.add_argument("--events", type=int, default=5)
     parser.add_argument("--auth", help="USER:PASSWORD (Radicale only: htpasswd plain)")
     parser.add_argument("--dir", help="use this directory instead of a fresh temporary one (kept)")
+    parser.add_argument("--no-sync-collection", action="store_true",
+                        help="put a proxy in front that answers REPORT sync-collection with 501 "
+                             "(a server without RFC 6578), and print the proxy's port")
     args = parser.parse_args()
 
     root = args.dir or tempfile.mkdtemp(prefix=f"ferry-{args.server}-")
@@ -197,12 +203,61 @@ def main():
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     wait_listening(port, process)
+    public_port = start_proxy(port) if args.no_sync_collection else port
     print(f"ADDRESSBOOK {book}")
     print(f"CALENDAR {cal}")
-    print(f"PORT {port}", flush=True)
-    while process.poll() is None:
+    print(f"PORT {public_port}", flush=True)
+    # Also stop when the test process that started us is gone (a killed or crashed test run
+    # must not leave servers behind).
+    parent = os.getppid()
+    while process.poll() is None and os.getppid() == parent:
         time.sleep(0.5)
     stop()
+
+
+def start_proxy(backend_port):
+    """A threaded HTTP proxy to the backend that refuses REPORT sync-collection with 501."""
+    import http.client
+    import http.server
+    import threading
+
+    class Proxy(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *_):
+            pass
+
+        def handle_any(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            if self.command == "REPORT" and b"sync-collection" in body:
+                message = b"sync-collection not supported"
+                self.send_response(501)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(message)))
+                self.end_headers()
+                self.wfile.write(message)
+                return
+            connection = http.client.HTTPConnection("127.0.0.1", backend_port, timeout=60)
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+            connection.request(self.command, self.path, body=body, headers=headers)
+            response = connection.getresponse()
+            data = response.read()
+            self.send_response(response.status)
+            for key, value in response.getheaders():
+                if key.lower() not in ("content-length", "connection", "transfer-encoding", "date", "server"):
+                    self.send_header(key, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            connection.close()
+
+        do_GET = do_PUT = do_DELETE = do_REPORT = do_PROPFIND = do_OPTIONS = do_HEAD = handle_any
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server.server_address[1]
 
 
 if __name__ == "__main__":
