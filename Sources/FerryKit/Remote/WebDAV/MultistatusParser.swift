@@ -48,6 +48,11 @@ public struct MultistatusParser: Sendable {
 
     /// Parses a complete body.
     public func parse(_ data: Data) throws(Failure) -> Multistatus {
+        // swift-corelibs-foundation's XMLParser traps (a force-unwrapped String) when libxml2
+        // hands it an element name that is not valid UTF-8, which a mutated body can make it do
+        // (found by WebDAVFuzzTests). WebDAV bodies are UTF-8 (both servers, RFC 4918 §8.1 in
+        // practice), so anything else is refused here, with its position, before parsing.
+        try Self.requireUTF8(data)
         let parser = XMLParser(data: data)
         parser.shouldProcessNamespaces = true
         parser.shouldReportNamespacePrefixes = false
@@ -69,6 +74,32 @@ public struct MultistatusParser: Sendable {
             throw Failure(line: parser.lineNumber, column: parser.columnNumber, message: "empty body, expected DAV:multistatus")
         }
         return handler.result
+    }
+
+    /// Throws at the first byte that is not part of valid UTF-8.
+    static func requireUTF8(_ data: Data) throws(Failure) {
+        if String(validating: data, as: UTF8.self) != nil { return }
+        // Find the offending byte for the position (rare path: decode scalar by scalar).
+        var line = 1
+        var column = 1
+        var iterator = data.makeIterator()
+        var decoder = UTF8()
+        loop: while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue(let scalar):
+                if scalar == "\n" {
+                    line += 1
+                    column = 1
+                } else {
+                    column += 1
+                }
+            case .emptyInput:
+                break loop
+            case .error:
+                throw Failure(line: line, column: column, message: "body is not valid UTF-8")
+            }
+        }
+        throw Failure(line: line, column: column, message: "body is not valid UTF-8")
     }
 
     /// Parses a complete body, turning a failure into ``SyncError`` `.malformedResponse` naming
