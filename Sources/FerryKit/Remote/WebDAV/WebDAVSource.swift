@@ -179,7 +179,9 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private func handleSync(head: ResponseHead, body: Data, sentToken: String) {
         let url = head.url
         switch head.status {
-        case 207, 507:
+        case 200, 207, 507:
+            // A 200 is not what RFC 6578 answers, but a proxy's HTML error page comes as one:
+            // parsing decides (an HTML page is a malformed response, not a status problem).
             let status: Multistatus
             do {
                 status = try parser.parse(body, store: store.name, url: url)
@@ -190,7 +192,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
                 return handleSyncRefusal(status: head.status, errors: status.errors, sentToken: sentToken, url: url)
             }
             guard let newToken = status.syncToken, !newToken.isEmpty else {
-                if head.status == 207 {
+                if head.status != 507 {
                     logger.info("no sync-token in the sync-collection answer, falling back to PROPFIND", metadata: ["store": "\(store.name)"])
                     return startFallback()
                 }
