@@ -180,6 +180,10 @@ def main():
     parser.add_argument("--no-sync-collection", action="store_true",
                         help="put a proxy in front that answers REPORT sync-collection with 501 "
                              "(a server without RFC 6578), and print the proxy's port")
+    parser.add_argument("--truncate-sync", type=int, metavar="K",
+                        help="put a proxy in front that answers sync-collection with at most K members, "
+                             "marking partial answers the RFC 6578 way (a 507 response for the collection "
+                             "with DAV:number-of-matches-within-limits) and a continuation token")
     args = parser.parse_args()
 
     root = args.dir or tempfile.mkdtemp(prefix=f"ferry-{args.server}-")
@@ -203,7 +207,8 @@ def main():
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     wait_listening(port, process)
-    public_port = start_proxy(port) if args.no_sync_collection else port
+    public_port = start_proxy(port, args.no_sync_collection, args.truncate_sync) \
+        if args.no_sync_collection or args.truncate_sync else port
     print(f"ADDRESSBOOK {book}")
     print(f"CALENDAR {cal}")
     print(f"PORT {public_port}", flush=True)
@@ -215,10 +220,45 @@ def main():
     stop()
 
 
-def start_proxy(backend_port):
-    """A threaded HTTP proxy to the backend that refuses REPORT sync-collection with 501."""
+PARTIAL = "ferry-partial:"
+
+
+def truncate_sync(body, limit, sent_token, request_path):
+    """Rewrites a complete sync-collection answer into page `offset` of at most `limit` members.
+
+    The client's token "ferry-partial:<offset>:<real token>" asks for the members from <offset>
+    on, of the answer the backend gives for <real token>."""
+    import xml.etree.ElementTree as ET
+    offset, real = 0, sent_token
+    if sent_token.startswith(PARTIAL):
+        number, _, real = sent_token[len(PARTIAL):].partition(":")
+        offset = int(number)
+    root = ET.fromstring(body)
+    ns = "{DAV:}"
+    responses = root.findall(ns + "response")
+    new_token = root.find(ns + "sync-token").text
+    page = responses[offset:offset + limit]
+    out = ET.Element(ns + "multistatus")
+    out.extend(page)
+    if offset + limit < len(responses):
+        marker = ET.SubElement(out, ns + "response")
+        ET.SubElement(marker, ns + "href").text = request_path
+        ET.SubElement(marker, ns + "status").text = "HTTP/1.1 507 Insufficient Storage"
+        error = ET.SubElement(marker, ns + "error")
+        ET.SubElement(error, ns + "number-of-matches-within-limits")
+        token = f"{PARTIAL}{offset + limit}:{real}"
+    else:
+        token = new_token
+    ET.SubElement(out, ns + "sync-token").text = token
+    return real, ET.tostring(out, encoding="utf-8", xml_declaration=True)
+
+
+def start_proxy(backend_port, refuse_sync=True, truncate=None):
+    """A threaded HTTP proxy to the backend that refuses REPORT sync-collection with 501, or
+    pages its answers (see truncate_sync)."""
     import http.client
     import http.server
+    import re
     import threading
 
     class Proxy(http.server.BaseHTTPRequestHandler):
@@ -230,7 +270,14 @@ def start_proxy(backend_port):
         def handle_any(self):
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
-            if self.command == "REPORT" and b"sync-collection" in body:
+            rewrite = None
+            if self.command == "REPORT" and b"sync-collection" in body and truncate:
+                match = re.search(rb"sync-token>([^<]*)</", body)
+                sent = match.group(1).decode() if match else ""
+                real = sent.partition(":")[2].partition(":")[2] if sent.startswith(PARTIAL) else sent
+                body = body.replace(b"sync-token>" + sent.encode() + b"</", b"sync-token>" + real.encode() + b"</")
+                rewrite = sent
+            elif self.command == "REPORT" and b"sync-collection" in body and refuse_sync:
                 message = b"sync-collection not supported"
                 self.send_response(501)
                 self.send_header("Content-Type", "text/plain")
@@ -239,10 +286,12 @@ def start_proxy(backend_port):
                 self.wfile.write(message)
                 return
             connection = http.client.HTTPConnection("127.0.0.1", backend_port, timeout=60)
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection", "content-length", "accept-encoding")}
             connection.request(self.command, self.path, body=body, headers=headers)
             response = connection.getresponse()
             data = response.read()
+            if rewrite is not None and response.status == 207:
+                _, data = truncate_sync(data, truncate, rewrite, self.path)
             self.send_response(response.status)
             for key, value in response.getheaders():
                 if key.lower() not in ("content-length", "connection", "transfer-encoding", "date", "server"):

@@ -28,7 +28,11 @@ final class DAVServer: @unchecked Sendable {
     var addressBookURL: String { baseURL + addressBookPath }
     var calendarURL: String { baseURL + calendarPath }
 
-    init(_ kind: Kind, cards: Int, events: Int = 5, withoutSyncCollection: Bool = false) throws {
+    /// - Parameters:
+    ///   - withoutSyncCollection: a proxy in front refuses sync-collection (501).
+    ///   - truncateSync: a proxy in front answers sync-collection with at most this many
+    ///     members, marked partial the RFC 6578 way, with a continuation token.
+    init(_ kind: Kind, cards: Int, events: Int = 5, withoutSyncCollection: Bool = false, truncateSync: Int? = nil) throws {
         self.kind = kind
         self.cards = cards
         self.events = events
@@ -38,6 +42,7 @@ final class DAVServer: @unchecked Sendable {
         ]
         if kind == .radicale { arguments += ["--auth", "\(Self.username):\(Self.password)"] }
         if withoutSyncCollection { arguments.append("--no-sync-collection") }
+        if let truncateSync { arguments += ["--truncate-sync", "\(truncateSync)"] }
         server = try TestServer(executable: "/usr/bin/env", arguments: ["python3"] + arguments)
     }
 

@@ -168,6 +168,30 @@ struct WebDAVSourceServerTests {
         #expect(pass.finalCursor == nil)
     }
 
+    @Test(arguments: DAVServer.Kind.allCases)
+    func truncatedAnswersAreNeverTrustedAsComplete(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer(kind, cards: 25, events: 0, truncateSync: 10)
+        defer { server.stop() }
+        let store = server.store(batch: 100)
+        let first = try server.pass(store, cursor: nil)
+        #expect(first.error == nil, "\(String(describing: first.error))")
+        expectWellBehaved(first)
+        // Three partial answers (10 + 10 + 5) followed to the end before anything is fetched.
+        #expect(Set(first.upserts.keys) == Self.cardIDs)
+        #expect(Set(first.listed) == Self.cardIDs)
+        #expect(first.outcome?.listingComplete == true)
+        #expect(first.outcome?.requests == 4)
+        // Only the token of the complete answer is ever handed out.
+        let token = try #require(first.finalCursor)
+        #expect(!token.hasPrefix("ferry-partial:"))
+
+        try server.put(server.addressBookPath + "card-9.vcf", DAVServer.vCard(uid: "ferry-card-9", name: "Nine Again", email: "nine@example.com"))
+        let second = try server.pass(store, cursor: token)
+        #expect(second.error == nil)
+        #expect(Array(second.upserts.keys) == ["card-9.vcf"])
+        #expect(second.upserts["card-9.vcf"]?.fields?["FN"] == "Nine Again")
+    }
+
     @Test func aRefusedConnectionIsATransportError() throws {
         // A port nothing listens on: bind, read the port, close.
         let socket = try ListenBacklogBlackhole()
