@@ -1,1 +1,1 @@
-print("bench")
+DAVBenchmark.main()

@@ -146,7 +146,7 @@ def start_radicale(root, port, args):
             os.rename(user_dir, os.path.join(storage, "collection-root", user))
             return command, f"/{user}/contacts/", f"/{user}/calendar/"
     else:
-        command += ["--auth-type", "none", "--rights-type", "none"]
+        command += ["--auth-type", "none", "--rights-type", "authenticated"]
     return command, "/ferry/contacts/", "/ferry/calendar/"
 
 

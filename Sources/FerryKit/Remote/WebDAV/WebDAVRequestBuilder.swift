@@ -29,14 +29,17 @@ public struct WebDAVRequestBuilder: Sendable {
         return HTTPRequest(method: method, url: collection.url, headers: headers, body: Data(body.utf8))
     }
 
-    /// REPORT sync-collection with `token` ("" for an initial sync), sync-level 1, asking
-    /// only for `DAV:getetag`. RFC 6578 §3.2: the REPORT is defined for Depth 0 only.
-    public func syncCollection(token: String, limit: Int? = nil) -> HTTPRequest {
+    /// REPORT sync-collection with `token` ("" for an initial sync), sync-level 1, asking for
+    /// `DAV:getetag`, and with `includeData` also for address-data / calendar-data (RFC 6578
+    /// allows any property; both Radicale and Xandikos serve it). RFC 6578 §3.2: the REPORT is
+    /// defined for Depth 0 only.
+    public func syncCollection(token: String, includeData: Bool = false, limit: Int? = nil) -> HTTPRequest {
+        let (namespace, data) = kind == .caldav ? (DAVName.calDAV, "calendar-data") : (DAVName.cardDAV, "address-data")
         var body = #"<?xml version="1.0" encoding="utf-8"?>"#
-        body += #"<D:sync-collection xmlns:D="DAV:">"#
+        body += #"<D:sync-collection xmlns:D="DAV:" xmlns:C="\#(namespace)">"#
         body += "<D:sync-token>\(Self.escape(token))</D:sync-token><D:sync-level>1</D:sync-level>"
         if let limit { body += "<D:limit><D:nresults>\(limit)</D:nresults></D:limit>" }
-        body += "<D:prop><D:getetag/></D:prop></D:sync-collection>"
+        body += "<D:prop><D:getetag/>" + (includeData ? "<C:\(data)/>" : "") + "</D:prop></D:sync-collection>"
         return request(method: "REPORT", depth: "0", body: body)
     }
 

@@ -83,6 +83,9 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private var token: String?
     private var truncatedRounds = 0
     private var batches: [[String]] = []
+    /// Members whose data came with the sync answer (empty-token syncs), by id.
+    private var inline: [String: Multistatus.Response] = [:]
+    private var deletesDelivered = false
 
     /// Builds the source for a `carddav` or `caldav` store. Call on the pass's thread: the
     /// session is created here and delivers on this thread's run loop.
@@ -132,7 +135,13 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
 
     private func startSync(token: String, round: Int) {
         phase = .syncing(round: round)
-        send(builder.syncCollection(token: token), for: .sync(token: token))
+        // A sync from an empty token (and its continuations after truncation) returns every
+        // member: asking for the data in the same REPORT saves a multiget per batch (Xandikos:
+        // 10,000 cards in one 0.65 s answer instead of 100 multigets). Incremental syncs ask
+        // for etags only and multiget the few changes. The answer is bounded by
+        // SessionConfiguration.maxResponseBytes like any other.
+        let fullSync = mode == .initial || mode == .resync
+        send(builder.syncCollection(token: token, includeData: fullSync), for: .sync(token: token))
     }
 
     private func send(_ request: HTTPRequest, for purpose: Purpose) {
@@ -246,6 +255,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         changedHref = [:]
         deleted = []
         deletedSet = []
+        inline = [:]
         token = nil
         truncatedRounds = 0
     }
@@ -259,9 +269,11 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
                 case 404, 410:
                     if changedHref.removeValue(forKey: id) != nil { changedOrder.removeAll { $0 == id } }
                     if deletedSet.insert(id).inserted { deleted.append(id) }
+                    inline[id] = nil
                 case 200..<300:
                     if deletedSet.remove(id) != nil { deleted.removeAll { $0 == id } }
                     if changedHref.updateValue(href, forKey: id) == nil { changedOrder.append(id) }
+                    inline[id] = response.data != nil || response.dataTooLarge ? response : nil
                 default:
                     // 507 for the request-URI and the like: not a member state.
                     break
@@ -294,20 +306,45 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     // MARK: - Fetch phase
 
     private func beginFetching() {
-        batches = stride(from: 0, to: changedOrder.count, by: batchSize).map { start in
-            changedOrder[start..<min(start + batchSize, changedOrder.count)].map { changedHref[$0]! }
+        let toFetch = changedOrder.filter { inline[$0] == nil }
+        let inlineIDs = changedOrder.filter { inline[$0] != nil }
+        batches = stride(from: 0, to: toFetch.count, by: batchSize).map { start in
+            toFetch[start..<min(start + batchSize, toFetch.count)].map { changedHref[$0]! }
         }
         if mode != .incremental {
             // A full listing of the collection: every member the server has now.
             guard deliverList(changedOrder) else { return }
         }
-        guard !batches.isEmpty else {
-            let final = ChangeBatch(changes: deleted.map { .delete(id: $0) }, cursor: finalCursor, origin: builder.collection.url)
-            guard deliver(final) else { return }
-            return finishPass()
+        if !batches.isEmpty {
+            // Pipelining: the first multiget runs while the inline batches are merged.
+            phase = .fetching(next: 1)
+            send(builder.multiget(hrefs: batches[0]), for: .multiget(batch: 0))
         }
-        phase = .fetching(next: 1)
-        send(builder.multiget(hrefs: batches[0]), for: .multiget(batch: 0))
+        // Records whose data came with the sync answer, in batches of the same size.
+        let chunks = stride(from: 0, to: inlineIDs.count, by: batchSize).map { Array(inlineIDs[$0..<min($0 + batchSize, inlineIDs.count)]) }
+        for (index, chunk) in chunks.enumerated() {
+            var changes: [RecordChange] = []
+            var problems: [RecordProblem] = []
+            for id in chunk {
+                append(inline[id]!, id: id, to: &changes, problems: &problems)
+            }
+            let isLast = batches.isEmpty && index == chunks.count - 1
+            guard deliver(ChangeBatch(changes: takeDeletes() + changes, cursor: isLast ? finalCursor : nil, problems: problems, origin: builder.collection.url)) else { return }
+            if isLast { return finishPass() }
+        }
+        inline = [:]
+        if batches.isEmpty {
+            let final = ChangeBatch(changes: takeDeletes(), cursor: finalCursor, origin: builder.collection.url)
+            guard deliver(final) else { return }
+            finishPass()
+        }
+    }
+
+    /// The pass's deletes, once: they ride with the first batch handed over.
+    private func takeDeletes() -> [RecordChange] {
+        guard !deletesDelivered else { return [] }
+        deletesDelivered = true
+        return deleted.map { .delete(id: $0) }
     }
 
     private var finalCursor: String? {
@@ -328,7 +365,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
             phase = .fetching(next: batch + 2)
             send(builder.multiget(hrefs: batches[batch + 1]), for: .multiget(batch: batch + 1))
         }
-        var changes = batch == 0 ? deleted.map { RecordChange.delete(id: $0) } : []
+        var changes = takeDeletes()
         var problems: [RecordProblem] = []
         records(from: status, requested: batches[batch], into: &changes, problems: &problems)
         let result = ChangeBatch(changes: changes, cursor: isLast ? finalCursor : nil, problems: problems, origin: head.url)
@@ -343,32 +380,37 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
             for href in response.hrefs {
                 guard let id = builder.collection.id(forHref: href) else { continue }
                 missing.remove(id)
-                let position = response.position
-                switch response.effectiveStatus ?? 200 {
-                case 404, 410:
-                    // Deleted between the sync report and the multiget.
-                    changes.append(.delete(id: id))
-                case 200..<300:
-                    if response.dataTooLarge {
-                        problems.append(RecordProblem(position: position, id: id, reason: "larger than \(store.maxRecordBytes) bytes"))
-                    } else if let data = response.data {
-                        let body = Data(data.utf8)
-                        if body.count > store.maxRecordBytes {
-                            problems.append(RecordProblem(position: position, id: id, reason: "larger than \(store.maxRecordBytes) bytes"))
-                            continue
-                        }
-                        let fields = store.kind == .caldav ? CardFieldExtractor.fields(iCalendar: data) : CardFieldExtractor.fields(vCard: data)
-                        changes.append(.upsert(RemoteRecord(id: id, version: response.etag ?? "", body: body, fields: fields)))
-                    } else {
-                        problems.append(RecordProblem(position: position, id: id, reason: "no \(store.kind == .caldav ? "calendar-data" : "address-data") in the multiget answer"))
-                    }
-                case let other:
-                    problems.append(RecordProblem(position: position, id: id, reason: "multiget status \(other)"))
-                }
+                append(response, id: id, to: &changes, problems: &problems)
             }
         }
         for id in missing.sorted() {
             problems.append(RecordProblem(position: status.responses.count, id: id, reason: "missing from the multiget answer"))
+        }
+    }
+
+    /// Turns one member response carrying data into an upsert, a delete, or a problem.
+    private func append(_ response: Multistatus.Response, id: String, to changes: inout [RecordChange], problems: inout [RecordProblem]) {
+        let position = response.position
+        switch response.effectiveStatus ?? 200 {
+        case 404, 410:
+            // Deleted between the sync report and the multiget.
+            changes.append(.delete(id: id))
+        case 200..<300:
+            if response.dataTooLarge {
+                problems.append(RecordProblem(position: position, id: id, reason: "larger than \(store.maxRecordBytes) bytes"))
+            } else if let data = response.data {
+                let body = Data(data.utf8)
+                guard body.count <= store.maxRecordBytes else {
+                    problems.append(RecordProblem(position: position, id: id, reason: "larger than \(store.maxRecordBytes) bytes"))
+                    return
+                }
+                let fields = store.kind == .caldav ? CardFieldExtractor.fields(iCalendar: data) : CardFieldExtractor.fields(vCard: data)
+                changes.append(.upsert(RemoteRecord(id: id, version: response.etag ?? "", body: body, fields: fields)))
+            } else {
+                problems.append(RecordProblem(position: position, id: id, reason: "no \(store.kind == .caldav ? "calendar-data" : "address-data") in the answer"))
+            }
+        case let other:
+            problems.append(RecordProblem(position: position, id: id, reason: "status \(other)"))
         }
     }
 
