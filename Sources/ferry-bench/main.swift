@@ -1,1 +1,1 @@
-DAVBenchmark.main()
+print("bench")
