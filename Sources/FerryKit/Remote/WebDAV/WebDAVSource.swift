@@ -420,7 +420,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         switch phase {
         case .syncing(let round): "sync report \(round)"
         case .listing: "PROPFIND listing"
-        case .fetching(let next): "multiget batch \(next)"
+        case .fetching(let next): "multiget batch \(next - 1)"
         case .idle, .done: ""
         }
     }
