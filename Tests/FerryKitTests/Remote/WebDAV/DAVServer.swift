@@ -1,0 +1,144 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import FerryKit
+
+/// A real CardDAV/CalDAV server on 127.0.0.1, started by `Tests/Servers/dav_servers.py`
+/// with generated cards (`card-i.vcf`) and events (`event-j.ics`).
+///
+/// Radicale runs with htpasswd auth (`ferry` / `secret`); Xandikos has no auth and ignores the
+/// Authorization header. The servers come from `/work/venv` (`pip install radicale xandikos`).
+final class DAVServer: @unchecked Sendable {
+    enum Kind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case radicale, xandikos
+        var testDescription: String { rawValue }
+    }
+
+    static let username = "ferry"
+    static let password = "secret"
+
+    let kind: Kind
+    let cards: Int
+    let events: Int
+    private let server: TestServer
+
+    var baseURL: String { server.baseURL }
+    var addressBookPath: String { kind == .radicale ? "/ferry/contacts/" : "/user/contacts/addressbook/" }
+    var calendarPath: String { kind == .radicale ? "/ferry/calendar/" : "/user/calendars/calendar/" }
+    var addressBookURL: String { baseURL + addressBookPath }
+    var calendarURL: String { baseURL + calendarPath }
+
+    /// - Parameters:
+    ///   - withoutSyncCollection: a proxy in front refuses sync-collection (501).
+    ///   - truncateSync: a proxy in front answers sync-collection with at most this many
+    ///     members, marked partial the RFC 6578 way, with a continuation token.
+    init(_ kind: Kind, cards: Int, events: Int = 5, withoutSyncCollection: Bool = false, truncateSync: Int? = nil) throws {
+        self.kind = kind
+        self.cards = cards
+        self.events = events
+        var arguments = [
+            TestServer.repositoryRoot.appendingPathComponent("Tests/Servers/dav_servers.py").path,
+            "--server", kind.rawValue, "--cards", "\(cards)", "--events", "\(events)",
+        ]
+        if kind == .radicale { arguments += ["--auth", "\(Self.username):\(Self.password)"] }
+        if withoutSyncCollection { arguments.append("--no-sync-collection") }
+        if let truncateSync { arguments += ["--truncate-sync", "\(truncateSync)"] }
+        server = try TestServer(executable: "/usr/bin/env", arguments: ["python3"] + arguments)
+    }
+
+    func stop() { server.stop() }
+
+    /// Whether both servers are installed (`/work/venv/bin` or PATH).
+    static var isInstalled: Bool {
+        ["radicale", "xandikos"].allSatisfy { name in
+            FileManager.default.isExecutableFile(atPath: "/work/venv/bin/\(name)")
+                || (try? Shell.run("/usr/bin/which", [name])) != nil
+        }
+    }
+
+    /// Run the server tests when the servers are installed, and always in CI (where a missing
+    /// server must fail, not skip).
+    static var shouldRun: Bool { isInstalled || isCI }
+
+    /// A shared, never-mutated server per kind with 25 cards and 5 events, for read-only tests.
+    static func shared(_ kind: Kind) throws -> DAVServer {
+        try sharedServers.withLock { servers in
+            if let server = servers[kind] { return server }
+            let server = try DAVServer(kind, cards: 25, events: 5)
+            servers[kind] = server
+            return server
+        }
+    }
+
+    private static let sharedServers = Mutex<[Kind: DAVServer]>([:])
+
+    // MARK: - Store configurations
+
+    func store(_ kind: StoreKind = .carddav, name: String = "contacts", batch: Int? = nil, password: String = DAVServer.password, url: String? = nil) -> StoreConfiguration {
+        var store = StoreConfiguration(name: name, kind: kind, url: url ?? (kind == .caldav ? calendarURL : addressBookURL), location: ConfigurationLocation(file: "test.conf", line: 1))
+        store.username = Self.username
+        store.secrets["password"] = Secret(password, source: "test")
+        if let batch { store.options["multiget-batch"] = ConfigurationValue("\(batch)", at: ConfigurationLocation(file: "test.conf", line: 2)) }
+        return store
+    }
+
+    /// Runs one pass of a WebDAVSource.
+    func pass(_ store: StoreConfiguration, cursor: String?, configure: (SourceRun) -> Void = { _ in }) throws -> CollectedPass {
+        let run = SourceRun(store: store, plan: PassPlan(cursor: cursor, reconcile: false)) { context throws(SyncError) in
+            try WebDAVSource(context)
+        }
+        configure(run)
+        return try run.runToCompletion()
+    }
+
+    // MARK: - Changing the server (curl, outside Ferry)
+
+    private var curlAuth: [String] { ["-u", "\(Self.username):\(Self.password)"] }
+
+    func put(_ path: String, _ body: String, contentType: String = "text/vcard; charset=utf-8") throws {
+        try Shell.run("/usr/bin/curl", ["-sS", "-f", "-X", "PUT", "-H", "Content-Type: \(contentType)", "--data-binary", "@-"] + curlAuth + [baseURL + path], input: Data(body.utf8))
+    }
+
+    func delete(_ path: String) throws {
+        try Shell.run("/usr/bin/curl", ["-sS", "-f", "-X", "DELETE"] + curlAuth + [baseURL + path])
+    }
+
+    func get(_ path: String) throws -> String {
+        String(decoding: try Shell.run("/usr/bin/curl", ["-sS", "-f"] + curlAuth + [baseURL + path]), as: UTF8.self)
+    }
+
+    // MARK: - Generated content (mirrors dav_servers.py)
+
+    static func expectedCardFields(_ i: Int) -> [String: String] {
+        var emails = ["person-\(i)@example.com"]
+        if i % 7 == 0 { emails.append("home-\(i)@example.org") }
+        return [
+            "UID": "ferry-card-\(i)",
+            "FN": "Person \(i)",
+            "EMAIL": emails.joined(separator: ", "),
+            "TEL": "+1-555-\(i)",
+            "ORG": "Org \(i), Team",
+        ]
+    }
+
+    static func expectedEventFields(_ j: Int) -> [String: String] {
+        let day = String(format: "%02d", j % 28 + 1)
+        var fields = [
+            "UID": "ferry-event-\(j)",
+            "SUMMARY": "Event \(j)",
+            "DTSTART": "202401\(day)T100000Z",
+            "DTEND": "202401\(day)T110000Z",
+        ]
+        if j % 3 == 0 { fields["RRULE"] = "FREQ=WEEKLY;COUNT=4" }
+        return fields
+    }
+
+    static func vCard(uid: String, name: String, email: String) -> String {
+        "BEGIN:VCARD\r\nVERSION:3.0\r\nUID:\(uid)\r\nFN:\(name)\r\nN:;\(name);;;\r\nEMAIL:\(email)\r\nEND:VCARD\r\n"
+    }
+}
+
+/// Line-ending-insensitive text, for comparing bodies a server re-serialized (Radicale).
+func normalizedLines(_ text: String) -> [String] {
+    text.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n").map(String.init).sorted()
+}

@@ -1,0 +1,224 @@
+import Foundation
+import Testing
+@testable import FerryKit
+
+/// One suite, run against both Radicale and Xandikos: they differ in token format, element
+/// order, namespace prefixes, line endings and the status of a refused token (403 vs 412).
+@Suite("WebDAVSource against Radicale and Xandikos", .enabled(if: DAVServer.shouldRun, "radicale/xandikos not installed: pip install radicale xandikos into /work/venv"))
+struct WebDAVSourceServerTests {
+    static let cardIDs = Set((0..<25).map { "card-\($0).vcf" })
+
+    /// Checks every invariant any pass must keep.
+    func expectWellBehaved(_ pass: CollectedPass, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(pass.offLoopCalls == 0, "sink called off the pass's run loop", sourceLocation: sourceLocation)
+        #expect(pass.callsAfterEnd == 0, "sink called after the pass ended", sourceLocation: sourceLocation)
+        // Only the last batch carries the cursor: a crash mid-pass replays from the old token.
+        #expect(pass.batches.dropLast().allSatisfy { $0.cursor == nil }, sourceLocation: sourceLocation)
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func syncsAnAddressBookThenOnlyItsChanges(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer(kind, cards: 25)
+        defer { server.stop() }
+        let store = server.store(batch: 7)
+
+        // First sync: everything (the data comes with the empty-token REPORT), handed over in
+        // four batches of at most 7.
+        let first = try server.pass(store, cursor: nil)
+        #expect(first.error == nil, "\(String(describing: first.error))")
+        expectWellBehaved(first)
+        #expect(first.outcome?.listingComplete == true)
+        #expect(Set(first.listed) == Self.cardIDs)
+        #expect(first.batches.count == 4)
+        #expect(first.batches.allSatisfy { $0.changes.count <= 7 })
+        #expect(first.problems.isEmpty)
+        let records = first.upserts
+        #expect(Set(records.keys) == Self.cardIDs)
+        for i in 0..<25 {
+            let record = try #require(records["card-\(i).vcf"])
+            #expect(record.fields == DAVServer.expectedCardFields(i), "card \(i)")
+            #expect(record.version.hasPrefix("\"") && record.version.count > 2)
+        }
+        // Bodies equal what the server serves (by content: Radicale re-serializes).
+        for i in [0, 5, 14] {
+            let served = try server.get(server.addressBookPath + "card-\(i).vcf")
+            let body = String(decoding: try #require(records["card-\(i).vcf"]).body, as: UTF8.self)
+            #expect(normalizedLines(body) == normalizedLines(served), "card \(i)")
+        }
+        let token = try #require(first.finalCursor)
+
+        // Add one, change one, delete one.
+        try server.put(server.addressBookPath + "new%20one.vcf", DAVServer.vCard(uid: "ferry-new", name: "New Person", email: "new@example.com"))
+        try server.put(server.addressBookPath + "card-3.vcf", DAVServer.vCard(uid: "ferry-card-3", name: "Renamed Three", email: "three@example.com"))
+        try server.delete(server.addressBookPath + "card-4.vcf")
+
+        let second = try server.pass(store, cursor: token)
+        #expect(second.error == nil, "\(String(describing: second.error))")
+        expectWellBehaved(second)
+        #expect(Set(second.upserts.keys) == ["new one.vcf", "card-3.vcf"])
+        #expect(second.deletes == ["card-4.vcf"])
+        #expect(second.upserts["card-3.vcf"]?.fields?["FN"] == "Renamed Three")
+        #expect(second.upserts["card-3.vcf"]?.version != records["card-3.vcf"]?.version)
+        #expect(second.upserts["new one.vcf"]?.fields?["UID"] == "ferry-new")
+        #expect(second.listCalls == 0)
+        #expect(second.outcome?.listingComplete == false)
+        #expect(second.outcome?.unchanged == false)
+        let secondToken = try #require(second.finalCursor)
+        #expect(secondToken != token)
+
+        // Nothing changed: one REPORT, one empty batch carrying the (same) token.
+        let third = try server.pass(store, cursor: secondToken)
+        #expect(third.error == nil)
+        expectWellBehaved(third)
+        #expect(third.batches.count == 1)
+        #expect(third.batches.first?.changes.isEmpty == true)
+        #expect(third.finalCursor == secondToken)
+        #expect(third.outcome?.unchanged == true)
+        #expect(third.outcome?.requests == 1)
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func refusedTokenMeansFullResyncWithACompleteListing(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer.shared(kind)
+        // Well-formed for each server but unknown to it, and plain garbage.
+        let unknown = kind == .radicale ? "http://radicale.org/ns/sync/" + String(repeating: "0", count: 64) : String(repeating: "0", count: 40)
+        for stale in [unknown, "garbage-token"] {
+            let pass = try server.pass(server.store(batch: 10), cursor: stale)
+            #expect(pass.error == nil, "\(String(describing: pass.error))")
+            expectWellBehaved(pass)
+            #expect(Set(pass.listed) == Self.cardIDs)
+            #expect(pass.outcome?.listingComplete == true)
+            #expect(Set(pass.upserts.keys) == Self.cardIDs)
+            #expect(pass.finalCursor != nil && pass.finalCursor != stale)
+            #expect(pass.events.first == "list")
+            #expect(pass.events.last == "finish")
+        }
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func calendarEventsWithExtractedFields(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer.shared(kind)
+        let pass = try server.pass(server.store(.caldav, name: "calendar"), cursor: nil)
+        #expect(pass.error == nil, "\(String(describing: pass.error))")
+        expectWellBehaved(pass)
+        let records = pass.upserts
+        #expect(records.count == 5)
+        for j in 0..<5 {
+            let record = try #require(records["event-\(j).ics"])
+            #expect(record.fields == DAVServer.expectedEventFields(j), "event \(j)")
+            #expect(String(decoding: record.body, as: UTF8.self).contains("BEGIN:VEVENT"))
+        }
+        #expect(pass.finalCursor != nil)
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func cancelMidPassStopsEverySinkCall(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer.shared(kind)
+        let pass = try server.pass(server.store(batch: 3), cursor: nil) { $0.cancelAfterBatches = 1 }
+        #expect(pass.batches.count == 1)
+        #expect(pass.batches[0].cursor == nil)
+        #expect(pass.callsAfterEnd == 0)
+        #expect(pass.outcome == nil && pass.error == nil)
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func aThrowingSinkEndsThePassSilently(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer.shared(kind)
+        let pass = try server.pass(server.store(batch: 4), cursor: nil) { $0.failAfterBatches = 2 }
+        #expect(pass.batches.count == 2)
+        #expect(pass.callsAfterEnd == 0)
+        #expect(pass.outcome == nil && pass.error == nil)
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func aMissingCollectionIsATypedErrorNamingTheURL(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer.shared(kind)
+        let url = server.addressBookURL + "nope/"
+        let pass = try server.pass(server.store(url: url), cursor: nil)
+        let error = try #require(pass.error)
+        #expect(error.kind == .httpStatus(404) || error.kind == .httpStatus(403))
+        #expect(error.store == "contacts")
+        #expect(error.url.hasSuffix("nope/"))
+        #expect(pass.batches.isEmpty)
+        #expect(!String(describing: error).contains(DAVServer.password))
+    }
+
+    @Test func wrongPasswordIsUnauthorized() throws {
+        let server = try DAVServer.shared(.radicale)
+        let pass = try server.pass(server.store(password: "wrong-password"), cursor: nil)
+        let error = try #require(pass.error)
+        #expect(error.kind == .unauthorized)
+        #expect(!error.isRetryable)
+        #expect(!String(describing: error).contains("wrong-password"))
+        #expect(pass.batches.isEmpty)
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func withoutSyncCollectionFallsBackToPropfind(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer(kind, cards: 12, events: 0, withoutSyncCollection: true)
+        defer { server.stop() }
+        let pass = try server.pass(server.store(batch: 5), cursor: nil)
+        #expect(pass.error == nil, "\(String(describing: pass.error))")
+        expectWellBehaved(pass)
+        let ids = Set((0..<12).map { "card-\($0).vcf" })
+        #expect(Set(pass.listed) == ids)
+        #expect(pass.outcome?.listingComplete == true)
+        #expect(Set(pass.upserts.keys) == ids)
+        #expect(pass.upserts["card-7.vcf"]?.fields == DAVServer.expectedCardFields(7))
+        // No token to store: the cursor is left as it was.
+        #expect(pass.finalCursor == nil)
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func truncatedAnswersAreNeverTrustedAsComplete(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer(kind, cards: 25, events: 0, truncateSync: 10)
+        defer { server.stop() }
+        let store = server.store(batch: 100)
+        let first = try server.pass(store, cursor: nil)
+        #expect(first.error == nil, "\(String(describing: first.error))")
+        expectWellBehaved(first)
+        // Three partial answers (10 + 10 + 5) followed to the end before anything is fetched.
+        #expect(Set(first.upserts.keys) == Self.cardIDs)
+        #expect(Set(first.listed) == Self.cardIDs)
+        #expect(first.outcome?.listingComplete == true)
+        // Three sync REPORTs carrying the data; Xandikos sometimes leaves a member's data out of
+        // a paged answer, which then costs one multiget (not yet investigated).
+        #expect((3...4).contains(first.outcome?.requests ?? 0))
+        // Only the token of the complete answer is ever handed out.
+        let token = try #require(first.finalCursor)
+        #expect(!token.hasPrefix("ferry-partial:"))
+
+        try server.put(server.addressBookPath + "card-9.vcf", DAVServer.vCard(uid: "ferry-card-9", name: "Nine Again", email: "nine@example.com"))
+        let second = try server.pass(store, cursor: token)
+        #expect(second.error == nil)
+        #expect(Array(second.upserts.keys) == ["card-9.vcf"])
+        #expect(second.upserts["card-9.vcf"]?.fields?["FN"] == "Nine Again")
+    }
+
+    @Test func aRefusedConnectionIsATransportError() throws {
+        // A port nothing listens on: bind, read the port, close.
+        let socket = try ListenBacklogBlackhole()
+        let port = socket.port
+        socket.close()
+        var store = StoreConfiguration(name: "contacts", kind: .carddav, url: "http://127.0.0.1:\(port)/book/", location: ConfigurationLocation(file: "t", line: 1))
+        store.session.connectTimeout = 2
+        let run = SourceRun(store: store, plan: PassPlan(cursor: nil, reconcile: false)) { context throws(SyncError) in try WebDAVSource(context) }
+        let pass = try run.runToCompletion()
+        let error = try #require(pass.error)
+        #expect(error.kind == .transport(.connection) || error.kind == .transport(.connectTimeout))
+        #expect(error.url.contains("127.0.0.1:\(port)"))
+    }
+
+    @Test func configurationIsValidated() throws {
+        var store = StoreConfiguration(name: "contacts", kind: .carddav, url: "ftp://x/", location: ConfigurationLocation(file: "t", line: 1))
+        #expect(throws: SyncError.self) { try WebDAVSource(RemoteSourceContext(store: store, logger: .init(label: "t"))) }
+        store.url = "http://127.0.0.1/b/"
+        store.options["multiget-batch"] = ConfigurationValue("0", at: ConfigurationLocation(file: "t", line: 3))
+        let error = #expect(throws: SyncError.self) { try WebDAVSource(RemoteSourceContext(store: store, logger: .init(label: "t"))) }
+        #expect(error?.kind == .configuration)
+        #expect(error?.message.contains("t:3") == true)
+        store.kind = .json
+        store.options = [:]
+        #expect(throws: SyncError.self) { try WebDAVSource(RemoteSourceContext(store: store, logger: .init(label: "t"))) }
+    }
+}
