@@ -6,9 +6,8 @@ import Testing
 /// JSONCollectionSource against json_pages_server.py (Link, next-url and cursor pagination,
 /// rate limits, loops), fault_server.py (/etag: conditional requests) and file:// chains.
 @Suite(.serialized) struct JSONCollectionSourceTests {
-    static func startPages() throws -> TestServer {
-        let script = TestServer.repositoryRoot.appendingPathComponent("Tests/Servers/json_pages_server.py").path
-        return try TestServer(executable: "/usr/bin/env", arguments: ["python3", script, "--port", "0", "--count", "250"])
+    static func startPages() throws -> KillableServer {
+        try KillableServer(script: "Tests/Servers/json_pages_server.py", arguments: ["--count", "250"])
     }
 
     static func store(_ url: String, _ options: [String: String], pageSize: Int = 40) -> StoreConfiguration {
@@ -94,7 +93,7 @@ import Testing
     }
 
     @Test func conditionalRequestCostsOne304() throws {
-        let server = try TestServer.fault()
+        let server = try KillableServer(script: "Tests/Servers/fault_server.py")
         // /etag's body is not a collection, so the first pass fails to parse it; the validators
         // are what matters: give the pass a cursor carrying them as a previous pass would.
         let url = server.baseURL + "/etag"
@@ -136,7 +135,7 @@ import Testing
         let broken = try Self.sync(store)
         #expect(broken.batches.count == 1)
         #expect(broken.error?.kind == .malformedResponse)
-        #expect(broken.error?.position == "byte 31")
+        #expect(broken.error?.position == "byte 32") // the end of the truncated page
         #expect(broken.error?.url.hasSuffix("page2.json") == true)
     }
 
