@@ -17,6 +17,12 @@ final class KillableServer: @unchecked Sendable {
         server = try TestServer(executable: "/bin/sh", arguments: ["-c", "echo $$ > \"$0\"; exec python3 \(quoted)", pidFile])
     }
 
+    /// Any command that listens on `port` (it need not print PORT: the wrapper does).
+    init(shellCommand: String, port: Int) throws {
+        pidFile = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-server-\(UUID().uuidString).pid").path
+        server = try TestServer(executable: "/bin/sh", arguments: ["-c", "echo $$ > \"$0\"; echo PORT \(port); exec \(shellCommand)", pidFile])
+    }
+
     var baseURL: String { server.baseURL }
 
     func control(_ path: String, method: String = "GET", body: String? = nil) throws -> Data {
