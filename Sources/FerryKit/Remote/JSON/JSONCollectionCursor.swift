@@ -1,0 +1,47 @@
+import Foundation
+
+/// What a JSON collection pass stores: the highest version seen (the incremental filter's
+/// value) and the first page's validators for a conditional request next time.
+///
+/// Stored as a small JSON object: `{"highWater":"2024-05-01 12:00:00","etag":"\"v1\"",
+/// "lastModified":"...","firstURL":"..."}` (absent keys omitted).
+struct JSONCollectionCursor: Equatable {
+    var highWater: String?
+    var etag: String?
+    var lastModified: String?
+    /// The URL the validators belong to: they are sent only to that same URL.
+    var firstURL: String?
+
+    init(highWater: String? = nil, etag: String? = nil, lastModified: String? = nil, firstURL: String? = nil) {
+        self.highWater = highWater
+        self.etag = etag
+        self.lastModified = lastModified
+        self.firstURL = firstURL
+    }
+
+    init?(stored: String) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(stored.utf8)) as? [String: Any] else { return nil }
+        highWater = object["highWater"] as? String
+        etag = object["etag"] as? String
+        lastModified = object["lastModified"] as? String
+        firstURL = object["firstURL"] as? String
+    }
+
+    var stored: String {
+        var object: [String: String] = [:]
+        object["highWater"] = highWater
+        object["etag"] = etag
+        object["lastModified"] = lastModified
+        object["firstURL"] = firstURL
+        let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        return String(decoding: data ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    /// Version order: two integers compare numerically, anything else as strings (as the
+    /// merge engine's ``VersionComparison/ordered``).
+    static func isNewer(_ candidate: String, than current: String?) -> Bool {
+        guard let current else { return true }
+        if let a = Int64(candidate), let b = Int64(current) { return a > b }
+        return candidate > current
+    }
+}

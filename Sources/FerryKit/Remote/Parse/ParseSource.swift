@@ -1,0 +1,278 @@
+import Foundation
+import Logging
+
+/// Parse Server REST (`GET {mount}/classes/{Class}`), incremental by `updatedAt` with `objectId`
+/// as tie-breaker, deletions found by reconciling the full `objectId` listing.
+///
+/// Paging is keyset paging, never `skip` (skip loses or repeats rows when data changes under a
+/// pass). After the record (T, I) the next page asks for
+/// `{"$or":[{"updatedAt":{"$gt":T}},{"updatedAt":T,"objectId":{"$gt":I}}]}` ordered by
+/// `updatedAt,objectId`: records sharing one timestamp across a page boundary are neither lost nor
+/// fetched twice, and a page made only of one timestamp still moves forward. Records changed
+/// during a pass get a newer `updatedAt` and come later in the same pass or in the next one.
+/// Each page is ordered, so each batch carries the cursor of its last record and a pass
+/// interrupted anywhere resumes where its last committed page ended.
+public final class ParseSource: RemoteSource {
+    private enum State {
+        case idle
+        case changes(sink: any RemoteSourceSink, after: ParseCursor?, firstPage: Bool)
+        case listing(sink: any RemoteSourceSink, after: String?)
+        case done
+    }
+
+    private let store: StoreConfiguration
+    private let logger: Logger
+    private let classURL: String
+    private let headers: HTTPHeaders
+    private let pageSize: Int
+    private let loader: HTTPPageLoader
+    private var state = State.idle
+    private var plan = PassPlan(cursor: nil, reconcile: false)
+    private let changeScanner: JSONRecordScanner
+    private let listScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId"))
+
+    /// Validates the store's Parse options and secrets.
+    public init(_ context: RemoteSourceContext) throws(SyncError) {
+        store = context.store
+        logger = context.logger
+        let problems = Self.validate(context.store)
+        guard problems.isEmpty else {
+            throw SyncError(.configuration, store: store.name, url: store.url, message: problems.joined(separator: "; "))
+        }
+        let className = store.options["class"]!.value
+        classURL = store.url.trimmingTrailingSlashes + "/classes/" + RemoteResponseErrors.queryEncode(className)
+        var headers = HTTPHeaders()
+        headers.set("X-Parse-Application-Id", store.options["application-id"]!.value)
+        // The master key reads objects regardless of ACLs, which a full replica wants.
+        if let master = store.secrets["master-key"] {
+            headers.set("X-Parse-Master-Key", master.value)
+        } else if let rest = store.secrets["rest-api-key"] {
+            headers.set("X-Parse-REST-API-Key", rest.value)
+        }
+        headers.set("Accept", "application/json")
+        self.headers = headers
+        pageSize = max(1, min(store.pageSize, 1000))
+        loader = HTTPPageLoader(configuration: store.session)
+        changeScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId", versionPath: "updatedAt",
+                                                        fieldPaths: ["count"]))
+    }
+
+    /// Problems with a Parse store's configuration (empty when usable).
+    public static func validate(_ store: StoreConfiguration) -> [String] {
+        var problems: [String] = []
+        if (store.options["application-id"]?.value ?? "").isEmpty { problems.append("parse store needs application-id") }
+        let className = store.options["class"]?.value ?? ""
+        if className.isEmpty {
+            problems.append("parse store needs class")
+        } else if className.contains(where: { !($0.isLetter || $0.isNumber || $0 == "_") }) {
+            problems.append("parse class \(className.debugDescription) is not a valid class name")
+        }
+        if store.secrets["rest-api-key"] == nil, store.secrets["master-key"] == nil {
+            problems.append("parse store needs the secret rest-api-key or master-key")
+        }
+        if !(store.url.hasPrefix("http://") || store.url.hasPrefix("https://")) {
+            problems.append("parse url must be http:// or https://")
+        }
+        return problems
+    }
+
+    public func start(_ plan: PassPlan, sink: any RemoteSourceSink) {
+        guard case .idle = state else { preconditionFailure("ParseSource started twice") }
+        self.plan = plan
+        var after: ParseCursor?
+        if let stored = plan.cursor {
+            after = ParseCursor(stored: stored)
+            if after == nil {
+                logger.warning("stored cursor is not a Parse cursor; syncing from the start", metadata: ["store": "\(store.name)"])
+            }
+        }
+        state = .changes(sink: sink, after: after, firstPage: true)
+        loadChanges(after: after, firstPage: true)
+    }
+
+    public func cancel() {
+        loader.cancel()
+        state = .done
+    }
+
+    // MARK: Requests
+
+    func changesRequest(after: ParseCursor?, firstPage: Bool) -> HTTPRequest {
+        var query = ["order=updatedAt,objectId", "limit=\(pageSize)"]
+        if let after {
+            let date = #"{"__type":"Date","iso":"# + Self.jsonString(after.updatedAt) + "}"
+            let condition = #"{"$or":[{"updatedAt":{"$gt":"# + date + #"}},{"updatedAt":"# + date
+                + #","objectId":{"$gt":"# + Self.jsonString(after.objectId) + "}}]}"
+            query.insert("where=" + RemoteResponseErrors.queryEncode(condition), at: 0)
+        }
+        // The first page of a pass also asks for the number of matching objects (progress).
+        if firstPage { query.append("count=1") }
+        return HTTPRequest(url: classURL + "?" + query.joined(separator: "&"), headers: headers)
+    }
+
+    func listingRequest(after: String?) -> HTTPRequest {
+        var query = ["keys=objectId", "order=objectId", "limit=\(pageSize)"]
+        if let after {
+            query.insert("where=" + RemoteResponseErrors.queryEncode(#"{"objectId":{"$gt":"# + Self.jsonString(after) + "}}"), at: 0)
+        }
+        return HTTPRequest(url: classURL + "?" + query.joined(separator: "&"), headers: headers)
+    }
+
+    private func loadChanges(after: ParseCursor?, firstPage: Bool) {
+        loader.load(changesRequest(after: after, firstPage: firstPage)) { [weak self] result in
+            self?.receivedChanges(result)
+        }
+    }
+
+    private func loadListing(after: String?) {
+        loader.load(listingRequest(after: after)) { [weak self] result in
+            self?.receivedListing(result)
+        }
+    }
+
+    static func jsonString(_ text: String) -> String {
+        let data = try? JSONSerialization.data(withJSONObject: [text], options: [])
+        let array = String(decoding: data ?? Data("[\"\"]".utf8), as: UTF8.self)
+        return String(array.dropFirst().dropLast())
+    }
+
+    // MARK: Responses
+
+    private func receivedChanges(_ result: Result<HTTPPageLoader.Page, TransferError>) {
+        guard case .changes(let sink, let after, let firstPage) = state else { return }
+        let page: HTTPPageLoader.Page
+        let scanned: JSONPage
+        switch check(result) {
+        case .failure(let error): return fail(error, sink: sink)
+        case .success(let checked): (page, scanned) = checked
+        }
+        var changes: [RecordChange] = []
+        changes.reserveCapacity(scanned.records.count)
+        var problems: [RecordProblem] = []
+        var last = after
+        for (position, record) in scanned.records.enumerated() {
+            if let id = record.id, let version = record.version {
+                let key = ParseCursor(updatedAt: version, objectId: id)
+                // The keyset query already excludes these; a server that ignores part of the
+                // query must still not make us re-apply or go backwards.
+                if let after, key <= after { continue }
+                if last == nil || last! < key { last = key }
+            }
+            switch RemoteResponseErrors.change(for: record, in: page.body, maxBytes: store.maxRecordBytes, position: position) {
+            case .record(let remote): changes.append(.upsert(remote))
+            case .problem(let problem): problems.append(problem)
+            }
+        }
+        let total = firstPage ? scanned.fields["count"]?.text.flatMap { Int64($0) } : nil
+        let morePages = scanned.records.count >= pageSize && last != after
+        // Pipelining: the next request starts before this page is handed over.
+        if morePages {
+            state = .changes(sink: sink, after: last, firstPage: false)
+            loadChanges(after: last, firstPage: false)
+        } else if plan.reconcile {
+            state = .listing(sink: sink, after: nil)
+            loadListing(after: nil)
+        } else {
+            state = .done
+        }
+        if !changes.isEmpty || !problems.isEmpty || total != nil || last != after {
+            let batch = ChangeBatch(changes: changes, cursor: last.map(\.stored), problems: problems, totalHint: total,
+                                    origin: page.request.url)
+            do {
+                try sink.source(self, didProduce: batch)
+            } catch {
+                loader.cancel()
+                state = .done
+                return
+            }
+        }
+        if case .done = state, !loader.isCancelled {
+            // A sink that cancelled us inside didProduce also lands here with the loader cancelled.
+            sink.source(self, didFinishWith: SourceOutcome(listingComplete: false, requests: loader.requestCount))
+        }
+    }
+
+    private func receivedListing(_ result: Result<HTTPPageLoader.Page, TransferError>) {
+        guard case .listing(let sink, _) = state else { return }
+        let scanned: JSONPage
+        switch check(result) {
+        case .failure(let error):
+            // The changes are committed; only the sweep is off for this pass.
+            logger.warning("reconciliation listing failed; no sweep this pass", metadata: ["store": "\(store.name)", "error": "\(error)"])
+            state = .done
+            sink.source(self, didFinishWith: SourceOutcome(listingComplete: false, requests: loader.requestCount))
+            return
+        case .success(let checked): scanned = checked.1
+        }
+        let ids = scanned.records.compactMap(\.id)
+        let complete = scanned.records.count < pageSize || ids.isEmpty
+        if complete {
+            state = .done
+        } else {
+            let lastId = ids.max()!
+            state = .listing(sink: sink, after: lastId)
+            loadListing(after: lastId)
+        }
+        do {
+            try sink.source(self, didList: ids)
+        } catch {
+            loader.cancel()
+            state = .done
+            return
+        }
+        if complete, case .done = state, !loader.isCancelled {
+            sink.source(self, didFinishWith: SourceOutcome(listingComplete: true, requests: loader.requestCount))
+        }
+    }
+
+    /// A usable page, or the error it stands for.
+    private func check(_ result: Result<HTTPPageLoader.Page, TransferError>) -> Result<(HTTPPageLoader.Page, JSONPage), SyncError> {
+        let page: HTTPPageLoader.Page
+        switch result {
+        case .failure(let error): return .failure(RemoteResponseErrors.transport(error, store: store.name))
+        case .success(let loaded): page = loaded
+        }
+        let status = page.head.status
+        guard (200..<300).contains(status) else { return .failure(statusError(page)) }
+        let scanner = if case .listing = state { listScanner } else { changeScanner }
+        do {
+            return .success((page, try scanner.scan(page.body)))
+        } catch {
+            return .failure(RemoteResponseErrors.malformed(error, page: page, store: store.name))
+        }
+    }
+
+    /// Parse's error answers: 403 `{"error":"unauthorized"}` is a bad key; `{"code":N,"error":...}`
+    /// is a Parse error; rate limits and 5xx as for any HTTP store.
+    private func statusError(_ page: HTTPPageLoader.Page) -> SyncError {
+        let status = page.head.status
+        let object = try? JSONSerialization.jsonObject(with: page.body) as? [String: Any]
+        let message = object?["error"] as? String
+        if status == 403 || status == 401, object?["code"] == nil {
+            return SyncError(.unauthorized, store: store.name, url: page.request.url,
+                             message: "Parse refused the application id or key (HTTP \(status)\(message.map { ": \($0)" } ?? ""))")
+        }
+        if status == 429 || status >= 500 {
+            return RemoteResponseErrors.status(page, store: store.name)
+        }
+        if let code = object?["code"] as? Int {
+            return SyncError(.remote(code: "parse-\(code)"), store: store.name, url: page.request.url,
+                             message: "Parse error \(code): \(message ?? "no message")")
+        }
+        return RemoteResponseErrors.status(page, store: store.name)
+    }
+
+    private func fail(_ error: SyncError, sink: any RemoteSourceSink) {
+        loader.cancel()
+        state = .done
+        sink.source(self, didFailWith: error)
+    }
+}
+
+extension String {
+    var trimmingTrailingSlashes: String {
+        var text = self
+        while text.hasSuffix("/") { text.removeLast() }
+        return text
+    }
+}

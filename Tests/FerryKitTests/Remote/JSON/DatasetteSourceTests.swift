@@ -1,0 +1,74 @@
+import Foundation
+import Logging
+import Testing
+@testable import FerryKit
+
+/// JSONCollectionSource against Datasette (pip, /work/venv) serving a SQLite file that the test
+/// changes while it serves. Skipped when Datasette is not installed, a failure when CI=true.
+@Suite(.serialized) struct DatasetteSourceTests {
+    static let datasette = "/work/venv/bin/datasette"
+
+    @discardableResult
+    static func python(_ code: String, _ arguments: [String] = []) throws -> String {
+        String(decoding: try Shell.run("/usr/bin/env", ["python3", "-c", code] + arguments), as: UTF8.self)
+    }
+
+    @Test func fullThenIncrementalWhileServing() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.datasette) else {
+            if isCI { Issue.record("datasette is not installed at \(Self.datasette)") }
+            return
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-datasette-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("items.db").path
+        try Self.python("""
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            db.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, updated_at TEXT)")
+            db.executemany("INSERT INTO items VALUES (?,?,?)", [(i, "item %d" % i, "2024-01-01 00:00:%06d" % i) for i in range(1, 301)])
+            db.commit()
+            """, [database])
+        let port = Int(try Self.python("import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
+            .trimmingCharacters(in: .whitespacesAndNewlines))!
+        let server = try KillableServer(shellCommand: "'\(Self.datasette)' serve '\(database)' --host 127.0.0.1 --port \(port) --setting default_page_size 50", port: port)
+        var ready = false
+        for _ in 0..<150 where !ready {
+            ready = (try? server.control("/-/versions.json")).map { !$0.isEmpty } ?? false
+            if !ready { Thread.sleep(forTimeInterval: 0.2) }
+        }
+        guard ready else {
+            if isCI { Issue.record("datasette did not answer on port \(port)") }
+            return
+        }
+        var store = StoreConfiguration(name: "items", kind: .json, url: server.baseURL + "/items/items.json?_shape=objects&_sort=updated_at",
+                                       location: ConfigurationLocation(file: "test", line: 1))
+        let here = ConfigurationLocation(file: "test", line: 2)
+        store.options = ["records-path": ConfigurationValue("rows", at: here), "pagination": ConfigurationValue("next-url:next_url", at: here),
+                         "updated-param": ConfigurationValue("updated_at__gt", at: here), "page-size-param": ConfigurationValue("_size", at: here)]
+        store.pageSize = 70
+        func sync(_ cursor: String?) throws -> CollectedPass {
+            try SourcePassOperation.run(PassPlan(cursor: cursor, reconcile: false)) { () throws(SyncError) -> any RemoteSource in
+                try RemoteSourceFactory.make(RemoteSourceContext(store: store, logger: Logger(label: "test")))
+            }
+        }
+        let first = try sync(nil)
+        #expect(first.error == nil)
+        #expect(first.records.map(\.id) == (1...300).map(String.init))
+        #expect(first.batches.count == 5)
+        try Self.python("""
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            db.execute("UPDATE items SET name = 'changed', updated_at = '2024-02-01 00:00:000001' WHERE id IN (5, 150)")
+            db.execute("INSERT INTO items VALUES (301, 'new', '2024-02-01 00:00:000002')")
+            db.commit()
+            """, [database])
+        let second = try sync(first.lastCursor)
+        #expect(second.error == nil)
+        #expect(second.records.map(\.id) == ["5", "150", "301"])
+        let body = try JSONSerialization.jsonObject(with: second.records[0].body) as? [String: Any]
+        #expect(body?["name"] as? String == "changed")
+        let third = try sync(second.lastCursor)
+        #expect(third.records.isEmpty)
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import Logging
+import Testing
+@testable import FerryKit
+
+/// JSONCollectionSource against json_pages_server.py (Link, next-url and cursor pagination,
+/// rate limits, loops), fault_server.py (/etag: conditional requests) and file:// chains.
+@Suite(.serialized) struct JSONCollectionSourceTests {
+    static func startPages() throws -> KillableServer {
+        try KillableServer(script: "Tests/Servers/json_pages_server.py", arguments: ["--count", "250"])
+    }
+
+    static func store(_ url: String, _ options: [String: String], pageSize: Int = 40) -> StoreConfiguration {
+        var store = StoreConfiguration(name: "items", kind: .json, url: url, location: ConfigurationLocation(file: "test", line: 1))
+        store.options = options.mapValues { ConfigurationValue($0, at: ConfigurationLocation(file: "test", line: 2)) }
+        store.pageSize = pageSize
+        return store
+    }
+
+    static func sync(_ store: StoreConfiguration, cursor: String? = nil, reconcile: Bool = false) throws -> CollectedPass {
+        try SourcePassOperation.run(PassPlan(cursor: cursor, reconcile: reconcile)) { () throws(SyncError) -> any RemoteSource in
+            try RemoteSourceFactory.make(RemoteSourceContext(store: store, logger: Logger(label: "test")))
+        }
+    }
+
+    @Test func linkHeaderPagination() throws {
+        let server = try Self.startPages()
+        let store = Self.store(server.baseURL + "/link", ["pagination": "link", "page-size-param": "per_page"])
+        let pass = try Self.sync(store, reconcile: true)
+        #expect(pass.error == nil)
+        #expect(pass.records.map(\.id) == (1...250).map(String.init))
+        #expect(pass.batches.count == 7)
+        #expect(pass.outcome?.listingComplete == true)
+        #expect(pass.listed.count == 250)
+        #expect(pass.offLoopCalls == 0 && pass.callsAfterEnd == 0)
+        // Without updated-param only the last page commits the cursor.
+        #expect(pass.batches.dropLast().allSatisfy { $0.cursor == nil })
+        let cursor = try #require(pass.lastCursor)
+        #expect(cursor.contains("2024-01-01T00:00:00.000250"))
+        let body = try JSONSerialization.jsonObject(with: pass.records[0].body) as? [String: Any]
+        #expect(body?["name"] as? String == "item 1 é")
+    }
+
+    @Test func nextURLPaginationIncrementalByUpdatedParam() throws {
+        let server = try Self.startPages()
+        let store = Self.store(server.baseURL + "/nexturl", ["records-path": "items", "pagination": "next-url:next",
+                                                           "page-size-param": "per_page", "updated-param": "since", "total-path": "total"])
+        let first = try Self.sync(store)
+        #expect(first.records.count == 250)
+        #expect(first.batches.first?.totalHint == 250)
+        #expect(first.batches.allSatisfy { $0.cursor != nil }, "sorted pages commit per page")
+        _ = try server.control("/admin/update", method: "POST", body: #"{"ids":[3,77,140]}"#)
+        _ = try server.control("/admin/create", method: "POST", body: #"{"count":2}"#)
+        let second = try Self.sync(store, cursor: first.lastCursor)
+        #expect(second.error == nil)
+        #expect(second.records.map(\.id) == ["3", "77", "140", "251", "252"])
+        let third = try Self.sync(store, cursor: second.lastCursor)
+        #expect(third.records.isEmpty)
+        #expect(third.outcome?.requests == 1)
+    }
+
+    @Test func cursorTokenPaginationWithNestedPaths() throws {
+        let server = try Self.startPages()
+        let store = Self.store(server.baseURL + "/cursor", ["records-path": "data.rows", "pagination": "cursor:after=meta.next_token",
+                                                          "page-size-param": "limit"], pageSize: 100)
+        let pass = try Self.sync(store)
+        #expect(pass.error == nil)
+        #expect(pass.records.count == 250)
+        #expect(Set(pass.records.map(\.id)).count == 250)
+        #expect(pass.outcome?.requests == 3)
+    }
+
+    @Test func rateLimitsBecomeRetryAfter() throws {
+        let server = try Self.startPages()
+        let limited = try Self.sync(Self.store(server.baseURL + "/ratelimited", ["pagination": "none"]))
+        #expect(limited.error?.kind == .rateLimited)
+        #expect(limited.error?.retryAfter == .seconds(3))
+        #expect(limited.batches.isEmpty)
+        // A 200 page that exhausts the window: the page is merged, then the pass waits.
+        let exhausted = try Self.sync(Self.store(server.baseURL + "/exhausted", ["pagination": "link", "page-size-param": "per_page"]))
+        #expect(exhausted.batches.count == 1)
+        #expect(exhausted.error?.kind == .rateLimited)
+        let wait = try #require(exhausted.error?.retryAfter)
+        #expect(wait > .zero && wait <= .seconds(6))
+    }
+
+    @Test func paginationLoopIsMalformed() throws {
+        let server = try Self.startPages()
+        let pass = try Self.sync(Self.store(server.baseURL + "/loop", ["records-path": "items", "pagination": "next-url:next"]))
+        #expect(pass.error?.kind == .malformedResponse)
+        #expect(pass.error?.message.contains("loops") == true)
+        #expect(pass.batches.isEmpty)
+    }
+
+    @Test func conditionalRequestCostsOne304() throws {
+        let server = try KillableServer(script: "Tests/Servers/fault_server.py")
+        // /etag's body is not a collection, so the first pass fails to parse it; the validators
+        // are what matters: give the pass a cursor carrying them as a previous pass would.
+        let url = server.baseURL + "/etag"
+        let store = Self.store(url, ["pagination": "none"])
+        var cursor = JSONCollectionCursor(highWater: "5", etag: "\"v1\"", firstURL: url)
+        _ = try server.control("/stats/reset")
+        let pass = try Self.sync(store, cursor: cursor.stored)
+        #expect(pass.error == nil)
+        #expect(pass.outcome?.unchanged == true)
+        #expect(pass.outcome?.requests == 1)
+        #expect(pass.batches.isEmpty)
+        let stats = try JSONSerialization.jsonObject(with: server.control("/stats")) as? [String: Any]
+        #expect((stats?["paths"] as? [String: Int])?["/etag"] == 1)
+        // Last-Modified alone also works; a different URL never gets the validators.
+        cursor.etag = nil
+        cursor.lastModified = "Thu, 01 Jan 2026 00:00:00 GMT"
+        #expect(try Self.sync(store, cursor: cursor.stored).outcome?.unchanged == true)
+        cursor.firstURL = url + "?other"
+        let changed = try Self.sync(store, cursor: cursor.stored)
+        #expect(changed.outcome?.unchanged != true)
+        #expect(changed.error?.kind == .malformedResponse)
+    }
+
+    @Test func fileChainAndBadPages() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-json-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data(#"{"rows":[{"id":"a","v":1},{"id":"b","v":2}],"next":"page2.json"}"#.utf8).write(to: directory.appendingPathComponent("page1.json"))
+        try Data(#"{"rows":[{"id":"c","v":3},{"v":4},{"id":"d","v":5}],"next":null}"#.utf8).write(to: directory.appendingPathComponent("page2.json"))
+        let store = Self.store(directory.appendingPathComponent("page1.json").absoluteString,
+                               ["records-path": "rows", "version-field": "v", "pagination": "next-url:next"])
+        let pass = try Self.sync(store)
+        #expect(pass.error == nil)
+        #expect(pass.records.map(\.id) == ["a", "b", "c", "d"])
+        #expect(pass.problems.count == 1 && pass.problems[0].position == 1)
+        #expect(JSONCollectionCursor(stored: pass.lastCursor ?? "")?.highWater == "5")
+        // A truncated page: a typed error naming the byte, nothing of the page handed over.
+        try Data(#"{"rows":[{"id":"c","v":3},{"id":"#.utf8).write(to: directory.appendingPathComponent("page2.json"))
+        let broken = try Self.sync(store)
+        #expect(broken.batches.count == 1)
+        #expect(broken.error?.kind == .malformedResponse)
+        #expect(broken.error?.position == "byte 32") // the end of the truncated page
+        #expect(broken.error?.url.hasSuffix("page2.json") == true)
+    }
+
+    @Test func optionProblems() {
+        let bad = Self.store("ftp://x", ["pagination": "sometimes", "id-field": "a..b"])
+        let problems = RemoteSourceFactory.validateOptions(of: bad)
+        #expect(problems.contains { $0.contains("pagination") })
+        #expect(problems.contains { $0.contains("id-field") })
+        #expect(problems.contains { $0.contains("url") })
+        #expect(RemoteSourceFactory.validateOptions(of: Self.store("http://h/x", ["pagination": "cursor:after=meta.next"])).isEmpty)
+        #expect(throws: SyncError.self) { try RemoteSourceFactory.make(RemoteSourceContext(store: bad, logger: Logger(label: "t"))) }
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Logging
+import Testing
+@testable import FerryKit
+
+/// parse_server.py for the Parse source tests, plus store configurations pointing at it.
+final class ParseTestServer: @unchecked Sendable {
+    let server: TestServer
+    private let pidFile: String
+
+    deinit {
+        if let text = try? String(contentsOfFile: pidFile, encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            kill(pid, SIGKILL)
+        }
+        try? FileManager.default.removeItem(atPath: pidFile)
+    }
+
+    init() throws {
+        let script = TestServer.repositoryRoot.appendingPathComponent("Tests/Servers/parse_server.py").path
+        // The server started from the test process ignores SIGTERM here (TestServer.stop() then
+        // waits forever), so its pid goes to a file and deinit kills it first.
+        pidFile = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-parse-\(UUID().uuidString).pid").path
+        let wrapper = "echo $$ > \"$1\"; exec python3 \"$0\" --port 0"
+        server = try TestServer(executable: "/bin/sh", arguments: ["-c", wrapper, script, pidFile])
+    }
+
+    var mount: String { server.baseURL + "/parse" }
+
+    @discardableResult
+    func admin(_ path: String, _ body: [String: Any]) throws -> [String: Any] {
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
+        let data = try server.control("/__admin/" + path, method: "POST", body: json)
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    }
+
+    func dump(_ className: String = "Quote") throws -> [[String: Any]] {
+        let data = try server.control("/__admin/dump?class=" + className)
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        return object?["objects"] as? [[String: Any]] ?? []
+    }
+
+    func stats() throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: server.control("/__admin/stats")) as? [String: Any] ?? [:]
+    }
+
+    func store(pageSize: Int = 1000, key: String = "rest-secret", className: String = "Quote") -> StoreConfiguration {
+        var store = StoreConfiguration(name: "quotes", kind: .parse, url: mount, location: ConfigurationLocation(file: "test", line: 1))
+        let here = ConfigurationLocation(file: "test", line: 2)
+        store.options = ["application-id": ConfigurationValue("ferry-test", at: here), "class": ConfigurationValue(className, at: here)]
+        store.secrets = ["rest-api-key": Secret(key, source: "test")]
+        store.pageSize = pageSize
+        return store
+    }
+
+    func sync(_ store: StoreConfiguration, cursor: String? = nil, reconcile: Bool = false,
+              configure: @escaping (CollectingSink, any RemoteSource) -> Void = { _, _ in }) throws -> CollectedPass {
+        try SourcePassOperation.run(PassPlan(cursor: cursor, reconcile: reconcile), configure: configure) { () throws(SyncError) -> any RemoteSource in
+            try ParseSource(RemoteSourceContext(store: store, logger: Logger(label: "test")))
+        }
+    }
+
+    /// Starts the server, or skips (fails in CI) when python3 cannot run it.
+    static func start() throws -> ParseTestServer {
+        do {
+            return try ParseTestServer()
+        } catch {
+            if isCI { throw error }
+            try #require(Bool(false), "parse_server.py could not start: \(error)")
+            throw error
+        }
+    }
+}
+
+/// The canonical JSON form of an object, to compare bodies whatever their key order.
+func canonicalJSON(_ value: Any) throws -> Data {
+    try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])
+}
+
+func canonicalJSON(_ data: Data) throws -> Data {
+    try canonicalJSON(try JSONSerialization.jsonObject(with: data))
+}

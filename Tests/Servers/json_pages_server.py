@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Ferry test server: paginated JSON collections in the styles Ferry's json kind follows.
+
+Stdlib only (Python 3.11+).  Binds 127.0.0.1 only.
+
+    python3 json_pages_server.py [--port 0] [--count 250]
+
+Prints exactly "PORT <n>" on stdout (flushed) once listening; serves until SIGTERM/SIGINT.
+Threading, HTTP/1.1 keep-alive, TCP_NODELAY, no request logging.
+
+The collection: `count` items {"id": <int>, "updated_at": "2024-01-01T00:00:00.000001"-style
+increasing text, "name": ...}; items are sorted by (updated_at, id) everywhere.  Every listing
+takes `since=<updated_at>` (only items with updated_at > since).
+
+  GET /link?page=P&per_page=K      top-level JSON array; Link: <relative>; rel="next" (and
+                                   rel="last") while more pages exist (GitHub style)
+  GET /nexturl?page=P&per_page=K   {"items":[...],"next":"nexturl?page=.."|null,"total":N}
+                                   (relative next URL)
+  GET /cursor?after=T&limit=K      {"data":{"rows":[...]},"meta":{"next_token":T|null}}
+  GET /ratelimited                 429 Retry-After: 3, X-RateLimit-Remaining: 0,
+                                   X-RateLimit-Reset: now+3
+  GET /exhausted?page=P&per_page=K like /link, but every page says X-RateLimit-Remaining: 0 and
+                                   X-RateLimit-Reset: now+5
+  GET /loop                        {"items":[...],"next":"loop"} (a chain pointing to itself)
+  POST /admin/update {"ids":[...]} gives those items a new, newest updated_at
+  POST /admin/create {"count":N}   appends N new items
+  GET /stats                       {"requests": n}
+"""
+
+import argparse
+import json
+import signal
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+LOCK = threading.Lock()
+ITEMS = {}
+CLOCK = [0]
+REQUESTS = [0]
+
+
+def stamp():
+    CLOCK[0] += 1
+    return "2024-01-01T00:00:00.%06d" % CLOCK[0]
+
+
+def add_item():
+    i = len(ITEMS) + 1
+    ITEMS[i] = {"id": i, "updated_at": stamp(), "name": "item %d \u00e9" % i, "rev": 0}
+
+
+def listing(q):
+    since = q.get("since")
+    with LOCK:
+        items = sorted(ITEMS.values(), key=lambda it: (it["updated_at"], it["id"]))
+        if since:
+            items = [it for it in items if it["updated_at"] > since]
+        return [dict(it) for it in items]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def setup(self):
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def send(self, status, obj, headers=()):
+        body = json.dumps(obj, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in headers:
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        path = urlsplit(self.path).path
+        with LOCK:
+            if path == "/admin/update":
+                for i in body.get("ids", []):
+                    ITEMS[i]["updated_at"] = stamp()
+                    ITEMS[i]["rev"] += 1
+                return self.send(200, {"updated": body.get("ids", [])})
+            if path == "/admin/create":
+                first = len(ITEMS) + 1
+                for _ in range(int(body.get("count", 1))):
+                    add_item()
+                return self.send(200, {"created": list(range(first, len(ITEMS) + 1))})
+        self.send(404, {"error": "not found"})
+
+    def do_GET(self):
+        parts = urlsplit(self.path)
+        q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        path = parts.path
+        if path == "/stats":
+            return self.send(200, {"requests": REQUESTS[0]})
+        REQUESTS[0] += 1
+        if path in ("/link", "/exhausted", "/nexturl"):
+            page = int(q.get("page", 1))
+            per = int(q.get("per_page", 30))
+            items = listing(q)
+            chunk = items[(page - 1) * per: page * per]
+            more = page * per < len(items)
+            extra = "&since=" + q["since"] if q.get("since") else ""
+            nxt = "%s?page=%d&per_page=%d%s" % (path.lstrip("/"), page + 1, per, extra)
+            if path == "/nexturl":
+                return self.send(200, {"items": chunk, "next": nxt if more else None, "total": len(items)})
+            headers = []
+            if more:
+                last = max(1, -(-len(items) // per))
+                headers.append(("Link", '<%s>; rel="next", <%s?page=%d&per_page=%d%s>; rel="last"'
+                                % (nxt, path.lstrip("/"), last, per, extra)))
+            if path == "/exhausted":
+                headers += [("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", str(int(time.time()) + 5))]
+            return self.send(200, chunk, headers)
+        if path == "/cursor":
+            limit = int(q.get("limit", 30))
+            after = q.get("after")
+            items = listing(q)
+            if after:
+                key = tuple(json.loads(after))
+                items = [it for it in items if (it["updated_at"], it["id"]) > key]
+            chunk = items[:limit]
+            token = json.dumps([chunk[-1]["updated_at"], chunk[-1]["id"]]) if len(items) > limit else None
+            return self.send(200, {"data": {"rows": chunk}, "meta": {"next_token": token}})
+        if path == "/ratelimited":
+            return self.send(429, {"message": "API rate limit exceeded"},
+                             [("Retry-After", "3"), ("X-RateLimit-Remaining", "0"),
+                              ("X-RateLimit-Reset", str(int(time.time()) + 3))])
+        if path == "/loop":
+            return self.send(200, {"items": listing(q)[:2], "next": "loop"})
+        self.send(404, {"error": "not found"})
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--count", type=int, default=250)
+    args = ap.parse_args()
+    for _ in range(args.count):
+        add_item()
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    print("PORT %d" % server.server_address[1], flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
