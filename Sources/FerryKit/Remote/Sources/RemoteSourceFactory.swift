@@ -19,9 +19,7 @@ public enum RemoteSourceFactory {
         case .json:
             return try JSONCollectionSource(context)
         case .carddav, .caldav:
-            // DAV: WebDAVSource
-            throw SyncError(.configuration, store: context.store.name, url: context.store.url,
-                            message: "kind \(context.store.kind.rawValue) is not built in yet")
+            return try WebDAVSource(context)
         }
     }
 }

@@ -47,7 +47,7 @@ import Testing
         store.options = ["records-path": ConfigurationValue("rows", at: here), "pagination": ConfigurationValue("next-url:next_url", at: here),
                          "updated-param": ConfigurationValue("updated_at__gt", at: here), "page-size-param": ConfigurationValue("_size", at: here)]
         store.pageSize = 70
-        func sync(_ cursor: String?) throws -> CollectedPass {
+        func sync(_ cursor: String?) throws -> CollectedPages {
             try SourcePassOperation.run(PassPlan(cursor: cursor, reconcile: false)) { () throws(SyncError) -> any RemoteSource in
                 try RemoteSourceFactory.make(RemoteSourceContext(store: store, logger: Logger(label: "test")))
             }

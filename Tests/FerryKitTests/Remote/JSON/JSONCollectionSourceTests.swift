@@ -17,7 +17,7 @@ import Testing
         return store
     }
 
-    static func sync(_ store: StoreConfiguration, cursor: String? = nil, reconcile: Bool = false) throws -> CollectedPass {
+    static func sync(_ store: StoreConfiguration, cursor: String? = nil, reconcile: Bool = false) throws -> CollectedPages {
         try SourcePassOperation.run(PassPlan(cursor: cursor, reconcile: reconcile)) { () throws(SyncError) -> any RemoteSource in
             try RemoteSourceFactory.make(RemoteSourceContext(store: store, logger: Logger(label: "test")))
         }

@@ -53,7 +53,7 @@ final class ParseTestServer: @unchecked Sendable {
     }
 
     func sync(_ store: StoreConfiguration, cursor: String? = nil, reconcile: Bool = false,
-              configure: @escaping (CollectingSink, any RemoteSource) -> Void = { _, _ in }) throws -> CollectedPass {
+              configure: @escaping (PageCollectingSink, any RemoteSource) -> Void = { _, _ in }) throws -> CollectedPages {
         try SourcePassOperation.run(PassPlan(cursor: cursor, reconcile: reconcile), configure: configure) { () throws(SyncError) -> any RemoteSource in
             try ParseSource(RemoteSourceContext(store: store, logger: Logger(label: "test")))
         }

@@ -2,7 +2,7 @@ import Foundation
 @testable import FerryKit
 
 /// Everything a source handed over during one pass.
-struct CollectedPass: Sendable {
+struct CollectedPages: Sendable {
     var batches: [ChangeBatch] = []
     var listed: [String] = []
     var outcome: SourceOutcome?
@@ -22,8 +22,8 @@ struct CollectedPass: Sendable {
 }
 
 /// A RemoteSourceSink for tests: records every call and checks it arrives on the pass's loop.
-final class CollectingSink: RemoteSourceSink {
-    private(set) var pass = CollectedPass()
+final class PageCollectingSink: RemoteSourceSink {
+    private(set) var pass = CollectedPages()
     private let loop: RunLoopHandle
     private var ended = false
     /// Throw from didProduce on this batch (1-based): a merge that failed.
@@ -78,14 +78,14 @@ final class CollectingSink: RemoteSourceSink {
 
 /// Runs one source pass on its own run loop (as the daemon's pass operation will) and returns
 /// what the sink collected. The source is created on the operation's thread.
-final class SourcePassOperation: RunLoopOperation<CollectedPass>, @unchecked Sendable {
+final class SourcePassOperation: RunLoopOperation<CollectedPages>, @unchecked Sendable {
     private let makeSource: () throws(SyncError) -> any RemoteSource
     private let plan: PassPlan
-    private let configure: (CollectingSink, any RemoteSource) -> Void
+    private let configure: (PageCollectingSink, any RemoteSource) -> Void
     private var source: (any RemoteSource)?
-    private var sink: CollectingSink?
+    private var sink: PageCollectingSink?
 
-    init(plan: PassPlan, configure: @escaping (CollectingSink, any RemoteSource) -> Void = { _, _ in },
+    init(plan: PassPlan, configure: @escaping (PageCollectingSink, any RemoteSource) -> Void = { _, _ in },
          source makeSource: @escaping () throws(SyncError) -> any RemoteSource) {
         self.makeSource = makeSource
         self.plan = plan
@@ -94,7 +94,7 @@ final class SourcePassOperation: RunLoopOperation<CollectedPass>, @unchecked Sen
     }
 
     override func run() {
-        let sink = CollectingSink(loop: runLoopHandle!)
+        let sink = PageCollectingSink(loop: runLoopHandle!)
         self.sink = sink
         do {
             let source = try makeSource()
@@ -108,7 +108,7 @@ final class SourcePassOperation: RunLoopOperation<CollectedPass>, @unchecked Sen
             configure(sink, source)
             source.start(plan, sink: sink)
         } catch {
-            var pass = CollectedPass()
+            var pass = CollectedPages()
             pass.error = error
             finish(.success(pass))
         }
@@ -126,8 +126,8 @@ final class SourcePassOperation: RunLoopOperation<CollectedPass>, @unchecked Sen
     }
 
     /// Runs the pass and waits for it.
-    static func run(_ plan: PassPlan, configure: @escaping (CollectingSink, any RemoteSource) -> Void = { _, _ in },
-                    source: @escaping () throws(SyncError) -> any RemoteSource) throws -> CollectedPass {
+    static func run(_ plan: PassPlan, configure: @escaping (PageCollectingSink, any RemoteSource) -> Void = { _, _ in },
+                    source: @escaping () throws(SyncError) -> any RemoteSource) throws -> CollectedPages {
         let operation = SourcePassOperation(plan: plan, configure: configure, source: source)
         let queue = OperationQueue()
         queue.addOperations([operation], waitUntilFinished: true)
