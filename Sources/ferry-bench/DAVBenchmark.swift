@@ -17,7 +17,7 @@ struct DAVBenchmark: ParsableCommand {
     var cards = 10_000
 
     @Option(help: "The venv holding xandikos and vdirsyncer.")
-    var venv = "/work/venv"
+    var venv = ProcessInfo.processInfo.environment["FERRY_VENV"] ?? NSHomeDirectory() + "/.cache/ferry/venv"
 
     @Option(help: "Path of Tests/Servers/dav_servers.py.")
     var script = "Tests/Servers/dav_servers.py"

@@ -6,7 +6,7 @@ struct ChangesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "changes",
         abstract: "Print the local change log as JSON lines, so scripts can react to what changed.",
-        discussion: #"Each line: {"seq":N,"store":"…","id":"…","op":"insert|update|delete","time":"…"}. Pass the last seq you saw to --since."#)
+        discussion: #"Each line: {"id":"…","operation":"insert|update|delete","sequence":N,"store":"…","time":"…"}. Pass the last sequence you saw to --since."#)
 
     @OptionGroup var options: ConfigurationOptions
 

@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-VENV_BIN = "/work/venv/bin"
+VENV_BIN = os.path.join(os.environ.get("FERRY_VENV", os.path.expanduser("~/.cache/ferry/venv")), "bin")
 
 
 def tool(name):

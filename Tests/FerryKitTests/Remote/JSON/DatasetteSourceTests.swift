@@ -6,7 +6,7 @@ import Testing
 /// JSONCollectionSource against Datasette (pip, /work/venv) serving a SQLite file that the test
 /// changes while it serves. Skipped when Datasette is not installed, a failure when CI=true.
 @Suite(.serialized) struct DatasetteSourceTests {
-    static let datasette = "/work/venv/bin/datasette"
+    static let datasette = TestTools.executable("datasette") ?? "datasette (not found in $FERRY_VENV/bin or PATH)"
 
     @discardableResult
     static func python(_ code: String, _ arguments: [String] = []) throws -> String {

@@ -7,7 +7,7 @@ import Testing
 /// with generated cards (`card-i.vcf`) and events (`event-j.ics`).
 ///
 /// Radicale runs with htpasswd auth (`ferry` / `secret`); Xandikos has no auth and ignores the
-/// Authorization header. The servers come from `/work/venv` (`pip install radicale xandikos`).
+/// Authorization header. The servers come from `$FERRY_VENV/bin` or PATH (`pip install radicale xandikos`).
 final class DAVServer: @unchecked Sendable {
     enum Kind: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case radicale, xandikos
@@ -48,12 +48,9 @@ final class DAVServer: @unchecked Sendable {
 
     func stop() { server.stop() }
 
-    /// Whether both servers are installed (`/work/venv/bin` or PATH).
+    /// Whether both servers are installed (`$FERRY_VENV/bin` or PATH).
     static var isInstalled: Bool {
-        ["radicale", "xandikos"].allSatisfy { name in
-            FileManager.default.isExecutableFile(atPath: "/work/venv/bin/\(name)")
-                || (try? Shell.run("/usr/bin/which", [name])) != nil
-        }
+        ["radicale", "xandikos"].allSatisfy { TestTools.executable($0) != nil }
     }
 
     /// Run the server tests when the servers are installed, and always in CI (where a missing
