@@ -209,12 +209,19 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
-    /// One line: stores ok and failing, running passes, last pass, records.
+    /// One line: each store and whether it is ok (a count past eight stores), running passes,
+    /// the last pass, records.
     func statusLine(_ snapshot: Scheduler.Snapshot) -> String {
         let ok = snapshot.stores - snapshot.failing.count
-        var parts = ["\(snapshot.stores) stores: \(ok) ok"]
-        if !snapshot.failing.isEmpty { parts[0] += ", \(snapshot.failing.count) failing (\(snapshot.failing.joined(separator: ", ")))" }
-        if !snapshot.running.isEmpty { parts.append("syncing \(snapshot.running.joined(separator: ", "))") }
+        var parts: [String]
+        if snapshot.names.count <= 8 {
+            parts = [snapshot.names.map { snapshot.failing.contains($0) ? "\($0) FAILING" : "\($0) ok" }.joined(separator: ", ")]
+            if snapshot.names.isEmpty { parts = ["no stores"] }
+        } else {
+            parts = ["\(snapshot.stores) stores: \(ok) ok"]
+            if !snapshot.failing.isEmpty { parts[0] += ", \(snapshot.failing.count) failing (\(snapshot.failing.prefix(8).joined(separator: ", ")))" }
+        }
+        if !snapshot.running.isEmpty { parts.append("syncing \(snapshot.running.prefix(8).joined(separator: ", "))") }
         if let last = snapshot.lastPassFinished {
             parts.append("last pass \(Int((ContinuousClock.now - last).seconds)) s ago")
         }

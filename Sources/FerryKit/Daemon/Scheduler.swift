@@ -15,6 +15,8 @@ public final class Scheduler: @unchecked Sendable {
     /// What the daemon reads for STATUS=, the watchdog and `ferry status`.
     public struct Snapshot: Sendable {
         public var stores: Int
+        /// Every configured store, sorted.
+        public var names: [String]
         public var failing: [String]
         public var running: [String]
         public var lastPassFinished: ContinuousClock.Instant?
@@ -131,7 +133,7 @@ public final class Scheduler: @unchecked Sendable {
     public var snapshot: Snapshot {
         assertOwner()
         let now = ContinuousClock.now
-        var snapshot = Snapshot(stores: schedules.count, failing: [], running: [], lastPassFinished: nil, records: 0, stuck: [])
+        var snapshot = Snapshot(stores: schedules.count, names: schedules.keys.sorted(), failing: [], running: [], lastPassFinished: nil, records: 0, stuck: [])
         for (name, schedule) in schedules.sorted(by: { $0.key < $1.key }) {
             if schedule.isFailing { snapshot.failing.append(name) }
             if let running = schedule.running {
