@@ -134,8 +134,11 @@ final class CurlTransfer: @unchecked Sendable {
     // MARK: - I/O thread
 
     private func received(header data: UnsafeMutablePointer<CChar>, count: Int) -> Int {
-        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: count), as: UTF8.self)
-            .trimmingCharacters(in: .newlines)
+        // Byte-level trimming: Foundation's trimmingCharacters bridges through NSString and
+        // showed up in the small-request benchmark's profile.
+        var bytes = UnsafeRawBufferPointer(start: data, count: count)[...]
+        while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
+        let line = String(decoding: bytes, as: UTF8.self)
         if line.hasPrefix("HTTP/") {
             // A new status line: an interim 100, or the next response of a redirect chain.
             headerLines.removeAll(keepingCapacity: true)
@@ -182,8 +185,8 @@ final class CurlTransfer: @unchecked Sendable {
         var headers = HTTPHeaders()
         for line in headerLines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
-            let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            let name = String(line[..<colon].trimmingSpaces)
+            let value = String(line[line.index(after: colon)...].trimmingSpaces)
             headers.add(name, value)
         }
         var status = Curl.info(easy, long: CURLINFO_RESPONSE_CODE)
@@ -294,5 +297,14 @@ final class CurlTransfer: @unchecked Sendable {
             defer { shared.cancelled = true }
             return !shared.cancelled
         }
+    }
+}
+
+extension Substring {
+    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    fileprivate var trimmingSpaces: Substring {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let start = firstIndex(where: { !isSpace($0) }), let end = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return self[start...end]
     }
 }
