@@ -100,12 +100,6 @@ func threadCPUTicks(_ tid: Int32) throws -> Int {
     return Int(fields[11])! + Int(fields[12])!
 }
 
-extension Duration {
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}
-
 /// The kernel's id of the calling thread, from /proc/thread-self (Glibc exports no gettid).
 func currentThreadID() -> Int32 {
     let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""

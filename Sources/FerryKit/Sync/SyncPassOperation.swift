@@ -116,17 +116,11 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     public func source(_ source: any RemoteSource, didProduce batch: ChangeBatch) throws {
         guard case .syncing = state else { return }
         let store = setup.store.name
-        do {
-            let counts = try setup.database.write { try $0.apply(batch, to: store) }
-            report.counts += counts
-            report.pages += 1
-            for problem in counts.problems {
-                logger.warning("skipped a bad record: \(problem)", metadata: ["url": "\(batch.origin)"])
-            }
-        } catch {
-            let failure = SyncError(.store, store: store, url: batch.origin, message: "\(error)")
-            fail(failure)
-            throw failure
+        let counts = try write(url: batch.origin) { try $0.apply(batch, to: store) }
+        report.counts += counts
+        report.pages += 1
+        for problem in counts.problems {
+            logger.warning("skipped a bad record: \(problem)", metadata: ["url": "\(batch.origin)"])
         }
         updateProgress { progress in
             progress.completedUnits += Int64(batch.changes.count)
@@ -139,19 +133,14 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     public func source(_ source: any RemoteSource, didList ids: [String]) throws {
         guard case .syncing = state else { return }
         let store = setup.store.name
-        do {
-            try setup.database.write { database in
-                if !listing {
-                    try database.beginReconciliation(of: store)
-                }
-                try database.markPresent(ids, in: store)
+        let beginning = !listing
+        try write { database in
+            if beginning {
+                try database.beginReconciliation(of: store)
             }
-            listing = true
-        } catch {
-            let failure = SyncError(.store, store: store, message: "\(error)")
-            fail(failure)
-            throw failure
+            try database.markPresent(ids, in: store)
         }
+        listing = true
         updateProgress { $0.lastAdvance = .now }
     }
 
@@ -208,6 +197,18 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     public func source(_ source: any RemoteSource, didFailWith error: SyncError) {
         guard case .syncing = state else { return }
         fail(error)
+    }
+
+    /// Runs a write for a sink call; a store failure fails the pass and is rethrown, so the
+    /// source stops.
+    private func write<T>(url: String = "", _ body: (ReplicaDatabase) throws -> T) throws -> T {
+        do {
+            return try setup.database.write(body)
+        } catch {
+            let failure = SyncError(.store, store: setup.store.name, url: url, message: "\(error)")
+            fail(failure)
+            throw failure
+        }
     }
 
     // MARK: - Failure

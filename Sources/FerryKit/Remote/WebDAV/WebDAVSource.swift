@@ -427,23 +427,20 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
 
     /// Hands a batch over; false when the pass has ended (the sink threw or cancelled).
     private func deliver(_ batch: ChangeBatch) -> Bool {
-        guard let sink else { return false }
-        do {
-            try sink.source(self, didProduce: batch)
-        } catch {
-            // The pass failed in the sink: stop everything, say nothing more.
-            cancel()
-            return false
-        }
-        if case .done = phase { return false }
-        return true
+        handOver { try $0.source(self, didProduce: batch) }
     }
 
     private func deliverList(_ ids: [String]) -> Bool {
+        handOver { try $0.source(self, didList: ids) }
+    }
+
+    /// Runs one sink call; false when the pass has ended, by the sink throwing or cancelling.
+    private func handOver(_ call: (any RemoteSourceSink) throws -> Void) -> Bool {
         guard let sink else { return false }
         do {
-            try sink.source(self, didList: ids)
+            try call(sink)
         } catch {
+            // The pass failed in the sink: stop everything, say nothing more.
             cancel()
             return false
         }
