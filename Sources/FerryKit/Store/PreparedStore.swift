@@ -18,6 +18,8 @@ final class PreparedStore {
     /// the stored version when the id exists; otherwise it first tries ``updateIfNewer``. A first
     /// sync is all inserts, an incremental pass mostly updates, so this follows the store's phase.
     var preferInsert = true
+    /// Kept from batch to batch, so its table is allocated once per store.
+    var deduplicator = BatchDeduplicator()
 
     init(_ definition: StoreDefinition, connection: SQLiteConnection) throws(SQLiteError) {
         self.definition = definition

@@ -23,18 +23,17 @@ extension ReplicaDatabase {
         var counts = MergeCounts()
 
         // Validate first, so under `.fail` nothing of the batch is written.
+        let changes = batch.changes
         var problems = batch.problems
-        var latest: [String: Int] = [:]
-        latest.reserveCapacity(batch.changes.count)
-        var valid = [Bool](repeating: true, count: batch.changes.count)
-        for (position, change) in batch.changes.enumerated() {
-            if let reason = Self.problem(with: change, maxBytes: definition.maxRecordBytes) {
-                problems.append(RecordProblem(position: position, id: change.id.isEmpty ? nil : change.id, reason: reason))
+        var valid = [Bool](repeating: true, count: changes.count)
+        for position in changes.indices {
+            if let reason = Self.problem(with: changes[position], maxBytes: definition.maxRecordBytes) {
+                let id = changes[position].id
+                problems.append(RecordProblem(position: position, id: id.isEmpty ? nil : id, reason: reason))
                 valid[position] = false
-            } else {
-                latest[change.id] = position
             }
         }
+        prepared.deduplicator.scan(changes) { valid[$0] }
         if let first = problems.first {
             guard definition.badRecordPolicy == .skip else {
                 throw StoreError(.badRecord, path: path, store: store, recordID: first.id, position: first.position,
@@ -50,9 +49,10 @@ extension ReplicaDatabase {
         do {
         prepared.changeLog.begin(at: now)
         try connection.transaction { () throws(SQLiteError) in
-            for (position, change) in batch.changes.enumerated() where valid[position] {
+            for position in changes.indices where valid[position] {
+                let change = changes[position]
                 // Duplicate ids within a batch: only the last one is applied.
-                guard latest[change.id] == position else {
+                guard !prepared.deduplicator.superseded[position] else {
                     counts.unchanged += 1
                     continue
                 }
@@ -180,6 +180,15 @@ extension ReplicaDatabase {
         let ascii = body.withUnsafeBytes { raw -> Bool in
             var index = 0
             let count = raw.count
+            // 32 bytes per test: one branch per four loads.
+            while index + 32 <= count {
+                let any = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                    | raw.loadUnaligned(fromByteOffset: index + 8, as: UInt64.self)
+                    | raw.loadUnaligned(fromByteOffset: index + 16, as: UInt64.self)
+                    | raw.loadUnaligned(fromByteOffset: index + 24, as: UInt64.self)
+                if any & 0x8080_8080_8080_8080 != 0 { return false }
+                index += 32
+            }
             while index + 8 <= count {
                 if raw.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
                 index += 8

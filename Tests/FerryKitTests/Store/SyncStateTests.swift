@@ -89,6 +89,22 @@ struct SyncStateTests {
         replica.close()
     }
 
+    /// A batch after pruning everything starts at the floor even when its first log write is a
+    /// full multi-row statement (the other rows' sequences come from SQLite's max + 1).
+    @Test func wideLogWritesAfterPruningEverythingContinueAboveTheFloor() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        try replica.prepare(StoreDefinition(name: "items"))
+        _ = try replica.apply(ChangeBatch(changes: (0..<100).map { record("a\($0)", version: "1") }, cursor: nil), to: "items")
+        #expect(try replica.pruneChangeLog(keepingNewerThan: nil, keepingAtLeast: 0) == 100)
+        _ = try replica.apply(ChangeBatch(changes: (0..<150).map { record("b\($0)", version: "1") }, cursor: nil), to: "items")
+        _ = try replica.apply(ChangeBatch(changes: (0..<70).map { record("c\($0)", version: "1") }, cursor: nil), to: "items")
+        let log = try replica.changes(after: 0, limit: 1000)
+        #expect(log.map(\.sequence) == Array(101...320).map(Int64.init))
+        #expect(log.map(\.id) == (0..<150).map { "b\($0)" } + (0..<70).map { "c\($0)" })
+        replica.close()
+    }
+
     @Test func bulkModeTunesAndRestoresPragmas() throws {
         let directory = try TemporaryDirectory()
         let replica = try ReplicaDatabase(path: directory.path("replica.db"))
