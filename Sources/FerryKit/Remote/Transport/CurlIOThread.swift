@@ -18,9 +18,20 @@ final class CurlIOThread: @unchecked Sendable {
     static let shared = CurlIOThread()
 
     private let multi: UnsafeMutableRawPointer
-    private let commands = Mutex<[Command]>([])
+    private struct Inbox {
+        var commands: [Command] = []
+        /// Whether the I/O thread is (about to be) asleep in `curl_multi_poll`. Only then does
+        /// a submit need `curl_multi_wakeup`, a syscall on each side: while the thread is busy it
+        /// finds the command on its next pass anyway.
+        var sleeping = false
+    }
+
+    private let inbox = Mutex(Inbox())
     /// Transfers curl is working on, by easy handle. Touched only on the I/O thread.
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Transfers with events for their owners, posted at the end of the current pass. Touched
+    /// only on the I/O thread.
+    private var awaitingDelivery: [CurlTransfer] = []
 
     private init() {
         _ = Curl.initialized
@@ -38,8 +49,12 @@ final class CurlIOThread: @unchecked Sendable {
 
     /// Queues a command for the I/O thread and wakes it. Safe from any thread.
     func submit(_ command: Command) {
-        commands.withLock { $0.append(command) }
-        Curl.checkMulti(curl_multi_wakeup(multi))
+        let wake: Bool = inbox.withLock { inbox in
+            inbox.commands.append(command)
+            defer { inbox.sleeping = false }
+            return inbox.sleeping
+        }
+        if wake { Curl.checkMulti(curl_multi_wakeup(multi)) }
     }
 
     /// Number of transfers in flight, for tests and the load suite's leak checks.
@@ -50,17 +65,34 @@ final class CurlIOThread: @unchecked Sendable {
 
     private func loop() {
         while true {
-            for command in commands.withLock({ commands in defer { commands.removeAll() }; return commands }) {
+            for command in inbox.withLock({ inbox in defer { inbox.commands.removeAll() }; return inbox.commands }) {
                 apply(command)
             }
             var running: Int32 = 0
             Curl.checkMulti(curl_multi_perform(multi, &running))
             collectFinished()
+            for transfer in awaitingDelivery { transfer.postDelivery() }
+            awaitingDelivery.removeAll(keepingCapacity: true)
             activeCountSnapshot.withLock { $0 = active.count }
+            // Sleep only when no command came in meanwhile; a submit after this point sees
+            // `sleeping` and wakes the poll (curl keeps a wakeup that precedes the poll).
             // curl_multi_poll also returns when one of curl's own timers is due, so the long
             // idle wait costs no timeout accuracy.
-            Curl.checkMulti(curl_multi_poll(multi, nil, 0, active.isEmpty ? 60_000 : 1_000, nil))
+            let mayPoll = inbox.withLock { inbox in
+                inbox.sleeping = inbox.commands.isEmpty
+                return inbox.sleeping
+            }
+            if mayPoll {
+                Curl.checkMulti(curl_multi_poll(multi, nil, 0, active.isEmpty ? 60_000 : 1_000, nil))
+                inbox.withLock { $0.sleeping = false }
+            }
         }
+    }
+
+    /// Queues `transfer`'s delivery until the end of this pass over libcurl. Called from
+    /// libcurl's callbacks and completion handling, which all run on this thread.
+    func deliverAfterThisPass(_ transfer: CurlTransfer) {
+        awaitingDelivery.append(transfer)
     }
 
     private func apply(_ command: Command) {

@@ -261,7 +261,15 @@ final class CurlTransfer: @unchecked Sendable {
         return TransferError(kind: kind, url: url, curl: curl, detail: detail)
     }
 
+    /// Called on the I/O thread when events wait for the owner. The I/O thread posts them once
+    /// its pass over libcurl is done (``postDelivery()``), so a small response's head, body
+    /// and completion, which usually arrive in one pass, cost the owner one wake-up, not two.
     private func scheduleDelivery() {
+        CurlIOThread.shared.deliverAfterThisPass(self)
+    }
+
+    /// Posts the pending events to the owner's loop (I/O thread, end of a pass).
+    func postDelivery() {
         owner.perform { [self] in
             self.deliverPending()
         }
