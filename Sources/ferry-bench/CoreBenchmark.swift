@@ -247,7 +247,7 @@ struct CoreBenchmark: ParsableCommand {
     }
 
     /// Runs `curl arguments...`, returning its wall time; a non-zero exit throws.
-    private static func curl(_ arguments: [String]) throws -> Double {
+    static func curl(_ arguments: [String]) throws -> Double {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         process.arguments = arguments

@@ -34,6 +34,8 @@ struct DAVBenchmark: ParsableCommand {
         let url = "http://127.0.0.1:\(server.port)/user/contacts/addressbook/"
         print("xandikos on port \(server.port) with \(cards) vCards")
 
+        // Server alone, before anything else touched the collection; again at the end.
+        let aloneBefore = try serverAloneFirstSync(url: url)
         var store = StoreConfiguration(name: "bench", kind: .carddav, url: url, location: ConfigurationLocation(file: "bench", line: 1))
         store.options["multiget-batch"] = ConfigurationValue("\(batch)", at: ConfigurationLocation(file: "bench", line: 2))
         let (ferryFirst, first) = try timed { try DAVBenchmarkPass(store: store, cursor: nil).runToCompletion() }
@@ -56,6 +58,53 @@ struct DAVBenchmark: ParsableCommand {
         let (vdirAgain, _) = try timed { try vdirsyncer(config, ["sync"]) }
         print(String(format: "vdirsyncer first %.2f s (%d files), no-change %.3f s", vdirFirst, synced, vdirAgain))
         print(String(format: "ratio      first %.1f× (goal ≥ 8×), no-change %.1f× (goal ≥ 15×)", vdirFirst / ferryFirst, vdirAgain / ferryAgain))
+
+        // What the server alone needs for a first sync: curl sending the same requests (the
+        // sync report, then every card by multiget), answers dropped. No client can beat it, so
+        // vdirsyncer's time over it bounds the first-sync ratio any client can reach here.
+        let aloneAfter = try serverAloneFirstSync(url: url)
+        let alone = min(aloneBefore.seconds, aloneAfter.seconds)
+        print(String(format: "server     first %.2f s (curl, sequential: 1 sync report + %d multigets, nothing parsed; %.2f s before the runs, %.2f s after)",
+                     alone, aloneBefore.requests - 1, aloneBefore.seconds, aloneAfter.seconds))
+        print(String(format: "bound      vdirsyncer / server alone = %.1f×: the first-sync ratio a client that only waits for the server would reach",
+                     vdirFirst / alone))
+    }
+
+    /// Times curl issuing a first sync's requests on one keep-alive connection. Card hrefs
+    /// follow dav_servers.py's naming (`card-<i>.vcf`).
+    private func serverAloneFirstSync(url: String) throws -> (seconds: Double, requests: Int) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-dav-alone-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // The collection's path with its trailing slash (URL.path drops it).
+        let path = String(url.drop(while: { $0 != "/" }).dropFirst(2).drop(while: { $0 != "/" }))
+        var bodies = [#"<?xml version="1.0" encoding="utf-8"?><D:sync-collection xmlns:D="DAV:"><D:sync-token/><D:sync-level>1</D:sync-level><D:prop><D:getetag/></D:prop></D:sync-collection>"#]
+        for start in stride(from: 0, to: cards, by: batch) {
+            let hrefs = (start..<min(start + batch, cards)).map { "<D:href>\(path)card-\($0).vcf</D:href>" }.joined()
+            bodies.append(#"<?xml version="1.0" encoding="utf-8"?><C:addressbook-multiget xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:carddav"><D:prop><D:getetag/><C:address-data/></D:prop>"# + hrefs + "</C:addressbook-multiget>")
+        }
+        var entries: [String] = []
+        for (index, body) in bodies.enumerated() {
+            let file = directory.appendingPathComponent("request-\(index).xml")
+            try body.write(to: file, atomically: false, encoding: .utf8)
+            entries.append("""
+                url = "\(url)"
+                request = "REPORT"
+                header = "Depth: \(index == 0 ? 0 : 1)"
+                header = "Content-Type: application/xml; charset=utf-8"
+                header = "Expect:"
+                data-binary = "@\(file.path)"
+                output = "/dev/null"
+                fail
+                silent
+
+                """)
+        }
+        // `next` separates transfers; one after the last would start a transfer without a URL.
+        let config = entries.joined(separator: "next\n")
+        let configFile = directory.appendingPathComponent("curl.conf")
+        try config.write(to: configFile, atomically: false, encoding: .utf8)
+        return (try CoreBenchmark.curl(["-K", configFile.path]), bodies.count)
     }
 
     private func timed<T>(_ body: () throws -> T) rethrows -> (Double, T) {
