@@ -38,6 +38,21 @@ struct RunLoopOperationTests {
         #expect(operation.isFinished)
     }
 
+    /// Admins see passes by name in `ps -L` and `top -H`: the kernel's name of the operation's
+    /// thread is the operation's name, cut to the kernel's 15 bytes.
+    @Test func theThreadCarriesTheOperationsNameForTheKernel() throws {
+        let operation = ParkedOperation()
+        operation.name = "pass contacts-and-more"
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        operation.started.wait()
+        let tid = operation.threadID.load(ordering: .relaxed)
+        let comm = try String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8)
+        #expect(comm == "pass contacts-a\n")
+        operation.perform { operation.finish(.success(())) }
+        queue.waitUntilAllOperationsAreFinished()
+    }
+
     @Test func cancellationStopsTheLoopPromptly() throws {
         var latencies: [Double] = []
         for _ in 0..<50 {

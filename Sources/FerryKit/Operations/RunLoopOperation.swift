@@ -36,6 +36,7 @@ open class RunLoopOperation<Output: Sendable>: AsyncOperation<Output>, @unchecke
     }
 
     private func threadMain() {
+        Thread.current.setSystemName(name ?? "ferry-operation")
         let runLoop = RunLoop.current
         let keepAlive = Timer(fire: .distantFuture, interval: 0, repeats: false) { _ in }
         runLoop.add(keepAlive, forMode: .default)

@@ -53,7 +53,8 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         self.logger = logger
         self.report = PassReport(store: setup.store.name, pass: setup.pass, trigger: setup.trigger)
         super.init()
-        name = "ferry-pass-\(setup.store.name)"
+        // The thread's system name keeps 15 bytes: "pass " and the store's first ten.
+        name = "pass \(setup.store.name)"
         queuePriority = Self.queuePriority(trigger: setup.trigger, store: setup.store.priority)
     }
 
