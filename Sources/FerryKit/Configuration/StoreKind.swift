@@ -14,8 +14,9 @@ public enum StoreKind: String, Sendable, Equatable, CaseIterable {
     public var optionKeys: Set<String> {
         switch self {
         case .parse:
-            // application-id: X-Parse-Application-Id; class: the Parse class to sync.
-            ["application-id", "class"]
+            // application-id: X-Parse-Application-Id; class: the Parse class to sync;
+            // lookback: how far before the cursor each incremental pass re-reads.
+            ["application-id", "class", "lookback"]
         case .json:
             // records-path: JSON path of the record array ("" = the top-level array);
             // id-field / version-field: JSON paths inside a record;

@@ -12,6 +12,12 @@ import Logging
 /// during a pass get a newer `updatedAt` and come later in the same pass or in the next one.
 /// Each page is ordered, so each batch carries the cursor of its last record and a pass
 /// interrupted anywhere resumes where its last committed page ended.
+///
+/// Parse stamps `updatedAt` on the app server before the write commits, so an object can
+/// become visible with a stamp at or before a cursor a pass has already stored (a slow write,
+/// two saves in one millisecond, app servers with skewed clocks). An incremental pass therefore
+/// starts `lookback` (default 30 s) before the stored cursor. Objects it reads again carry the
+/// version the replica has, and the merge leaves them alone; the stored cursor never moves back.
 public final class ParseSource: RemoteSource {
     private enum State {
         case idle
@@ -25,6 +31,10 @@ public final class ParseSource: RemoteSource {
     private let classURL: String
     private let headers: HTTPHeaders
     private let pageSize: Int
+    private let lookback: Duration
+    /// The cursor stored when the pass began: batches never carry an earlier one.
+    private var storedCursor: ParseCursor?
+    static let defaultLookback = Duration.seconds(30)
     private let loader: HTTPPageLoader
     private var state = State.idle
     private var plan = PassPlan(cursor: nil, reconcile: false)
@@ -52,6 +62,7 @@ public final class ParseSource: RemoteSource {
         headers.set("Accept", "application/json")
         self.headers = headers
         pageSize = max(1, min(store.pageSize, 1000))
+        lookback = store.options["lookback"].flatMap { ConfigurationUnits.duration($0.value) } ?? Self.defaultLookback
         loader = HTTPPageLoader(configuration: store.session)
         changeScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId", versionPath: "updatedAt",
                                                         fieldPaths: ["count"]))
@@ -73,6 +84,13 @@ public final class ParseSource: RemoteSource {
         if !(store.url.hasPrefix("http://") || store.url.hasPrefix("https://")) {
             problems.append("parse url must be http:// or https://")
         }
+        if let option = store.options["lookback"] {
+            if let duration = ConfigurationUnits.duration(option.value) {
+                if duration > .seconds(86_400) { problems.append("lookback \(option.value) is more than a day (\(option.location))") }
+            } else {
+                problems.append("lookback \(option.value.debugDescription) is not a duration such as 30s or 5m (\(option.location))")
+            }
+        }
         return problems
     }
 
@@ -86,8 +104,27 @@ public final class ParseSource: RemoteSource {
                 logger.warning("stored cursor is not a Parse cursor; syncing from the start", metadata: ["store": "\(store.name)"])
             }
         }
+        storedCursor = after
+        if let stored = after, lookback > .zero {
+            // Everything updated from `lookback` before the cursor's stamp on: no objectId sorts
+            // before "", so the keyset condition includes the window's first millisecond.
+            if let start = Self.stamp(stored.updatedAt, minus: lookback) {
+                after = ParseCursor(updatedAt: start, objectId: "")
+            } else {
+                logger.warning("stored cursor's updatedAt is not an ISO-8601 date; no lookback this pass",
+                               metadata: ["store": "\(store.name)", "updatedAt": "\(stored.updatedAt)"])
+            }
+        }
         state = .changes(sink: sink, after: after, firstPage: true)
         loadChanges(after: after, firstPage: true)
+    }
+
+    /// `updatedAt` moved back by `interval`, in Parse's own form (`2024-05-01T12:00:00.000Z`).
+    static func stamp(_ updatedAt: String, minus interval: Duration) -> String? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        guard let date = formatter.date(from: updatedAt) else { return nil }
+        return formatter.string(from: date.addingTimeInterval(-interval.seconds))
     }
 
     public func cancel() {
@@ -176,7 +213,9 @@ public final class ParseSource: RemoteSource {
             state = .done
         }
         if !changes.isEmpty || !problems.isEmpty || total != nil || last != after {
-            let batch = ChangeBatch(changes: changes, cursor: last.map(\.stored), problems: problems, totalHint: total,
+            // Inside the lookback window `last` is behind the stored cursor; keep the latter.
+            let cursor = [last, storedCursor].compactMap { $0 }.max()
+            let batch = ChangeBatch(changes: changes, cursor: cursor.map(\.stored), problems: problems, totalHint: total,
                                     origin: page.request.url)
             do {
                 try sink.source(self, didProduce: batch)

@@ -43,10 +43,13 @@ final class ParseTestServer: @unchecked Sendable {
         try JSONSerialization.jsonObject(with: server.control("/__admin/stats")) as? [String: Any] ?? [:]
     }
 
-    func store(pageSize: Int = 1000, key: String = "rest-secret", className: String = "Quote") -> StoreConfiguration {
+    /// A Parse store on this server. `lookback` defaults to "0", so the tests of keyset paging see
+    /// exactly the changes after the cursor; the lookback tests set it.
+    func store(pageSize: Int = 1000, key: String = "rest-secret", className: String = "Quote", lookback: String = "0") -> StoreConfiguration {
         var store = StoreConfiguration(name: "quotes", kind: .parse, url: mount, location: ConfigurationLocation(file: "test", line: 1))
         let here = ConfigurationLocation(file: "test", line: 2)
-        store.options = ["application-id": ConfigurationValue("ferry-test", at: here), "class": ConfigurationValue(className, at: here)]
+        store.options = ["application-id": ConfigurationValue("ferry-test", at: here), "class": ConfigurationValue(className, at: here),
+                         "lookback": ConfigurationValue(lookback, at: here)]
         store.secrets = ["rest-api-key": Secret(key, source: "test")]
         store.pageSize = pageSize
         return store
