@@ -53,6 +53,7 @@ public struct MultistatusParser: Sendable {
         // (found by WebDAVFuzzTests). WebDAV bodies are UTF-8 (both servers, RFC 4918 §8.1 in
         // practice), so anything else is refused here, with its position, before parsing.
         try Self.requireUTF8(data)
+        try Self.requireProcessingInstructionsWithData(data)
         let parser = XMLParser(data: data)
         parser.shouldProcessNamespaces = true
         parser.shouldReportNamespacePrefixes = false

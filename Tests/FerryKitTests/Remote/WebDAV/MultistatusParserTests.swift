@@ -150,4 +150,20 @@ struct MultistatusParserTests {
         #expect(WebDAVCollection(url: "ftp://x/") == nil)
         #expect(WebDAVCollection(url: "not a url") == nil)
     }
+
+    /// corelibs' XMLParser segfaults on `<?name?>` (found by the libFuzzer target): refused with
+    /// its position before parsing; instructions with data still parse.
+    @Test func processingInstructionsWithoutDataAreRefusedBeforeParsing() throws {
+        let parser = MultistatusParser(maxDataBytes: 100)
+        for (body, line, column) in [(#"<multistatus xmlns="DAV:"><?foo?></multistatus>"#, 1, 27),
+                                     ("<?xml?>\n<error xmlns=\"DAV:\"/>", 1, 1),
+                                     ("<multistatus xmlns=\"DAV:\">\n  <?x?></multistatus>", 2, 3)] {
+            #expect(throws: MultistatusParser.Failure(line: line, column: column,
+                                                      message: "processing instruction without data (<?name?>): refused, the XML parser cannot take it")) {
+                try parser.parse(Data(body.utf8))
+            }
+        }
+        let status = try parser.parse(Data(#"<?xml version="1.0"?><multistatus xmlns="DAV:"><?foo bar?><?foo ?></multistatus>"#.utf8))
+        #expect(status.responses.isEmpty)
+    }
 }
