@@ -79,6 +79,15 @@ struct JSONEndToEndBenchmark: ParsableCommand {
         let rawRate = Double(records) / rawSeconds
         print(String(format: "(b) raw SQLite upsert, %d rows/transaction: %.0f rows/s (%.2f s)", rawBatch, rawRate, rawSeconds))
 
+        // Split: the source alone (fetch + scan + RemoteRecords, no store), also in a child.
+        let sourceOnly = try childPass(url: urls[0], database: base.appendingPathComponent("unused.db").path, reconcile: false, sourceOnly: true)
+        if let seconds = Double(sourceOnly["seconds"] ?? ""), sourceOnly["records"] == String(records) {
+            print(line("(c-split) JSON source alone, no store", records: records, bytes: bytes, seconds: seconds)
+                  + String(format: ", peak RSS %.1f MB", Double(Int(sourceOnly["hwm_kb"] ?? "") ?? -1) / 1024))
+        } else {
+            throw ValidationError("the source-only pass delivered \(sourceOnly["records"] ?? "?") records, expected \(records)")
+        }
+
         // (c) Ferry's pass, in a child process.
         var passes: [(String, Bool)] = [("(c) Ferry pass as `ferry sync` (reconciling)", true)]
         if alsoWithoutReconcile { passes.append(("(c') Ferry pass without reconciliation", false)) }
@@ -122,10 +131,10 @@ struct JSONEndToEndBenchmark: ParsableCommand {
     }
 
     /// Runs `json-e2e-pass` in a child process and returns its RESULT line's fields.
-    private func childPass(url: String, database: String, reconcile: Bool) throws -> [String: String] {
+    private func childPass(url: String, database: String, reconcile: Bool, sourceOnly: Bool = false) throws -> [String: String] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["json-e2e-pass", "--url", url, "--database", database, "--reconcile", String(reconcile)]
+        process.arguments = ["json-e2e-pass", "--url", url, "--database", database, "--reconcile", String(reconcile)] + (sourceOnly ? ["--source-only"] : [])
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.standardError

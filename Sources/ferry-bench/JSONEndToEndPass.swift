@@ -22,6 +22,8 @@ struct JSONEndToEndPass: ParsableCommand {
     @Option(help: "The replica database file (must not exist).") var database: String
     @Option(help: "Reconcile as `ferry sync` does (true) or not (false, a daemon pass between reconciliations).")
     var reconcile = true
+    @Flag(help: "Run the source alone into a counting sink (fetch + parse, no store) instead of the pass.")
+    var sourceOnly = false
 
     static let storeName = "e2e"
 
@@ -47,7 +49,13 @@ struct JSONEndToEndPass: ParsableCommand {
         let hwmBefore = Self.peakRSSKilobytes()
         let started = ContinuousClock.now
         let results: [(store: String, result: Result<PassReport, SyncError>)]
-        if reconcile {
+        if sourceOnly {
+            let pass = CountingSourcePass(store: store)
+            OperationQueue().addOperations([pass], waitUntilFinished: true)
+            let records = try pass.output()
+            print("RESULT seconds=\((ContinuousClock.now - started).seconds) records=\(records) hwm_before_kb=\(hwmBefore) hwm_kb=\(Self.peakRSSKilobytes())")
+            return
+        } else if reconcile {
             let sync = try OneShotSync(configuration: FerryConfiguration(global: global, stores: [store]), storeNames: [], logger: logger)
             results = sync.run(refresh: .milliseconds(100)) { _ in }
         } else {
