@@ -9,9 +9,14 @@ final class CountingSourcePass: RunLoopOperation<Int>, RemoteSourceSink, @unchec
     private let store: StoreConfiguration
     private var source: (any RemoteSource)?
     private var records = 0
+    /// When set, every batch is merged here (as SyncPassOperation does, minus its bookkeeping)
+    /// and the time spent in `apply` is summed.
+    private let database: ReplicaDatabase?
+    private(set) var applySeconds = 0.0
 
-    init(store: StoreConfiguration) {
+    init(store: StoreConfiguration, database: ReplicaDatabase? = nil) {
         self.store = store
+        self.database = database
         super.init()
     }
 
@@ -32,6 +37,11 @@ final class CountingSourcePass: RunLoopOperation<Int>, RemoteSourceSink, @unchec
 
     func source(_ source: any RemoteSource, didProduce batch: ChangeBatch) throws {
         records += batch.changes.count
+        if let database {
+            let start = ContinuousClock.now
+            _ = try database.apply(batch, to: store.name)
+            applySeconds += (ContinuousClock.now - start).seconds
+        }
     }
 
     func source(_ source: any RemoteSource, didList ids: [String]) throws {}

@@ -88,6 +88,14 @@ struct JSONEndToEndBenchmark: ParsableCommand {
             throw ValidationError("the source-only pass delivered \(sourceOnly["records"] ?? "?") records, expected \(records)")
         }
 
+        let direct = try childPass(url: urls[0], database: base.appendingPathComponent("direct.db").path, reconcile: false,
+                                   sourceOnly: true, apply: true)
+        if let seconds = Double(direct["seconds"] ?? ""), let applySeconds = Double(direct["apply_seconds"] ?? "") {
+            print(line("(c-split) JSON source + ReplicaDatabase.apply, no pass operation", records: records, bytes: bytes, seconds: seconds)
+                  + String(format: "; apply %.2f s (%.0f rows/s, %.2f× raw)", applySeconds, Double(records) / applySeconds,
+                           Double(records) / applySeconds / rawRate))
+        }
+
         // (c) Ferry's pass, in a child process.
         var passes: [(String, Bool)] = [("(c) Ferry pass as `ferry sync` (reconciling)", true)]
         if alsoWithoutReconcile { passes.append(("(c') Ferry pass without reconciliation", false)) }
@@ -131,10 +139,10 @@ struct JSONEndToEndBenchmark: ParsableCommand {
     }
 
     /// Runs `json-e2e-pass` in a child process and returns its RESULT line's fields.
-    private func childPass(url: String, database: String, reconcile: Bool, sourceOnly: Bool = false) throws -> [String: String] {
+    private func childPass(url: String, database: String, reconcile: Bool, sourceOnly: Bool = false, apply: Bool = false) throws -> [String: String] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["json-e2e-pass", "--url", url, "--database", database, "--reconcile", String(reconcile)] + (sourceOnly ? ["--source-only"] : [])
+        process.arguments = ["json-e2e-pass", "--url", url, "--database", database, "--reconcile", String(reconcile)] + (sourceOnly ? ["--source-only"] : []) + (apply ? ["--apply"] : [])
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.standardError

@@ -24,6 +24,8 @@ struct JSONEndToEndPass: ParsableCommand {
     var reconcile = true
     @Flag(help: "Run the source alone into a counting sink (fetch + parse, no store) instead of the pass.")
     var sourceOnly = false
+    @Flag(help: "With --source-only: merge each batch with ReplicaDatabase.apply on the pass thread and time it.")
+    var apply = false
 
     static let storeName = "e2e"
 
@@ -50,10 +52,19 @@ struct JSONEndToEndPass: ParsableCommand {
         let started = ContinuousClock.now
         let results: [(store: String, result: Result<PassReport, SyncError>)]
         if sourceOnly {
-            let pass = CountingSourcePass(store: store)
+            var replica: ReplicaDatabase?
+            if apply {
+                let database = try ReplicaDatabase(path: database)
+                try database.prepare(StoreDefinition(store))
+                try database.setBulkMode(true)
+                replica = database
+            }
+            let pass = CountingSourcePass(store: store, database: replica)
             OperationQueue().addOperations([pass], waitUntilFinished: true)
             let records = try pass.output()
-            print("RESULT seconds=\((ContinuousClock.now - started).seconds) records=\(records) hwm_before_kb=\(hwmBefore) hwm_kb=\(Self.peakRSSKilobytes())")
+            print("RESULT seconds=\((ContinuousClock.now - started).seconds) records=\(records) apply_seconds=\(pass.applySeconds) "
+                  + "hwm_before_kb=\(hwmBefore) hwm_kb=\(Self.peakRSSKilobytes())")
+            replica?.close()
             return
         } else if reconcile {
             let sync = try OneShotSync(configuration: FerryConfiguration(global: global, stores: [store]), storeNames: [], logger: logger)
