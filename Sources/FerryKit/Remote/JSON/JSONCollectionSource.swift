@@ -25,7 +25,7 @@ import Logging
 public final class JSONCollectionSource: RemoteSource {
     private enum State {
         case idle
-        case paging(sink: any RemoteSourceSink, page: Int)
+        case paging(sink: any RemoteSourceSink, producer: JSONPageProducer)
         case done
     }
 
@@ -34,16 +34,9 @@ public final class JSONCollectionSource: RemoteSource {
     private let options: JSONCollectionOptions
     private let scanner: JSONRecordScanner
     private let headers: HTTPHeaders
-    private let loader: HTTPPageLoader
     private var state = State.idle
     private var plan = PassPlan(cursor: nil, reconcile: false)
-    private var stored = JSONCollectionCursor()
-    /// The cursor being built by this pass.
-    private var next = JSONCollectionCursor()
-    private var firstURL = ""
-    private var visited: Set<String> = []
-    private var warnedUnsorted = false
-    /// Pages parsed but not yet handed over, merged into one batch (see ``batchTarget``).
+    /// Pages scanned but not yet handed over, merged into one batch (see ``batchTarget``).
     private var pending = PendingBatch()
 
     /// Records gathered from consecutive pages before they go to the sink as one batch.
@@ -81,12 +74,6 @@ public final class JSONCollectionSource: RemoteSource {
             headers.set("Authorization", "Bearer " + token.value)
         }
         self.headers = headers
-        var session = store.session
-        if store.url.lowercased().hasPrefix("file://") {
-            // A demo dataset may be a chain of files; file:// is allowed only for such a store.
-            session.allowedProtocols.insert("file")
-        }
-        loader = HTTPPageLoader(configuration: session)
     }
 
     /// Problems with a JSON store's options (empty when usable).
@@ -105,6 +92,7 @@ public final class JSONCollectionSource: RemoteSource {
     public func start(_ plan: PassPlan, sink: any RemoteSourceSink) {
         guard case .idle = state else { preconditionFailure("JSONCollectionSource started twice") }
         self.plan = plan
+        var stored = JSONCollectionCursor()
         if let text = plan.cursor {
             if let cursor = JSONCollectionCursor(stored: text) {
                 stored = cursor
@@ -117,155 +105,74 @@ public final class JSONCollectionSource: RemoteSource {
         if let param = options.updatedParam, !plan.reconcile, let mark = stored.highWater {
             url = Self.setting(param, to: mark, in: url)
         }
-        firstURL = url
-        // A full pass starts the mark afresh; an incremental one keeps it when nothing is newer.
-        next = JSONCollectionCursor(highWater: plan.reconcile ? nil : stored.highWater)
         var request = HTTPRequest(url: url, headers: headers)
         if !plan.reconcile, stored.firstURL == url {
             if let etag = stored.etag { request.headers.set("If-None-Match", etag) }
             if let lastModified = stored.lastModified { request.headers.set("If-Modified-Since", lastModified) }
         }
-        state = .paging(sink: sink, page: 1)
-        load(request)
+        // A full pass starts the mark afresh; an incremental one keeps it when nothing is newer.
+        let setup = JSONPageProducer.Setup(store: store, logger: logger, options: options, scanner: scanner, headers: headers,
+                                           session: store.session, reconcile: plan.reconcile, firstURL: url, firstRequest: request,
+                                           cursor: JSONCollectionCursor(highWater: plan.reconcile ? nil : stored.highWater),
+                                           maxUnconsumedRecords: batchTarget)
+        // Events are posted to this loop; the source is touched only here.
+        let loop = RunLoopHandle.current()
+        let box = LoopBoundSource(self)
+        let producer = JSONPageProducer(setup) { event in
+            loop.perform { box.source?.received(event) }
+        }
+        state = .paging(sink: sink, producer: producer)
+        // The producer starts its own thread; its first event comes through the loop, never inside start.
+        producer.start()
     }
 
     public func cancel() {
-        loader.cancel()
+        if case .paging(_, let producer) = state { producer.cancel() }
         pending = PendingBatch()
         state = .done
     }
 
-    private func load(_ request: HTTPRequest) {
-        visited.insert(request.url)
-        loader.load(request) { [weak self] result in
-            self?.received(result)
-        }
-    }
-
     // MARK: Pages
 
-    private func received(_ result: Result<HTTPPageLoader.Page, TransferError>) {
-        guard case .paging(let sink, let number) = state else { return }
-        let page: HTTPPageLoader.Page
-        switch result {
-        case .failure(let error): return fail(RemoteResponseErrors.transport(error, store: store.name), sink: sink)
-        case .success(let loaded): page = loaded
-        }
-        let status = page.head.status
-        if status == 304, number == 1 {
+    private func received(_ event: JSONPageProducer.Event) {
+        guard case .paging(let sink, let producer) = state else { return }
+        switch event {
+        case .notModified(let requests):
             state = .done
-            sink.source(self, didFinishWith: SourceOutcome(listingComplete: false, requests: loader.requestCount, unchanged: true))
-            return
-        }
-        guard (200..<300).contains(status) else { return fail(RemoteResponseErrors.status(page, store: store.name), sink: sink) }
-        let scanned: JSONPage
-        do {
-            scanned = try scanner.scan(page.body)
-        } catch {
-            return fail(RemoteResponseErrors.malformed(error, page: page, store: store.name), sink: sink)
-        }
-        if number == 1 {
-            next.firstURL = firstURL
-            next.etag = page.head.headers["ETag"]
-            next.lastModified = page.head.headers["Last-Modified"]
-        }
-
-        var changes: [RecordChange] = []
-        changes.reserveCapacity(scanned.records.count)
-        var problems: [RecordProblem] = []
-        var ids: [String] = []
-        let committedMark = next.highWater
-        for (position, record) in scanned.records.enumerated() {
-            switch RemoteResponseErrors.change(for: record, in: page.body, maxBytes: store.maxRecordBytes, position: position) {
-            case .record(let remote):
-                changes.append(.upsert(remote))
-                if plan.reconcile { ids.append(remote.id) }
-                if JSONCollectionCursor.isNewer(remote.version, than: next.highWater) {
-                    next.highWater = remote.version
-                } else if commitsPerPage, number > 1, !warnedUnsorted, let committedMark,
-                          JSONCollectionCursor.isNewer(committedMark, than: remote.version) {
-                    warnedUnsorted = true
-                    logger.warning("pages are not sorted by version; set the URL's sort to the version field",
-                                   metadata: ["store": "\(store.name)", "url": "\(page.request.url.redactingUserInfo)"])
-                }
-            case .problem(let problem):
-                problems.append(problem)
-                if plan.reconcile, let id = problem.id { ids.append(id) }
+            sink.source(self, didFinishWith: SourceOutcome(listingComplete: false, requests: requests, unchanged: true))
+        case .failed(let error):
+            fail(error, sink: sink, producer: producer)
+        case .page(let page):
+            producer.consumed(page.changes.count + page.problems.count)
+            // A page with bad records goes out on its own: problem positions are page positions,
+            // and the batch's origin must name that page.
+            if !page.problems.isEmpty, !pending.isEmpty {
+                guard flush(to: sink, producer: producer) else { return }
             }
-        }
-
-        // Pipelining: find and start the next page before handing this one over.
-        let nextURL: String?
-        switch nextPage(after: page, scanned) {
-        case .failure(let error): return fail(error, sink: sink)
-        case .success(let url): nextURL = url
-        }
-        let rateLimited = nextURL != nil && RemoteResponseErrors.isRateLimitExhausted(page.head.headers)
-        if let nextURL, !rateLimited {
-            state = .paging(sink: sink, page: number + 1)
-            load(HTTPRequest(url: nextURL, headers: headers))
-        } else {
+            pending.add(changes: page.changes, problems: page.problems, ids: page.ids, bodyBytes: page.bodyBytes,
+                        totalHint: page.totalHint, origin: page.origin)
+            let due = page.isLast || !page.problems.isEmpty || pending.count >= batchTarget
+                || pending.bodyBytes >= batchByteLimit || pending.age >= maxBatchDelay
+            if due {
+                guard flush(to: sink, producer: producer, cursor: page.isLast || commitsPerPage ? page.cursor.stored : nil) else { return }
+            } else if commitsPerPage {
+                // The cursor the held pages would commit; the batch takes it when it goes out.
+                pending.cursor = page.cursor.stored
+            }
+            guard page.isLast, case .paging = state else { return }
             state = .done
-        }
-        let last = nextURL == nil
-        let total = number == 1 ? options.totalPath.flatMap { scanned.fields[$0]?.text }.flatMap { Int64($0) } : nil
-        // A page with bad records goes out on its own: problem positions are page positions,
-        // and the batch's origin must name that page.
-        if !problems.isEmpty, !pending.isEmpty {
-            guard flush(to: sink) else { return }
-        }
-        pending.add(changes: changes, problems: problems, ids: ids, bodyBytes: bodyBytes(changes), totalHint: total,
-                    origin: page.request.url.redactingUserInfo)
-        let due = last || rateLimited || !problems.isEmpty || pending.count >= batchTarget
-            || pending.bodyBytes >= batchByteLimit || pending.age >= maxBatchDelay
-        if due {
-            guard flush(to: sink, cursor: last || commitsPerPage ? next.stored : nil) else { return }
-        } else if commitsPerPage {
-            // The cursor the held pages would commit; the batch takes it when it goes out.
-            pending.cursor = next.stored
-        }
-        guard !loader.isCancelled, case .done = state else { return }
-        if rateLimited {
-            // This page is merged; the rest waits for the window the server named.
-            sink.source(self, didFailWith: SyncError(.rateLimited, store: store.name, url: page.request.url, position: "page \(number)",
-                                                     message: "rate limit exhausted (X-RateLimit-Remaining: 0)",
-                                                     retryAfter: RemoteResponseErrors.retryAfter(page.head.headers)))
-        } else {
-            sink.source(self, didFinishWith: SourceOutcome(listingComplete: plan.reconcile, requests: loader.requestCount))
-        }
-    }
-
-    /// The next page's URL, nil at the end of the chain.
-    private func nextPage(after page: HTTPPageLoader.Page, _ scanned: JSONPage) -> Result<String?, SyncError> {
-        var target: String?
-        switch options.pagination {
-        case .singlePage:
-            return .success(nil)
-        case .link:
-            target = LinkHeader.target(rel: "next", in: page.head.headers.values(for: "Link"), base: page.request.url)
-        case .nextURL(let path):
-            if let text = scanned.fields[path]?.text, !text.isEmpty {
-                target = LinkHeader.resolve(text, against: page.request.url)
-                if target == nil { return .failure(malformed(page, "next URL \(text.debugDescription) at \(path) is not a URL")) }
-            }
-        case .cursor(let param, let path):
-            if let token = scanned.fields[path]?.text, !token.isEmpty {
-                target = Self.setting(param, to: token, in: firstURL)
+            if let rateLimit = page.rateLimit {
+                // This page is merged; the rest waits for the window the server named.
+                sink.source(self, didFailWith: rateLimit)
+            } else {
+                sink.source(self, didFinishWith: SourceOutcome(listingComplete: plan.reconcile, requests: page.requests))
             }
         }
-        guard let target else { return .success(nil) }
-        // A page that points back into the chain would loop forever.
-        if visited.contains(target) { return .failure(malformed(page, "pagination loops back to \(target.redactingUserInfo)")) }
-        // file:// pages may only chain to files; http pages never to files.
-        if target.lowercased().hasPrefix("file:") != store.url.lowercased().hasPrefix("file:") {
-            return .failure(malformed(page, "next page \(target.redactingUserInfo) changes scheme"))
-        }
-        return .success(target)
     }
 
     /// Hands the held pages to the sink as one batch (with `cursor`, or the cursor the held
     /// pages earned). False when the sink threw: the pass is over and the source stops.
-    private func flush(to sink: any RemoteSourceSink, cursor: String? = nil) -> Bool {
+    private func flush(to sink: any RemoteSourceSink, producer: JSONPageProducer, cursor: String? = nil) -> Bool {
         guard !pending.isEmpty else { return true }
         let held = pending
         pending = PendingBatch()
@@ -276,27 +183,17 @@ public final class JSONCollectionSource: RemoteSource {
             try sink.source(self, didProduce: batch)
             return true
         } catch {
-            loader.cancel()
+            producer.cancel()
             state = .done
             return false
         }
     }
 
-    private func bodyBytes(_ changes: [RecordChange]) -> Int {
-        changes.reduce(0) { total, change in
-            if case .upsert(let record) = change { total + record.body.count } else { total }
-        }
-    }
-
-    private func malformed(_ page: HTTPPageLoader.Page, _ message: String) -> SyncError {
-        SyncError(.malformedResponse, store: store.name, url: page.request.url, message: message)
-    }
-
     /// Ends the pass with `error`. Complete pages held for a bigger batch are handed over
     /// first, as they would have been without batching; only the failed page is lost.
-    private func fail(_ error: SyncError, sink: any RemoteSourceSink) {
-        loader.cancel()
-        guard flush(to: sink) else { return }
+    private func fail(_ error: SyncError, sink: any RemoteSourceSink, producer: JSONPageProducer) {
+        producer.cancel()
+        guard flush(to: sink, producer: producer) else { return }
         state = .done
         sink.source(self, didFailWith: error)
     }
@@ -310,5 +207,14 @@ public final class JSONCollectionSource: RemoteSource {
         items.removeAll { $0 == encodedName || $0.hasPrefix(encodedName + "=") }
         items.append(encodedName + "=" + RemoteResponseErrors.queryEncode(value))
         return String(parts[0]) + "?" + items.joined(separator: "&")
+    }
+}
+
+/// Carries the source into blocks posted to its own run loop (where alone it is touched).
+private final class LoopBoundSource: @unchecked Sendable {
+    weak var source: JSONCollectionSource?
+
+    init(_ source: JSONCollectionSource) {
+        self.source = source
     }
 }
