@@ -19,6 +19,8 @@ struct JSONEndToEndBenchmark: ParsableCommand {
     @Option(help: "Records in the collection.") var records = 1_000_000
     @Option(help: "Records per page.") var pageSize = 1000
     @Option(help: "Rows per transaction of the raw baseline (the store benchmark's batch size).") var rawBatch = 10_000
+    @Flag(help: "Also split Ferry's time: the JSON source alone (no store), and source + ReplicaDatabase.apply without the pass operation.")
+    var split = false
     @Flag(help: "Also run Ferry's pass without reconciliation (a daemon pass between reconciliations).")
     var alsoWithoutReconcile = false
     @Option(help: "Directory for pages and databases (default: a new temporary directory, removed afterwards).")
@@ -79,22 +81,7 @@ struct JSONEndToEndBenchmark: ParsableCommand {
         let rawRate = Double(records) / rawSeconds
         print(String(format: "(b) raw SQLite upsert, %d rows/transaction: %.0f rows/s (%.2f s)", rawBatch, rawRate, rawSeconds))
 
-        // Split: the source alone (fetch + scan + RemoteRecords, no store), also in a child.
-        let sourceOnly = try childPass(url: urls[0], database: base.appendingPathComponent("unused.db").path, reconcile: false, sourceOnly: true)
-        if let seconds = Double(sourceOnly["seconds"] ?? ""), sourceOnly["records"] == String(records) {
-            print(line("(c-split) JSON source alone, no store", records: records, bytes: bytes, seconds: seconds)
-                  + String(format: ", peak RSS %.1f MB", Double(Int(sourceOnly["hwm_kb"] ?? "") ?? -1) / 1024))
-        } else {
-            throw ValidationError("the source-only pass delivered \(sourceOnly["records"] ?? "?") records, expected \(records)")
-        }
-
-        let direct = try childPass(url: urls[0], database: base.appendingPathComponent("direct.db").path, reconcile: false,
-                                   sourceOnly: true, apply: true)
-        if let seconds = Double(direct["seconds"] ?? ""), let applySeconds = Double(direct["apply_seconds"] ?? "") {
-            print(line("(c-split) JSON source + ReplicaDatabase.apply, no pass operation", records: records, bytes: bytes, seconds: seconds)
-                  + String(format: "; apply %.2f s (%.0f rows/s, %.2f× raw)", applySeconds, Double(records) / applySeconds,
-                           Double(records) / applySeconds / rawRate))
-        }
+        if split { try splitLines(urls[0], base: base, bytes: bytes, rawRate: rawRate) }
 
         // (c) Ferry's pass, in a child process.
         var passes: [(String, Bool)] = [("(c) Ferry pass as `ferry sync` (reconciling)", true)]
@@ -118,6 +105,26 @@ struct JSONEndToEndBenchmark: ParsableCommand {
             goalsMet = goalsMet && ratio >= 0.7 && hwm >= 0 && hwm < 150 * 1024
         }
         print("goals (ratio ≥ 0.7×, peak RSS < 150 MB): \(goalsMet ? "met" : "NOT met")")
+    }
+
+    /// Where Ferry's time goes: the source alone, then source + apply without the pass operation.
+    private func splitLines(_ firstURL: String, base: URL, bytes: Int64, rawRate: Double) throws {
+        // Split: the source alone (fetch + scan + RemoteRecords, no store), also in a child.
+        let sourceOnly = try childPass(url: firstURL, database: base.appendingPathComponent("unused.db").path, reconcile: false, sourceOnly: true)
+        if let seconds = Double(sourceOnly["seconds"] ?? ""), sourceOnly["records"] == String(records) {
+            print(line("(c-split) JSON source alone, no store", records: records, bytes: bytes, seconds: seconds)
+                  + String(format: ", peak RSS %.1f MB", Double(Int(sourceOnly["hwm_kb"] ?? "") ?? -1) / 1024))
+        } else {
+            throw ValidationError("the source-only pass delivered \(sourceOnly["records"] ?? "?") records, expected \(records)")
+        }
+
+        let direct = try childPass(url: firstURL, database: base.appendingPathComponent("direct.db").path, reconcile: false,
+                                   sourceOnly: true, apply: true)
+        if let seconds = Double(direct["seconds"] ?? ""), let applySeconds = Double(direct["apply_seconds"] ?? "") {
+            print(line("(c-split) JSON source + ReplicaDatabase.apply, no pass operation", records: records, bytes: bytes, seconds: seconds)
+                  + String(format: "; apply %.2f s (%.0f rows/s, %.2f× raw)", applySeconds, Double(records) / applySeconds,
+                           Double(records) / applySeconds / rawRate))
+        }
     }
 
     private func line(_ label: String, records: Int, bytes: Int64, seconds: Double) -> String {

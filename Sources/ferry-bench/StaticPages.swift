@@ -36,7 +36,10 @@ struct StaticPages {
             page.append(contentsOf: Array("{\"count\":\(records),\"next\":\(next),\"results\":[".utf8))
             for offset in 0..<count {
                 if offset > 0 { page.append(UInt8(ascii: ",")) }
-                page.append(StoreBenchmark.record(&generator, version: Self.version(of: index + offset)).body)
+                // The store benchmark's ~350-byte record, padded to issue 7's ~370 bytes.
+                let body = StoreBenchmark.record(&generator, version: Self.version(of: index + offset)).body
+                page.append(body.dropLast())
+                page.append(contentsOf: Self.padding)
             }
             page.append(contentsOf: Array("]}".utf8))
             let path = directory.appendingPathComponent("\(number).json").path
@@ -56,6 +59,8 @@ struct StaticPages {
         return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.000Z", 2024 + days / 336, 1 + (days / 28) % 12, 1 + days % 28,
                       seconds / 3600, seconds / 60 % 60, seconds % 60)
     }
+
+    private static let padding = Array(#","source":"json-e2e-bench"}"#.utf8)
 
     /// The scanner layout of these pages (the same options the JSON store is configured with).
     static let layout = JSONRecordScanner.Layout(recordsPath: "results", idPath: "objectId", versionPath: "updatedAt",
