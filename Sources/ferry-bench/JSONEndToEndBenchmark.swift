@@ -63,6 +63,7 @@ struct JSONEndToEndBenchmark: ParsableCommand {
         let scanner = JSONRecordScanner(layout: StaticPages.layout)
         let raw = try RawUpsert(path: base.appendingPathComponent("raw.db").path)
         var rawSeconds = 0.0
+        var rawCPU = 0.0
         var batch: [RemoteRecord] = []
         batch.reserveCapacity(rawBatch)
         var rawRows = 0
@@ -70,7 +71,9 @@ struct JSONEndToEndBenchmark: ParsableCommand {
             batch += try pages.records(ofPage: number, scanner: scanner)
             if batch.count >= rawBatch || number == pages.pageCount {
                 let start = ContinuousClock.now
+                let cpuStart = Self.threadCPUSeconds()
                 try raw.upsert(batch)
+                rawCPU += Self.threadCPUSeconds() - cpuStart
                 rawSeconds += (ContinuousClock.now - start).seconds
                 rawRows += batch.count
                 batch.removeAll(keepingCapacity: true)
@@ -79,7 +82,7 @@ struct JSONEndToEndBenchmark: ParsableCommand {
         raw.close()
         guard rawRows == records else { throw ValidationError("raw loop wrote \(rawRows) rows, expected \(records)") }
         let rawRate = Double(records) / rawSeconds
-        print(String(format: "(b) raw SQLite upsert, %d rows/transaction: %.0f rows/s (%.2f s)", rawBatch, rawRate, rawSeconds))
+        print(String(format: "(b) raw SQLite upsert, %d rows/transaction: %.0f rows/s (%.2f s; CPU %.2f s)", rawBatch, rawRate, rawSeconds, rawCPU))
 
         if split { try splitLines(urls[0], base: base, bytes: bytes, rawRate: rawRate) }
 
@@ -95,7 +98,9 @@ struct JSONEndToEndBenchmark: ParsableCommand {
             let hwm = Int(result["hwm_kb"] ?? "") ?? -1
             let rate = Double(records) / seconds
             let ratio = rate / rawRate
-            print(line(label, records: records, bytes: bytes, seconds: seconds))
+            let cpu = Double(result["cpu_seconds"] ?? "") ?? .nan
+            print(line(label, records: records, bytes: bytes, seconds: seconds)
+                  + String(format: "; CPU %.2f s, all threads (raw/Ferry CPU time: %.2f×)", cpu, rawCPU / cpu))
             print(String(format: "    ratio to raw: %.2f× (goal ≥ 0.70×: %@); peak RSS %.1f MB (VmHWM; %.1f MB before the pass; goal < 150 MB: %@)",
                          ratio, ratio >= 0.7 ? "met" : "NOT met", Double(hwm) / 1024, Double(Int(result["hwm_before_kb"] ?? "") ?? -1) / 1024,
                          hwm >= 0 && hwm < 150 * 1024 ? "met" : "NOT met"))
@@ -167,6 +172,13 @@ struct JSONEndToEndBenchmark: ParsableCommand {
             if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
         }
         return fields
+    }
+
+    /// CPU time of the calling thread (the raw loop runs on one thread, as SQLite does).
+    static func threadCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     /// Counts the rows over a connection of our own, not through Ferry's code under test.

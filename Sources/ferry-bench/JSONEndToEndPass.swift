@@ -49,6 +49,7 @@ struct JSONEndToEndPass: ParsableCommand {
         var logger = Logger(label: "ferry.bench")
         logger.logLevel = .warning
         let hwmBefore = Self.peakRSSKilobytes()
+        let cpuBefore = Self.processCPUSeconds()
         let started = ContinuousClock.now
         let results: [(store: String, result: Result<PassReport, SyncError>)]
         if sourceOnly {
@@ -73,11 +74,12 @@ struct JSONEndToEndPass: ParsableCommand {
             results = [(store.name, Self.passWithoutReconciliation(store, databasePath: database, logger: logger))]
         }
         let seconds = (ContinuousClock.now - started).seconds
+        let cpu = Self.processCPUSeconds() - cpuBefore
         let hwm = Self.peakRSSKilobytes()
         guard let (_, result) = results.first else { throw ValidationError("no pass ran") }
         let report = try result.get()
         print("RESULT seconds=\(seconds) inserted=\(report.counts.inserted) skipped=\(report.counts.skipped) rows=\(report.recordCount) "
-              + "pages=\(report.pages) requests=\(report.requests) hwm_before_kb=\(hwmBefore) hwm_kb=\(hwm)")
+              + "pages=\(report.pages) requests=\(report.requests) cpu_seconds=\(cpu) hwm_before_kb=\(hwmBefore) hwm_kb=\(hwm)")
     }
 
     /// The daemon's scheduled pass when no reconciliation is due: the same operation, with
@@ -100,6 +102,14 @@ struct JSONEndToEndPass: ParsableCommand {
         case .failure(let error): return .failure(SyncError(.store, store: store.name, message: "\(error)"))
         case nil: return .failure(SyncError(.store, store: store.name, message: "the pass finished without a result"))
         }
+    }
+
+    /// User + system CPU time of every thread of this process so far: on a loaded machine the
+    /// wall time measures the neighbours as much as Ferry.
+    static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
     /// VmHWM (peak resident set) of this process in kB, from /proc/self/status; -1 if unreadable.
