@@ -23,6 +23,8 @@ struct JSONEndToEndBenchmark: ParsableCommand {
     var split = false
     @Flag(help: "Also run Ferry's pass without reconciliation (a daemon pass between reconciliations).")
     var alsoWithoutReconcile = false
+    @Option(help: "Cap SQLite's heap in Ferry's pass (MB; sqlite3_soft_heap_limit64): what a smaller bulk-mode cache would give. The raw loop keeps 128 MB.")
+    var sqliteHeapLimitMb: Int?
     @Option(help: "Directory for pages and databases (default: a new temporary directory, removed afterwards).")
     var directory: String?
 
@@ -87,6 +89,7 @@ struct JSONEndToEndBenchmark: ParsableCommand {
         if split { try splitLines(urls[0], base: base, bytes: bytes, rawRate: rawRate) }
 
         // (c) Ferry's pass, in a child process.
+        if let sqliteHeapLimitMb { print("Ferry's pass runs with SQLite's heap capped at \(sqliteHeapLimitMb) MB (soft limit)") }
         var passes: [(String, Bool)] = [("(c) Ferry pass as `ferry sync` (reconciling)", true)]
         if alsoWithoutReconcile { passes.append(("(c') Ferry pass without reconciliation", false)) }
         var goalsMet = true
@@ -155,6 +158,7 @@ struct JSONEndToEndBenchmark: ParsableCommand {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         process.arguments = ["json-e2e-pass", "--url", url, "--database", database, "--reconcile", String(reconcile)] + (sourceOnly ? ["--source-only"] : []) + (apply ? ["--apply"] : [])
+            + (sqliteHeapLimitMb.map { ["--sqlite-heap-limit-mb", String($0)] } ?? [])
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.standardError

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CSQLite
 import FerryKit
 import Foundation
 import Logging
@@ -22,6 +23,8 @@ struct JSONEndToEndPass: ParsableCommand {
     @Option(help: "The replica database file (must not exist).") var database: String
     @Option(help: "Reconcile as `ferry sync` does (true) or not (false, a daemon pass between reconciliations).")
     var reconcile = true
+    @Option(help: "Cap SQLite's heap (sqlite3_soft_heap_limit64, MB), to see the pass with a smaller page cache than bulk mode's 128 MB.")
+    var sqliteHeapLimitMb: Int?
     @Flag(help: "Run the source alone into a counting sink (fetch + parse, no store) instead of the pass.")
     var sourceOnly = false
     @Flag(help: "With --source-only: merge each batch with ReplicaDatabase.apply on the pass thread and time it.")
@@ -48,6 +51,7 @@ struct JSONEndToEndPass: ParsableCommand {
         global.maxConcurrentPasses = 1
         var logger = Logger(label: "ferry.bench")
         logger.logLevel = .warning
+        if let sqliteHeapLimitMb { _ = sqlite3_soft_heap_limit64(Int64(sqliteHeapLimitMb) << 20) }
         let hwmBefore = Self.peakRSSKilobytes()
         let cpuBefore = Self.processCPUSeconds()
         let started = ContinuousClock.now

@@ -224,6 +224,25 @@ import Testing
         #expect(pass.error?.url.hasSuffix("page3.json") == true)
     }
 
+    /// An empty id is a problem at its page position, not a merge-time error at a batch position.
+    @Test func emptyIDIsAPageProblem() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-json-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data(#"{"rows":[{"id":"a","v":1}],"next":"page2.json"}"#.utf8).write(to: directory.appendingPathComponent("page1.json"))
+        try Data(#"{"rows":[{"id":"b","v":2},{"id":"","v":3}],"next":null}"#.utf8).write(to: directory.appendingPathComponent("page2.json"))
+        let store = Self.store(directory.appendingPathComponent("page1.json").absoluteString,
+                               ["records-path": "rows", "version-field": "v", "pagination": "next-url:next"])
+        let pass = try Self.sync(store, batchTarget: 10_000)
+        #expect(pass.error == nil)
+        #expect(pass.records.map(\.id) == ["a", "b"])
+        #expect(pass.problems.map(\.position) == [1])
+        #expect(pass.problems.first?.reason.contains("empty id") == true)
+        // The page with the problem went out alone, its origin naming it.
+        #expect(pass.batches.map(\.changes.count) == [1, 1])
+        #expect(pass.batches.last?.origin.hasSuffix("page2.json") == true)
+    }
+
     @Test func optionProblems() {
         let bad = Self.store("ftp://x", ["pagination": "sometimes", "id-field": "a..b"])
         let problems = RemoteSourceFactory.validateOptions(of: bad)
