@@ -69,8 +69,6 @@ enum RemoteResponseErrors {
     static func change(for record: JSONScannedRecord, in body: Data, maxBytes: Int, position: Int) -> Scanned {
         if let problem = record.problem { return .problem(problem) }
         guard let id = record.id else { return .problem(RecordProblem(position: position, reason: "record has no id")) }
-        // Caught here rather than by the merge engine, so the position is the record's place in its page.
-        guard !id.isEmpty else { return .problem(RecordProblem(position: position, reason: "record has an empty id")) }
         guard record.range.count <= maxBytes else {
             return .problem(RecordProblem(position: position, id: id, reason: "record is \(record.range.count) bytes, more than max-record-bytes \(maxBytes)"))
         }

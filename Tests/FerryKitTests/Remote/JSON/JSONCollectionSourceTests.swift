@@ -224,7 +224,7 @@ import Testing
         #expect(pass.error?.url.hasSuffix("page3.json") == true)
     }
 
-    /// An empty id is a problem at its page position, not a merge-time error at a batch position.
+    /// An empty id (flagged by the scanner) is a problem at its page position, and its page goes out alone.
     @Test func emptyIDIsAPageProblem() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-json-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -237,7 +237,7 @@ import Testing
         #expect(pass.error == nil)
         #expect(pass.records.map(\.id) == ["a", "b"])
         #expect(pass.problems.map(\.position) == [1])
-        #expect(pass.problems.first?.reason.contains("empty id") == true)
+        #expect(pass.problems.first?.reason.contains("empty") == true)
         // The page with the problem went out alone, its origin naming it.
         #expect(pass.batches.map(\.changes.count) == [1, 1])
         #expect(pass.batches.last?.origin.hasSuffix("page2.json") == true)
