@@ -78,6 +78,23 @@ final class BenchServer {
             }
             try handle.close()
         }
+        return try nginx(binary: binary, prefix: prefix, root: root, probe: files.keys.first.map { "/\($0)" })
+    }
+
+    /// Starts nginx (if installed) serving the existing directory `root` (left in place on
+    /// stop); nil when there is no nginx binary. `probe` is a path that must answer before
+    /// this returns.
+    static func nginx(serving root: URL, probe: String) throws -> BenchServer? {
+        guard let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            return nil
+        }
+        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-bench-nginx-conf-\(getpid())")
+        try? FileManager.default.removeItem(at: prefix)
+        try FileManager.default.createDirectory(at: prefix, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        return try nginx(binary: binary, prefix: prefix, root: root, probe: probe)
+    }
+
+    private static func nginx(binary: String, prefix: URL, root: URL, probe: String?) throws -> BenchServer {
         // A few attempts: the free port found here could be taken before nginx binds it.
         for _ in 0..<5 {
             let port = try freePort()
@@ -91,6 +108,7 @@ final class BenchServer {
             events { worker_connections 256; }
             http {
                 access_log off;
+                default_type application/json;
                 sendfile on;
                 tcp_nodelay on;
                 keepalive_requests 1000000;
@@ -116,7 +134,7 @@ final class BenchServer {
             let server = BenchServer(kind: .nginx, port: port, process: process, prefix: prefix)
             let deadline = Date().addingTimeInterval(10)
             while Date() < deadline, process.isRunning {
-                if let name = files.keys.first, server.answers(path: "/\(name)") { return server }
+                if let probe, server.answers(path: probe) { return server }
                 usleep(50_000)
             }
             server.stop()

@@ -17,8 +17,16 @@ import Testing
         return store
     }
 
-    static func sync(_ store: StoreConfiguration, cursor: String? = nil, reconcile: Bool = false) throws -> CollectedPages {
-        try SourcePassOperation.run(PassPlan(cursor: cursor, reconcile: reconcile)) { () throws(SyncError) -> any RemoteSource in
+    /// One pass; `batchTarget` (records per batch) defaults to one page per batch here, so
+    /// the tests see page boundaries, with no time-based flush.
+    static func sync(_ store: StoreConfiguration, cursor: String? = nil, reconcile: Bool = false, batchTarget: Int = 1,
+                     configure: @escaping (PageCollectingSink, any RemoteSource) -> Void = { _, _ in }) throws -> CollectedPages {
+        try SourcePassOperation.run(PassPlan(cursor: cursor, reconcile: reconcile), configure: { sink, source in
+            let json = source as? JSONCollectionSource
+            json?.batchTarget = batchTarget
+            json?.maxBatchDelay = .seconds(3600)
+            configure(sink, source)
+        }) { () throws(SyncError) -> any RemoteSource in
             try RemoteSourceFactory.make(RemoteSourceContext(store: store, logger: Logger(label: "test")))
         }
     }
@@ -139,6 +147,102 @@ import Testing
         #expect(broken.error?.url.hasSuffix("page2.json") == true)
     }
 
+    /// Consecutive pages go out as one batch of about `batchTarget` records, cut at page
+    /// boundaries; sorted pages still commit a cursor with every batch, naming its last record.
+    @Test func pagesAreGatheredIntoBatches() throws {
+        let server = try Self.startPages()
+        let sorted = Self.store(server.baseURL + "/nexturl", ["records-path": "items", "pagination": "next-url:next",
+                                                            "page-size-param": "per_page", "updated-param": "since"])
+        let pass = try Self.sync(sorted, batchTarget: 100)
+        #expect(pass.error == nil)
+        #expect(pass.batches.map(\.changes.count) == [120, 120, 10])
+        #expect(pass.records.map(\.id) == (1...250).map(String.init))
+        for batch in pass.batches {
+            let cursor = try #require(batch.cursor.flatMap(JSONCollectionCursor.init(stored:)))
+            #expect(cursor.highWater == batch.changes.last.map { String(format: "2024-01-01T00:00:00.%06d", Int($0.id)!) })
+        }
+        // Unsorted: only the last batch commits; the default target takes the whole collection.
+        let unsorted = Self.store(server.baseURL + "/link", ["pagination": "link", "page-size-param": "per_page"])
+        let whole = try Self.sync(unsorted, reconcile: true, batchTarget: 10_000)
+        #expect(whole.batches.count == 1)
+        #expect(whole.batches.first?.cursor != nil)
+        #expect(whole.listed.count == 250 && whole.records.count == 250)
+        #expect(whole.outcome?.listingComplete == true && whole.outcome?.requests == 7)
+    }
+
+    /// While the sink merges, the producer fetches at most one batch of records ahead.
+    @Test func producerWaitsForASlowMerge() throws {
+        let server = try Self.startPages()
+        let store = Self.store(server.baseURL + "/link", ["pagination": "link", "page-size-param": "per_page"])
+        let requestsDuringMerge = RequestCount()
+        let pass = try Self.sync(store, batchTarget: 40) { sink, _ in
+            sink.afterBatch = { number in
+                guard number == 1 else { return }
+                // Give the producer time to run ahead if it would.
+                Thread.sleep(forTimeInterval: 0.5)
+                requestsDuringMerge.value = (try? JSONSerialization.jsonObject(with: server.control("/stats")) as? [String: Any])?["requests"] as? Int
+            }
+        }
+        #expect(pass.error == nil)
+        #expect(pass.records.count == 250)
+        // Page 1 was taken; page 2 (40 unconsumed records = the bound) was fetched; page 3 waits.
+        let during = try #require(requestsDuringMerge.value)
+        #expect(during <= 2, "the producer requested \(during) pages while the first batch merged")
+    }
+
+    /// A cancel between batches ends the pass: no sink call after it, the producer stops.
+    @Test func cancelBetweenBatches() throws {
+        let server = try Self.startPages()
+        let store = Self.store(server.baseURL + "/link", ["pagination": "link", "page-size-param": "per_page"])
+        let pass = try Self.sync(store, batchTarget: 40) { sink, source in
+            sink.afterBatch = { [weak sink, weak source] number in
+                guard number == 2 else { return }
+                source?.cancel()
+                sink?.end()
+            }
+        }
+        #expect(pass.batches.count == 2)
+        #expect(pass.callsAfterEnd == 0 && pass.offLoopCalls == 0)
+        #expect(pass.outcome == nil && pass.error == nil)
+    }
+
+    /// A failing page: the complete pages held for a batch are handed over first.
+    @Test func heldPagesGoOutBeforeAFailure() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-json-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data(#"{"rows":[{"id":"a","v":1}],"next":"page2.json"}"#.utf8).write(to: directory.appendingPathComponent("page1.json"))
+        try Data(#"{"rows":[{"id":"b","v":2}],"next":"page3.json"}"#.utf8).write(to: directory.appendingPathComponent("page2.json"))
+        try Data(#"{"rows":[{"id":"c","v":3}"#.utf8).write(to: directory.appendingPathComponent("page3.json"))
+        let store = Self.store(directory.appendingPathComponent("page1.json").absoluteString,
+                               ["records-path": "rows", "version-field": "v", "pagination": "next-url:next"])
+        let pass = try Self.sync(store, batchTarget: 10_000)
+        #expect(pass.batches.count == 1)
+        #expect(pass.records.map(\.id) == ["a", "b"])
+        #expect(pass.lastCursor == nil, "an unsorted collection commits its cursor only after the last page")
+        #expect(pass.error?.kind == .malformedResponse)
+        #expect(pass.error?.url.hasSuffix("page3.json") == true)
+    }
+
+    /// An empty id (flagged by the scanner) is a problem at its page position, and its page goes out alone.
+    @Test func emptyIDIsAPageProblem() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-json-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data(#"{"rows":[{"id":"a","v":1}],"next":"page2.json"}"#.utf8).write(to: directory.appendingPathComponent("page1.json"))
+        try Data(#"{"rows":[{"id":"b","v":2},{"id":"","v":3}],"next":null}"#.utf8).write(to: directory.appendingPathComponent("page2.json"))
+        let store = Self.store(directory.appendingPathComponent("page1.json").absoluteString,
+                               ["records-path": "rows", "version-field": "v", "pagination": "next-url:next"])
+        let pass = try Self.sync(store, batchTarget: 10_000)
+        #expect(pass.error == nil)
+        #expect(pass.records.map(\.id) == ["a", "b"])
+        #expect(pass.problems.map(\.position) == [1])
+        #expect(pass.problems.first?.reason.contains("empty") == true)
+        // The page with the problem went out alone, its origin naming it.
+        #expect(pass.batches.map(\.changes.count) == [1, 1])
+        #expect(pass.batches.last?.origin.hasSuffix("page2.json") == true)
+    }
+
     @Test func optionProblems() {
         let bad = Self.store("ftp://x", ["pagination": "sometimes", "id-field": "a..b"])
         let problems = RemoteSourceFactory.validateOptions(of: bad)
@@ -148,4 +252,9 @@ import Testing
         #expect(RemoteSourceFactory.validateOptions(of: Self.store("http://h/x", ["pagination": "cursor:after=meta.next"])).isEmpty)
         #expect(throws: SyncError.self) { try RemoteSourceFactory.make(RemoteSourceContext(store: bad, logger: Logger(label: "t"))) }
     }
+}
+
+/// A value the sink's callback (on the pass's loop) hands to the test thread after the pass.
+private final class RequestCount: @unchecked Sendable {
+    var value: Int?
 }

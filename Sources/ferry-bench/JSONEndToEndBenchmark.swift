@@ -1,0 +1,213 @@
+import ArgumentParser
+import CSQLite
+import FerryKit
+import Foundation
+
+/// `ferry-bench json-e2e`: issue 7's paginated-JSON benchmark. A million ~370-byte records as
+/// pre-rendered static pages served by nginx, measured in one run as
+/// (a) the server alone (all pages through Ferry's RemoteSession, and through curl, bodies dropped),
+/// (b) a raw prepared-upsert loop of the same rows into an empty table (``RawUpsert``),
+/// (c) Ferry's real pass into an empty store (a child process running ``JSONEndToEndPass``, so
+///     its peak RSS is the pass's own), checked for the row count.
+/// Goals: (c) ≥ 0.7 × (b), peak RSS of (c) < 150 MB.
+///
+/// Measured (1M records, 376 bytes each, 1,000 per page; this shared 2-core machine at load
+/// 6–11, so wall times swing ±30% between runs and the CPU times are printed beside them):
+/// nginx delivers 0.5–2.6M records/s, never the limit. Back to back, the JSON source before and
+/// after this benchmark's changes (producer thread + 10,000-record batches), pass CPU time:
+/// without reconciliation 15.3 s → 10.2 s (raw loop 7.2–7.7 s), wall ratio 0.48× → 0.79×;
+/// `ferry sync` (reconciling) 31.8 s → 21.9 s, wall ratio 0.39× → 0.40×. What is left is in
+/// the store, not the source: reconciling an empty store marks every id twice in a temp table
+/// (markPresent, then apply), and bulk mode's 128 MB page cache puts the pass at ~195 MB RSS
+/// (`--sqlite-heap-limit-mb 64`: ~122 MB at 0.69×).
+struct JSONEndToEndBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "json-e2e",
+        abstract: "1M JSON records from nginx static pages: server alone, raw SQLite, Ferry's full pass (rate, ratio, peak RSS)."
+    )
+
+    @Option(help: "Records in the collection.") var records = 1_000_000
+    @Option(help: "Records per page.") var pageSize = 1000
+    @Option(help: "Rows per transaction of the raw baseline (the store benchmark's batch size).") var rawBatch = 10_000
+    @Flag(help: "Also split Ferry's time: the JSON source alone (no store), and source + ReplicaDatabase.apply without the pass operation.")
+    var split = false
+    @Flag(help: "Also run Ferry's pass without reconciliation (a daemon pass between reconciliations).")
+    var alsoWithoutReconcile = false
+    @Option(help: "Cap SQLite's heap in Ferry's pass (MB; sqlite3_soft_heap_limit64): what a smaller bulk-mode cache would give. The raw loop keeps 128 MB.")
+    var sqliteHeapLimitMb: Int?
+    @Option(help: "Directory for pages and databases (default: a new temporary directory, removed afterwards).")
+    var directory: String?
+
+    func run() throws {
+        let base = URL(fileURLWithPath: directory ?? NSTemporaryDirectory() + "ferry-bench-json-e2e-\(getpid())")
+        try? FileManager.default.removeItem(at: base)
+        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        defer { if directory == nil { try? FileManager.default.removeItem(at: base) } }
+        let www = base.appendingPathComponent("www")
+        let pages = StaticPages(root: www, records: records, pageSize: pageSize)
+
+        var clock = ContinuousClock.now
+        let bytes = try pages.render()
+        print(String(format: "rendered %d records in %d pages of %d, %.0f MB (%.0f bytes/record) in %.1f s",
+                     records, pages.pageCount, pageSize, Double(bytes) / 1e6, Double(bytes) / Double(max(records, 1)),
+                     (ContinuousClock.now - clock).seconds))
+        guard let server = try BenchServer.nginx(serving: www, probe: StaticPages.path(ofPage: 1)) else {
+            throw BenchError.serverDidNotStart("no nginx binary (apt install nginx)")
+        }
+        defer { server.stop() }
+        let urls = (1...pages.pageCount).map { server.baseURL + StaticPages.path(ofPage: $0) }
+        print("nginx on \(server.baseURL), first page \(urls[0])")
+
+        // (a) The server alone.
+        clock = .now
+        let fetch = FetchOperation(urls: urls)
+        OperationQueue().addOperations([fetch], waitUntilFinished: true)
+        let fetched = try fetch.output()
+        let sessionSeconds = (ContinuousClock.now - clock).seconds
+        guard fetched == bytes else { throw BenchError.transferFailed("RemoteSession fetched \(fetched) bytes, expected \(bytes)") }
+        print(line("(a) server alone via RemoteSession", records: records, bytes: bytes, seconds: sessionSeconds)
+              + ", \(fetch.connectionsOpened) connection(s)")
+        if let curlSeconds = try? curl(urls, directory: base) {
+            print(line("(a) server alone via curl          ", records: records, bytes: bytes, seconds: curlSeconds))
+        }
+
+        // (b) Raw prepared upserts of the same rows (read back from the pages, not timed).
+        let scanner = JSONRecordScanner(layout: StaticPages.layout)
+        let raw = try RawUpsert(path: base.appendingPathComponent("raw.db").path)
+        var rawSeconds = 0.0
+        var rawCPU = 0.0
+        var batch: [RemoteRecord] = []
+        batch.reserveCapacity(rawBatch)
+        var rawRows = 0
+        for number in 1...pages.pageCount {
+            batch += try pages.records(ofPage: number, scanner: scanner)
+            if batch.count >= rawBatch || number == pages.pageCount {
+                let start = ContinuousClock.now
+                let cpuStart = Self.threadCPUSeconds()
+                try raw.upsert(batch)
+                rawCPU += Self.threadCPUSeconds() - cpuStart
+                rawSeconds += (ContinuousClock.now - start).seconds
+                rawRows += batch.count
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        raw.close()
+        guard rawRows == records else { throw ValidationError("raw loop wrote \(rawRows) rows, expected \(records)") }
+        let rawRate = Double(records) / rawSeconds
+        print(String(format: "(b) raw SQLite upsert, %d rows/transaction: %.0f rows/s (%.2f s; CPU %.2f s)", rawBatch, rawRate, rawSeconds, rawCPU))
+
+        if split { try splitLines(urls[0], base: base, bytes: bytes, rawRate: rawRate) }
+
+        // (c) Ferry's pass, in a child process.
+        if let sqliteHeapLimitMb { print("Ferry's pass runs with SQLite's heap capped at \(sqliteHeapLimitMb) MB (soft limit)") }
+        var passes: [(String, Bool)] = [("(c) Ferry pass as `ferry sync` (reconciling)", true)]
+        if alsoWithoutReconcile { passes.append(("(c') Ferry pass without reconciliation", false)) }
+        var goalsMet = true
+        for (label, reconcile) in passes {
+            let databasePath = base.appendingPathComponent(reconcile ? "ferry.db" : "ferry-norec.db").path
+            let result = try childPass(url: urls[0], database: databasePath, reconcile: reconcile)
+            let rows = try Self.countRows(databasePath, table: JSONEndToEndPass.storeName)
+            let seconds = Double(result["seconds"] ?? "") ?? .nan
+            let hwm = Int(result["hwm_kb"] ?? "") ?? -1
+            let rate = Double(records) / seconds
+            let ratio = rate / rawRate
+            let cpu = Double(result["cpu_seconds"] ?? "") ?? .nan
+            print(line(label, records: records, bytes: bytes, seconds: seconds)
+                  + String(format: "; CPU %.2f s, all threads (raw/Ferry CPU time: %.2f×)", cpu, rawCPU / cpu))
+            print(String(format: "    ratio to raw: %.2f× (goal ≥ 0.70×: %@); peak RSS %.1f MB (VmHWM; %.1f MB before the pass; goal < 150 MB: %@)",
+                         ratio, ratio >= 0.7 ? "met" : "NOT met", Double(hwm) / 1024, Double(Int(result["hwm_before_kb"] ?? "") ?? -1) / 1024,
+                         hwm >= 0 && hwm < 150 * 1024 ? "met" : "NOT met"))
+            print("    rows in the store: \(rows) (pass report: inserted \(result["inserted"] ?? "?"), skipped \(result["skipped"] ?? "?"), "
+                  + "pages \(result["pages"] ?? "?"), requests \(result["requests"] ?? "?"))")
+            guard rows == records else { throw ValidationError("the store holds \(rows) rows, expected \(records)") }
+            goalsMet = goalsMet && ratio >= 0.7 && hwm >= 0 && hwm < 150 * 1024
+        }
+        print("goals (ratio ≥ 0.7×, peak RSS < 150 MB): \(goalsMet ? "met" : "NOT met")")
+    }
+
+    /// Where Ferry's time goes: the source alone, then source + apply without the pass operation.
+    private func splitLines(_ firstURL: String, base: URL, bytes: Int64, rawRate: Double) throws {
+        // Split: the source alone (fetch + scan + RemoteRecords, no store), also in a child.
+        let sourceOnly = try childPass(url: firstURL, database: base.appendingPathComponent("unused.db").path, reconcile: false, sourceOnly: true)
+        if let seconds = Double(sourceOnly["seconds"] ?? ""), sourceOnly["records"] == String(records) {
+            print(line("(c-split) JSON source alone, no store", records: records, bytes: bytes, seconds: seconds)
+                  + String(format: ", peak RSS %.1f MB", Double(Int(sourceOnly["hwm_kb"] ?? "") ?? -1) / 1024))
+        } else {
+            throw ValidationError("the source-only pass delivered \(sourceOnly["records"] ?? "?") records, expected \(records)")
+        }
+
+        let direct = try childPass(url: firstURL, database: base.appendingPathComponent("direct.db").path, reconcile: false,
+                                   sourceOnly: true, apply: true)
+        if let seconds = Double(direct["seconds"] ?? ""), let applySeconds = Double(direct["apply_seconds"] ?? "") {
+            print(line("(c-split) JSON source + ReplicaDatabase.apply, no pass operation", records: records, bytes: bytes, seconds: seconds)
+                  + String(format: "; apply %.2f s (%.0f rows/s, %.2f× raw)", applySeconds, Double(records) / applySeconds,
+                           Double(records) / applySeconds / rawRate))
+        }
+    }
+
+    private func line(_ label: String, records: Int, bytes: Int64, seconds: Double) -> String {
+        String(format: "%@: %.0f records/s, %.1f MB/s (%.2f s)", label, Double(records) / seconds, Double(bytes) / seconds / 1e6, seconds)
+    }
+
+    /// Every page through one curl process (one kept-alive connection), bodies to /dev/null.
+    private func curl(_ urls: [String], directory: URL) throws -> Double {
+        let config = directory.appendingPathComponent("curl.conf")
+        try urls.map { "url = \"\($0)\"\noutput = \"/dev/null\"\n" }.joined().write(to: config, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = ["-s", "-f", "--config", config.path]
+        let start = ContinuousClock.now
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw BenchError.curlFailed("exit \(process.terminationStatus)") }
+        return (ContinuousClock.now - start).seconds
+    }
+
+    /// Runs `json-e2e-pass` in a child process and returns its RESULT line's fields.
+    private func childPass(url: String, database: String, reconcile: Bool, sourceOnly: Bool = false, apply: Bool = false) throws -> [String: String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["json-e2e-pass", "--url", url, "--database", database, "--reconcile", String(reconcile)] + (sourceOnly ? ["--source-only"] : []) + (apply ? ["--apply"] : [])
+            + (sqliteHeapLimitMb.map { ["--sqlite-heap-limit-mb", String($0)] } ?? [])
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.standardError
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard process.terminationStatus == 0,
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("RESULT ") }) else {
+            throw ValidationError("the pass failed (exit \(process.terminationStatus)): \(text)")
+        }
+        var fields: [String: String] = [:]
+        for pair in line.dropFirst("RESULT ".count).split(separator: " ") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
+        }
+        return fields
+    }
+
+    /// CPU time of the calling thread (the raw loop runs on one thread, as SQLite does).
+    static func threadCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
+    /// Counts the rows over a connection of our own, not through Ferry's code under test.
+    static func countRows(_ path: String, table: String) throws -> Int {
+        var db: OpaquePointer?
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let db else {
+            throw ValidationError("cannot open \(path)")
+        }
+        defer { sqlite3_close(db) }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, "SELECT count(*) FROM \"\(table)\" WHERE deleted = 0", -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw ValidationError("cannot count rows: \(String(cString: sqlite3_errmsg(db)))")
+        }
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW else { throw ValidationError("count(*) returned no row") }
+        return Int(sqlite3_column_int64(statement, 0))
+    }
+}

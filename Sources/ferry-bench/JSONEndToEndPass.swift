@@ -1,0 +1,127 @@
+import ArgumentParser
+import CSQLite
+import FerryKit
+import Foundation
+import Logging
+
+/// `ferry-bench json-e2e-pass` (hidden): the child process `json-e2e` runs for part (c), so the
+/// peak RSS it reports belongs to the pass alone and not to the parent that rendered a
+/// million records and ran the baselines.
+///
+/// It syncs one JSON collection store into a fresh database through ``OneShotSync``, the code
+/// `ferry sync` runs (SyncPassOperation → RemoteSourceFactory → JSONCollectionSource →
+/// ReplicaDatabase.apply), and prints one machine-readable line:
+/// `RESULT seconds=… inserted=… rows=… pages=… requests=… hwm_before_kb=… hwm_kb=…`.
+struct JSONEndToEndPass: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "json-e2e-pass",
+        abstract: "One `ferry sync`-style pass of a JSON collection into an empty store (used by json-e2e).",
+        shouldDisplay: false
+    )
+
+    @Option(help: "The collection's first page.") var url: String
+    @Option(help: "The replica database file (must not exist).") var database: String
+    @Option(help: "Reconcile as `ferry sync` does (true) or not (false, a daemon pass between reconciliations).")
+    var reconcile = true
+    @Option(help: "Cap SQLite's heap (sqlite3_soft_heap_limit64, MB), to see the pass with a smaller page cache than bulk mode's 128 MB.")
+    var sqliteHeapLimitMb: Int?
+    @Flag(help: "Run the source alone into a counting sink (fetch + parse, no store) instead of the pass.")
+    var sourceOnly = false
+    @Flag(help: "With --source-only: merge each batch with ReplicaDatabase.apply on the pass thread and time it.")
+    var apply = false
+
+    static let storeName = "e2e"
+
+    func run() throws {
+        var store = StoreConfiguration(name: Self.storeName, kind: .json, url: url,
+                                       location: ConfigurationLocation(file: "json-e2e", line: 1))
+        let location = store.location
+        store.options = [
+            "records-path": ConfigurationValue("results", at: location),
+            "id-field": ConfigurationValue("objectId", at: location),
+            "version-field": ConfigurationValue("updatedAt", at: location),
+            "pagination": ConfigurationValue("next-url:next", at: location),
+            "total-path": ConfigurationValue("count", at: location),
+        ]
+        if !reconcile { store.reconcileInterval = nil }
+        let problems = RemoteSourceFactory.validateOptions(of: store)
+        guard problems.isEmpty else { throw ValidationError(problems.joined(separator: "; ")) }
+
+        var global = GlobalConfiguration(databasePath: database, runtimeDirectory: NSTemporaryDirectory())
+        global.maxConcurrentPasses = 1
+        var logger = Logger(label: "ferry.bench")
+        logger.logLevel = .warning
+        if let sqliteHeapLimitMb { _ = sqlite3_soft_heap_limit64(Int64(sqliteHeapLimitMb) << 20) }
+        let hwmBefore = Self.peakRSSKilobytes()
+        let cpuBefore = Self.processCPUSeconds()
+        let started = ContinuousClock.now
+        let results: [(store: String, result: Result<PassReport, SyncError>)]
+        if sourceOnly {
+            var replica: ReplicaDatabase?
+            if apply {
+                let database = try ReplicaDatabase(path: database)
+                try database.prepare(StoreDefinition(store))
+                try database.setBulkMode(true)
+                replica = database
+            }
+            let pass = CountingSourcePass(store: store, database: replica)
+            OperationQueue().addOperations([pass], waitUntilFinished: true)
+            let records = try pass.output()
+            print("RESULT seconds=\((ContinuousClock.now - started).seconds) records=\(records) apply_seconds=\(pass.applySeconds) "
+                  + "hwm_before_kb=\(hwmBefore) hwm_kb=\(Self.peakRSSKilobytes())")
+            replica?.close()
+            return
+        } else if reconcile {
+            let sync = try OneShotSync(configuration: FerryConfiguration(global: global, stores: [store]), storeNames: [], logger: logger)
+            results = sync.run(refresh: .milliseconds(100)) { _ in }
+        } else {
+            results = [(store.name, Self.passWithoutReconciliation(store, databasePath: database, logger: logger))]
+        }
+        let seconds = (ContinuousClock.now - started).seconds
+        let cpu = Self.processCPUSeconds() - cpuBefore
+        let hwm = Self.peakRSSKilobytes()
+        guard let (_, result) = results.first else { throw ValidationError("no pass ran") }
+        let report = try result.get()
+        print("RESULT seconds=\(seconds) inserted=\(report.counts.inserted) skipped=\(report.counts.skipped) rows=\(report.recordCount) "
+              + "pages=\(report.pages) requests=\(report.requests) cpu_seconds=\(cpu) hwm_before_kb=\(hwmBefore) hwm_kb=\(hwm)")
+    }
+
+    /// The daemon's scheduled pass when no reconciliation is due: the same operation, with
+    /// `reconcile: false`.
+    static func passWithoutReconciliation(_ store: StoreConfiguration, databasePath: String, logger: Logger) -> Result<PassReport, SyncError> {
+        let database: SharedDatabase
+        do {
+            database = try SharedDatabase(path: databasePath)
+        } catch {
+            return .failure(SyncError(.store, store: store.name, message: "\(error)"))
+        }
+        defer { database.close() }
+        let operation = SyncPassOperation(.init(store: store, database: database, trigger: .onDemand, reconcile: false, pass: 1, logger: logger))
+        OperationQueue().addOperations([operation], waitUntilFinished: true)
+        // waitUntilFinished can return before the result is readable through every path; poll briefly.
+        while !operation.isFinished { usleep(1000) }
+        switch operation.result {
+        case .success(let report): return .success(report)
+        case .failure(let error as SyncError): return .failure(error)
+        case .failure(let error): return .failure(SyncError(.store, store: store.name, message: "\(error)"))
+        case nil: return .failure(SyncError(.store, store: store.name, message: "the pass finished without a result"))
+        }
+    }
+
+    /// User + system CPU time of every thread of this process so far: on a loaded machine the
+    /// wall time measures the neighbours as much as Ferry.
+    static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// VmHWM (peak resident set) of this process in kB, from /proc/self/status; -1 if unreadable.
+    static func peakRSSKilobytes() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let value = Int(line.dropFirst("VmHWM:".count).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "")
+        else { return -1 }
+        return value
+    }
+}
