@@ -15,7 +15,7 @@ final class RawUpsert {
         db = handle
         let setup = """
             PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
-            PRAGMA cache_size = -131072; PRAGMA wal_autocheckpoint = 20000;
+            PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = 20000;
             CREATE TABLE bench(id TEXT PRIMARY KEY NOT NULL, version TEXT NOT NULL, body TEXT NOT NULL, fields TEXT,
                                first_seen REAL NOT NULL, last_synced REAL NOT NULL, deleted INTEGER NOT NULL DEFAULT 0);
             """

@@ -66,8 +66,8 @@ public struct RecordProblem: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// One page (or multiget batch) of changes and the cursor that becomes valid once it is
-/// committed. The merge engine applies the changes and stores the cursor in one transaction.
+/// One page (or multiget batch, or several consecutive pages) of changes and the cursor that
+/// becomes valid once it is committed. The merge engine applies the changes and stores the cursor in one transaction.
 public struct ChangeBatch: Sendable, Equatable {
     public var changes: [RecordChange]
     /// The cursor to store with this batch; `nil` keeps the stored cursor (for example the
@@ -79,8 +79,13 @@ public struct ChangeBatch: Sendable, Equatable {
     public var totalHint: Int64?
     /// Where the page came from (URL without credentials), for errors and logs.
     public var origin: String
+    /// Remote pages (responses) the batch was made from: a source may gather several pages
+    /// into one batch, and reports and logs count pages.
+    public var pageCount: Int
 
-    public init(changes: [RecordChange], cursor: String?, problems: [RecordProblem] = [], totalHint: Int64? = nil, origin: String = "") {
+    public init(changes: [RecordChange], cursor: String?, problems: [RecordProblem] = [], totalHint: Int64? = nil, origin: String = "",
+                pageCount: Int = 1) {
+        self.pageCount = pageCount
         self.changes = changes
         self.cursor = cursor
         self.problems = problems

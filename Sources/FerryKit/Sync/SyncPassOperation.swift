@@ -83,7 +83,10 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                     try database.setBulkMode(true)
                     bulk = true
                 }
-                return PassPlan(cursor: cursor, reconcile: setup.reconcile && !store.kind.reportsDeletions)
+                // An empty store has nothing to sweep: a first sync skips reconciliation, whose
+                // listing of every id would cost about as much as the sync itself.
+                let reconcile = try setup.reconcile && !store.kind.reportsDeletions && database.hasRecords(in: store.name)
+                return PassPlan(cursor: cursor, reconcile: reconcile)
             }
         } catch {
             fail(SyncError(.store, store: store.name, message: "\(error)"))
@@ -119,13 +122,13 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         let store = setup.store.name
         let counts = try write(url: batch.origin) { try $0.apply(batch, to: store) }
         report.counts += counts
-        report.pages += 1
+        report.pages += batch.pageCount
         for problem in counts.problems {
             logger.warning("skipped a bad record: \(problem)", metadata: ["url": "\(batch.origin)"])
         }
         updateProgress { progress in
             progress.completedUnits += Int64(batch.changes.count)
-            progress.completedPages += 1
+            progress.completedPages += batch.pageCount
             if let total = batch.totalHint { progress.totalUnits = total }
             progress.lastAdvance = .now
         }

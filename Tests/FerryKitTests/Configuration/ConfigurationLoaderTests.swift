@@ -203,7 +203,7 @@ import Testing
             """) == [
             .init(file: Self.file, line: 1, key: "url", message: "store 'a' needs a url"),
             .init(file: Self.file, line: 3, key: "multiget-batch",
-                  message: "unknown key for a parse store (known: application-id, ca-file, class, column.NAME, connect-timeout, deletion, interval, jitter, kind, low-speed-limit, low-speed-time, master-key, max-delete-share, max-record-size, max-response-size, on-bad-record, page-size, priority, reconcile-interval, rest-api-key, total-timeout, url, username)"),
+                  message: "unknown key for a parse store (known: application-id, ca-file, class, column.NAME, connect-timeout, deletion, interval, jitter, kind, lookback, low-speed-limit, low-speed-time, master-key, max-delete-share, max-record-size, max-response-size, on-bad-record, page-size, priority, reconcile-interval, rest-api-key, total-timeout, url, username)"),
         ])
     }
 

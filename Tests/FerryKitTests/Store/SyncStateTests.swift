@@ -111,7 +111,7 @@ struct SyncStateTests {
         let cache = try replica.connection.scalarInt("PRAGMA cache_size")
         let checkpoint = try replica.connection.scalarInt("PRAGMA wal_autocheckpoint")
         try replica.setBulkMode(true)
-        #expect(try replica.connection.scalarInt("PRAGMA cache_size") == -131_072)
+        #expect(try replica.connection.scalarInt("PRAGMA cache_size") == -65_536)
         #expect(try replica.connection.scalarInt("PRAGMA wal_autocheckpoint") == 20_000)
         try replica.setBulkMode(true)
         try replica.setBulkMode(false)

@@ -184,7 +184,7 @@ public final class JSONCollectionSource: RemoteSource {
         let held = pending
         pending = PendingBatch()
         let batch = ChangeBatch(changes: held.changes, cursor: cursor ?? held.cursor, problems: held.problems,
-                                totalHint: held.totalHint, origin: held.origin)
+                                totalHint: held.totalHint, origin: held.origin, pageCount: held.pageCount)
         do {
             if !held.ids.isEmpty { try sink.source(self, didList: held.ids) }
             try sink.source(self, didProduce: batch)

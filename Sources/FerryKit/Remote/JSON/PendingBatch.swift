@@ -16,6 +16,8 @@ struct PendingBatch {
 
     var isEmpty: Bool { firstAdded == nil }
     var count: Int { changes.count }
+    /// Pages added since the last flush.
+    private(set) var pageCount = 0
     /// How long the oldest held page has waited.
     var age: Duration { firstAdded.map { .now - $0 } ?? .zero }
 
@@ -34,6 +36,7 @@ struct PendingBatch {
             ids += pageIDs
         }
         bodyBytes += pageBytes
+        pageCount += 1
         if totalHint == nil { totalHint = pageTotal }
     }
 }
