@@ -43,6 +43,8 @@ Test control (no auth, JSON bodies):
                          "same_updated_at":false} -> {"updated":[ids],"deleted":[ids],
                          "created":[ids]}; updates bump `rev`, rewrite `text`, new updatedAt.
   GET  /__admin/dump?class=Quote   {"objects":[all objects sorted by objectId]}
+  GET  /__admin/dump?class=Quote&lines=1   the same objects as text, one per line, each
+                         byte for byte as a class GET renders it (for exact body comparisons)
   POST /__admin/clear   {"class":"Quote"} (or {} for everything) -> {"deleted":N}
   POST /__admin/fault   {"next":N,"status":503,"retry_after":2} or
                         {"next":N,"kind":"truncate"|"invalid-json"|"html200"|"reset"|"stall"|
@@ -684,10 +686,12 @@ class Store:
                 raise
         return {"updated": upd, "deleted": dele, "created": created}
 
-    def dump(self, cls):
+    def dump(self, cls, lines=False):
         with self.lock:
             rows = self.db.execute("SELECT objectId, createdAt, updatedAt, data FROM objects "
                                    "WHERE cls=? ORDER BY objectId", (cls,)).fetchall()
+        if lines:
+            return "".join(obj_text(*r) + "\n" for r in rows)
         return '{"objects":[' + ",".join(obj_text(*r) for r in rows) + "]}"
 
     def clear(self, cls):
@@ -1116,7 +1120,10 @@ class Handler(BaseHTTPRequestHandler):
                 bool(body.get("same_updated_at")), int(body.get("size", 370)),
                 body.get("seed")))
         if what == "dump":
-            return self.respond(200, store.dump(q.get("class") or body.get("class", "Quote")))
+            lines = q.get("lines") in ("1", "true")
+            return self.respond(200, store.dump(q.get("class") or body.get("class", "Quote"), lines),
+                                "text/plain; charset=utf-8" if lines else
+                                "application/json; charset=utf-8")
         if what == "clear":
             return self.respond_json(200, {"deleted": store.clear(body.get("class")
                                                                    or q.get("class"))})

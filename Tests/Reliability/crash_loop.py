@@ -1,0 +1,654 @@
+#!/usr/bin/env python3
+"""Ferry's end-to-end crash loop (issue 6, items 1 and 3): SIGKILL `ferry sync` again and again
+while the servers change underneath it, then prove the replica equals the servers exactly.
+
+    python3 Tests/Reliability/crash_loop.py [--kills 50] [--records 100000] [--cards 2000]
+        [--page-size 100] [--seed N] [--ferry .build/debug/ferry] [--workdir DIR] [--keep]
+
+What it does, all on 127.0.0.1:
+1. Starts Tests/Servers/parse_server.py and seeds class Quote with --records objects (POST
+   /__admin/seed), the last 2 * page-size + 7 of them sharing one updatedAt, so page boundaries
+   fall inside a group of equal timestamps. Starts Xandikos through Tests/Servers/dav_servers.py
+   with --cards vCards written straight into its git-backed collection (one commit; a PUT per
+   card costs a git commit each). Writes a ferry.conf with a Parse store (`quotes`, master key
+   from a chmod-600 file) and a CardDAV store (`contacts`), both with small pages (page-size for
+   Parse, multiget-batch for CardDAV) so one pass spans many requests.
+2. Runs `ferry sync` and SIGKILLs it at a random moment, --kills times, restarting it each time.
+   The delay is drawn from two mixtures: half uniform over the first 1.5 s (while the changes
+   since the cursor are paged and merged; fetch and merge overlap, so a kill lands in either),
+   half uniform over the measured length of a whole run (so kills also land in the
+   reconciliation listing and, for the first runs, deep in the initial 100k-record sync). A run
+   that ends before its kill counts as a completed pass, not as a kill. Where each Parse kill
+   landed is read from the test server's request log: before the first request, while paging
+   changes (`order=updatedAt`), or while listing ids for reconciliation (`keys=objectId`).
+   A mutator thread changes both servers between AND during the runs: Parse /__admin/mutate
+   updates (new updatedAt, bumped `rev`), creates and deletes objects, one step in three with
+   same_updated_at and about page-size updates, so several objects share one updatedAt across a
+   page boundary while a pass pages through them; Xandikos cards are added, changed and deleted
+   with HTTP PUT/DELETE.
+   `ferry sync` always reconciles (OneShotSync asks every pass for it), so Parse deletes reach
+   the replica through the `keys=objectId` sweep; the config also sets reconcile-interval = 1s
+   for anyone rerunning it with ferryd.
+3. After the last kill the mutator stops and `ferry sync` runs to completion (retried up to 3
+   times if a pass fails), then once more. Then the replica is compared exactly with the servers:
+   - Parse: every objectId, version (= updatedAt) and body (byte for byte) of /__admin/dump
+     against table `quotes`;
+   - Xandikos: the collection's committed git tree is the ground truth (Xandikos' etag is the
+     git blob id): every href, etag and body against table `contacts`;
+   - `PRAGMA integrity_check` is `ok`;
+   - the change log (`ferry_change_log` / view `ferry_changes`) has contiguous sequences from
+     the pruning floor + 1, and replaying it (insert only when absent, update and delete only when
+     present) gives exactly the set of ids in each table; so the latest entry per id agrees with
+     the replica (insert/update for present ids, delete for gone ones).
+4. Prints the figures (kills survived and where they landed, passes run, mutations made,
+   records compared per store, mismatches, time) and exits 1 on any mismatch, 2 on a setup
+   failure.
+
+Budget: the CI run (scripts/test.sh: 50 kills, 100,000 records, 2,000 cards, page-size 100)
+takes about 2-3 minutes on the 2-core CI machine. 2,000 cards keeps each empty-token CardDAV
+sync short (Xandikos answers 10,000 cards with data in ~1.3 s, then every later pass would
+spend most of the crash budget there) while the CardDAV pass still spans 20 multiget batches.
+
+Longer run (documented; ~25-40 minutes here):
+
+    python3 Tests/Reliability/crash_loop.py --kills 500 --records 1000000 --cards 10000 --page-size 200
+
+Needs Python 3.11+ (stdlib only), git, and Xandikos in $FERRY_VENV/bin (default
+~/.cache/ferry/venv; `pip install xandikos`). The binary: --ferry, else $FERRY, else
+.build/debug/ferry. Work files go to --workdir (default: a fresh temporary directory, removed
+on success unless --keep; kept on failure, and its path printed).
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SERVERS = os.path.join(ROOT, "Tests", "Servers")
+# 127.0.0.1 only: never route through a proxy from the environment.
+HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+APP_ID = "ferry-test"
+MASTER_KEY = "master-secret"
+
+
+class SetupError(Exception):
+    pass
+
+
+def log(message):
+    sys.stdout.write("[crash-loop %7.1fs] %s\n" % (time.monotonic() - START, message))
+    sys.stdout.flush()
+
+
+START = time.monotonic()
+
+
+def request(method, url, body=None, headers=None, timeout=60):
+    """(status, body bytes, headers); HTTP errors are returned, not raised."""
+    data = None
+    hs = dict(headers or {})
+    if body is not None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        hs.setdefault("Content-Type", "application/json")
+    req = urllib.request.Request(url, data=data, method=method, headers=hs)
+    try:
+        with HTTP.open(req, timeout=timeout) as r:
+            return r.status, r.read(), r.headers
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(), e.headers
+
+
+# ---------------------------------------------------------------------------------------
+# Servers
+# ---------------------------------------------------------------------------------------
+
+class ParseServer:
+    def __init__(self, workdir):
+        self.log = open(os.path.join(workdir, "parse_server.log"), "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(SERVERS, "parse_server.py"), "--port", "0",
+             "--app-id", APP_ID, "--master-key", MASTER_KEY],
+            stdout=subprocess.PIPE, stderr=self.log)
+        line = self.process.stdout.readline().decode().strip()
+        if not line.startswith("PORT "):
+            raise SetupError("parse_server.py did not start (see %s)" % self.log.name)
+        self.port = int(line.split()[1])
+        self.base = "http://127.0.0.1:%d" % self.port
+        self.url = self.base + "/parse"
+
+    def admin(self, what, body=None, method="POST"):
+        status, data, _ = request(method, self.base + "/__admin/" + what, body, timeout=300)
+        if status != 200:
+            raise SetupError("parse admin %s -> %d %s" % (what, status, data[:200]))
+        return json.loads(data)
+
+    def dump(self):
+        """{objectId: (updatedAt, the object's bytes exactly as a class GET renders them)}."""
+        status, data, _ = request("GET", self.base + "/__admin/dump?class=Quote&lines=1", timeout=300)
+        if status != 200:
+            raise SetupError("parse dump -> %d" % status)
+        out = {}
+        for line in data.split(b"\n"):
+            if line:
+                o = json.loads(line)
+                out[o["objectId"]] = (o["updatedAt"], line)
+        return out
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+class Xandikos:
+    """Xandikos through dav_servers.py, with its directory kept so the git tree can be read."""
+
+    def __init__(self, workdir, cards):
+        self.dir = os.path.join(workdir, "xandikos")
+        self.log = open(os.path.join(workdir, "xandikos.log"), "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(SERVERS, "dav_servers.py"), "--server", "xandikos",
+             "--cards", str(cards), "--events", "0", "--dir", self.dir],
+            stdout=subprocess.PIPE, stderr=self.log)
+        self.book = None
+        self.port = None
+        while self.port is None:
+            line = self.process.stdout.readline().decode()
+            if not line:
+                raise SetupError("dav_servers.py did not start Xandikos (see %s; is xandikos "
+                                 "installed in $FERRY_VENV/bin?)" % self.log.name)
+            if line.startswith("ADDRESSBOOK "):
+                self.book = line.split()[1]
+            elif line.startswith("PORT "):
+                self.port = int(line.split()[1])
+        self.base = "http://127.0.0.1:%d" % self.port
+        self.url = self.base + self.book
+        self.repo = os.path.join(self.dir, self.book.strip("/"))
+
+    def put(self, name, body):
+        status, _, _ = request("PUT", self.url + name, body.encode(),
+                               {"Content-Type": "text/vcard; charset=utf-8"})
+        return status
+
+    def delete(self, name):
+        status, _, _ = request("DELETE", self.url + name)
+        return status
+
+    def truth(self):
+        """{href relative to the collection: (etag, body bytes)} from the committed git tree."""
+        tree = subprocess.run(["git", "-C", self.repo, "ls-tree", "-r", "HEAD"], check=True,
+                              capture_output=True).stdout.decode().splitlines()
+        entries = []
+        for line in tree:
+            meta, name = line.split("\t", 1)
+            if name.endswith(".vcf"):
+                entries.append((name, meta.split()[2]))
+        batch = subprocess.run(["git", "-C", self.repo, "cat-file", "--batch"], check=True,
+                               input="".join(sha + "\n" for _, sha in entries).encode(),
+                               capture_output=True).stdout
+        out = {}
+        pos = 0
+        for name, sha in entries:
+            header_end = batch.index(b"\n", pos)
+            size = int(batch[pos:header_end].split()[2])
+            body = batch[header_end + 1:header_end + 1 + size]
+            pos = header_end + 1 + size + 1
+            # Xandikos puts the vCard's CRLFs raw into its XML answers, and XML parsing turns
+            # every CRLF (and lone CR) into LF (XML 1.0 section 2.11): that LF text is what any
+            # client of the collection receives, so it is what the replica must hold.
+            out[name] = ('"%s"' % sha, body.replace(b"\r\n", b"\n").replace(b"\r", b"\n"))
+        return out
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+# ---------------------------------------------------------------------------------------
+# Mutations
+# ---------------------------------------------------------------------------------------
+
+def vcard(uid, name, rev):
+    lines = ["BEGIN:VCARD", "VERSION:3.0", "UID:%s" % uid, "FN:%s" % name, "N:;%s;;;" % name,
+             "EMAIL;TYPE=work:%s@example.com" % uid, "NOTE:revision %d" % rev, "END:VCARD"]
+    return "\r\n".join(lines) + "\r\n"
+
+
+class Mutator:
+    """Changes both servers in small random steps; `step()` runs one, the thread many."""
+
+    def __init__(self, parse, dav, cards, page_size, rng):
+        self.parse = parse
+        self.dav = dav
+        self.page_size = page_size
+        self.rng = rng
+        self.cards = {"card-%d.vcf" % i: 0 for i in range(cards)}
+        self.next_card = 0
+        self.counts = dict.fromkeys(
+            ["steps", "parse_updated", "parse_created", "parse_deleted", "same_updated_at_groups",
+             "cards_added", "cards_changed", "cards_deleted", "card_errors"], 0)
+        self.running = False
+        self.thread = None
+        self.lock = threading.Lock()
+
+    def step(self):
+        with self.lock:
+            self._step()
+
+    def _step(self):
+        rng = self.rng
+        c = self.counts
+        c["steps"] += 1
+        if rng.random() < 1 / 3:
+            # Several objects sharing one updatedAt, about a page of them: a page boundary falls
+            # inside the group whenever a pass pages through it.
+            spec = {"update": self.page_size + rng.randint(-3, 5), "create": rng.randint(0, 6),
+                    "delete": rng.randint(0, 4), "same_updated_at": True}
+            c["same_updated_at_groups"] += 1
+        else:
+            spec = {"update": rng.randint(0, 3 * self.page_size), "create": rng.randint(0, 60),
+                    "delete": rng.randint(0, 15), "same_updated_at": False}
+        spec["class"] = "Quote"
+        spec["seed"] = rng.randrange(1 << 30)
+        r = self.parse.admin("mutate", spec)
+        c["parse_updated"] += len(r["updated"])
+        c["parse_created"] += len(r["created"])
+        c["parse_deleted"] += len(r["deleted"])
+        for _ in range(rng.randint(1, 6)):
+            roll = rng.random()
+            names = list(self.cards) if roll >= 0.35 else None
+            if roll < 0.35 or not self.cards:
+                name = "crash-%d.vcf" % self.next_card
+                self.next_card += 1
+                status = self.dav.put(name, vcard("crash-%d" % self.next_card, "Crash %d" % self.next_card, 0))
+                if status in (200, 201, 204):
+                    self.cards[name] = 0
+                    c["cards_added"] += 1
+                else:
+                    c["card_errors"] += 1
+            elif roll < 0.8:
+                name = rng.choice(names)
+                rev = self.cards[name] + 1
+                status = self.dav.put(name, vcard(name[:-4], "Changed %s" % name[:-4], rev))
+                if status in (200, 201, 204):
+                    self.cards[name] = rev
+                    c["cards_changed"] += 1
+                else:
+                    c["card_errors"] += 1
+            else:
+                name = rng.choice(names)
+                status = self.dav.delete(name)
+                if status in (200, 204, 404):
+                    self.cards.pop(name, None)
+                    c["cards_deleted"] += 1
+                else:
+                    c["card_errors"] += 1
+
+    def start(self):
+        self.running = True
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        while self.running:
+            try:
+                self.step()
+            except Exception as e:  # a failed step is reported, and the loop goes on
+                log("mutator step failed: %s" % e)
+            time.sleep(self.rng.uniform(0.05, 0.4))
+
+    def stop(self):
+        self.running = False
+        if self.thread:
+            self.thread.join()
+
+
+# ---------------------------------------------------------------------------------------
+# ferry
+# ---------------------------------------------------------------------------------------
+
+def write_config(workdir, parse, dav, page_size, batch):
+    secret = os.path.join(workdir, "parse-master-key")
+    with open(secret, "w") as f:
+        f.write(MASTER_KEY + "\n")
+    os.chmod(secret, 0o600)
+    conf = os.path.join(workdir, "ferry.conf")
+    with open(conf, "w") as f:
+        f.write("""# Written by Tests/Reliability/crash_loop.py
+[ferry]
+database = {db}
+log-level = info
+max-concurrent-passes = 2
+
+[store quotes]
+kind = parse
+url = {parse}
+class = Quote
+application-id = {app}
+master-key = file:{secret}
+page-size = {page}
+reconcile-interval = 1s
+interval = 1h
+column.author = text $.author
+
+[store contacts]
+kind = carddav
+url = {dav}
+multiget-batch = {batch}
+interval = 1h
+column.email = text $.EMAIL
+""".format(db=os.path.join(workdir, "ferry.db"), parse=parse.url, app=APP_ID, secret=secret,
+           page=page_size, dav=dav.url, batch=batch))
+    return conf
+
+
+class Ferry:
+    def __init__(self, binary, conf, workdir):
+        self.binary = binary
+        self.conf = conf
+        self.log_path = os.path.join(workdir, "ferry.log")
+        self.log = open(self.log_path, "ab")
+
+    def start(self, label):
+        self.log.write(("\n=== %s\n" % label).encode())
+        self.log.flush()
+        return subprocess.Popen([self.binary, "sync", "--config", self.conf, "--verbose"],
+                                stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
+
+    def run_to_completion(self, label, timeout=600):
+        p = self.start(label)
+        t = time.monotonic()
+        try:
+            code = p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            code = "timeout"
+        return code, time.monotonic() - t
+
+
+# ---------------------------------------------------------------------------------------
+# Comparison
+# ---------------------------------------------------------------------------------------
+
+class Comparison:
+    def __init__(self):
+        self.mismatches = []
+        self.compared = {}
+
+    def bad(self, what):
+        self.mismatches.append(what)
+
+
+def compare_store(cmp, name, db, truth):
+    """truth: {id: (version, body bytes)} against table `name`."""
+    rows = {}
+    for rid, version, body, deleted in db.execute(
+            'SELECT id, version, CAST(body AS BLOB), deleted FROM "%s"' % name):
+        rows[rid] = (version, bytes(body), deleted)
+    cmp.compared[name] = len(truth)
+    for rid in sorted(set(truth) - set(rows)):
+        cmp.bad("%s: %s is on the server but not in the replica" % (name, rid))
+    for rid in sorted(set(rows) - set(truth)):
+        cmp.bad("%s: %s is in the replica but not on the server" % (name, rid))
+    for rid in sorted(set(rows) & set(truth)):
+        version, body, deleted = rows[rid]
+        want_version, want_body = truth[rid]
+        if deleted:
+            cmp.bad("%s: %s is a tombstone but exists on the server" % (name, rid))
+        if version != want_version:
+            cmp.bad("%s: %s version %r, server %r" % (name, rid, version, want_version))
+        if body != want_body:
+            cmp.bad("%s: %s body differs (%d bytes, server %d)" % (name, rid, len(body), len(want_body)))
+    return set(rows)
+
+
+def check_change_log(cmp, db, present_by_store):
+    floor = db.execute("SELECT value FROM ferry_meta WHERE key = 'change_seq_floor'").fetchone()
+    floor = int(floor[0]) if floor else 0
+    expected = floor + 1
+    gaps = 0
+    state = {}
+    anomalies = 0
+    entries = 0
+    for seq, store, rid, op in db.execute("SELECT seq, store, id, op FROM ferry_changes ORDER BY seq"):
+        entries += 1
+        if seq != expected:
+            gaps += 1
+            if gaps <= 10:
+                cmp.bad("change log: seq %d follows %d (gap)" % (seq, expected - 1))
+        expected = seq + 1
+        key = (store, rid)
+        here = state.get(key, False)
+        if (op == "insert" and here) or (op in ("update", "delete") and not here):
+            anomalies += 1
+            if anomalies <= 10:
+                cmp.bad("change log: seq %d %s %s/%s but the id was %s" % (
+                    seq, op, store, rid, "present" if here else "absent"))
+        state[key] = op != "delete"
+    if gaps > 10:
+        cmp.bad("change log: %d gaps in all" % gaps)
+    if anomalies > 10:
+        cmp.bad("change log: %d out-of-order operations in all" % anomalies)
+    wrong = 0
+    for store, present in present_by_store.items():
+        logged = {rid for (s, rid), here in state.items() if s == store and here}
+        for rid in sorted(logged ^ present):
+            wrong += 1
+            if wrong <= 10:
+                if rid in present:
+                    cmp.bad("change log: %s/%s is in the replica but its latest entry is %s" % (
+                        store, rid, "delete" if (store, rid) in state else "missing"))
+                else:
+                    cmp.bad("change log: %s/%s's latest entry is insert/update but it is not in "
+                            "the replica" % (store, rid))
+    if wrong > 10:
+        cmp.bad("change log: %d ids whose latest entry disagrees with the replica" % wrong)
+    return entries, floor
+
+
+def compare(workdir, parse, dav):
+    cmp = Comparison()
+    db = sqlite3.connect("file:%s?mode=ro" % os.path.join(workdir, "ferry.db"), uri=True)
+    try:
+        integrity = [r[0] for r in db.execute("PRAGMA integrity_check")]
+        if integrity != ["ok"]:
+            cmp.bad("integrity_check: %s" % "; ".join(integrity[:10]))
+        quotes = compare_store(cmp, "quotes", db, parse.dump())
+        contacts = compare_store(cmp, "contacts", db, dav.truth())
+        cmp.log_entries, cmp.log_floor = check_change_log(
+            cmp, db, {"quotes": quotes, "contacts": contacts})
+        cmp.sync_state = db.execute(
+            "SELECT store, last_error FROM ferry_sync_state ORDER BY store").fetchall()
+    finally:
+        db.close()
+    return cmp
+
+
+# ---------------------------------------------------------------------------------------
+# Main
+# ---------------------------------------------------------------------------------------
+
+def kill_phase(stats):
+    """Where the Parse pass was when killed, from the server's request log of this run."""
+    queries = stats.get("queries", [])
+    if not queries:
+        return "before the first Parse request"
+    if any("keys=objectId" in q for q in queries):
+        return "Parse reconciliation listing"
+    if any("count=1" in q for q in queries) and len(queries) == 1:
+        return "Parse first changes page"
+    return "Parse changes paging"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kills", type=int, default=50)
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--cards", type=int, default=2_000)
+    ap.add_argument("--page-size", type=int, default=100)
+    ap.add_argument("--multiget-batch", type=int, default=25)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--ferry", default=os.environ.get("FERRY") or os.path.join(ROOT, ".build", "debug", "ferry"))
+    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--keep", action="store_true", help="keep the work directory on success")
+    a = ap.parse_args()
+    if a.seed is None:
+        a.seed = random.randrange(1 << 31)
+    seed = a.seed
+    rng = random.Random(seed)
+    if not os.access(a.ferry, os.X_OK):
+        log("ferry binary not found at %s (build it, or pass --ferry / $FERRY)" % a.ferry)
+        return 2
+    workdir = a.workdir or tempfile.mkdtemp(prefix="ferry-crash-loop-")
+    os.makedirs(workdir, exist_ok=True)
+    log("seed %d, %d kills, %d Parse records, %d cards, page-size %d, work dir %s"
+        % (seed, a.kills, a.records, a.cards, a.page_size, workdir))
+    parse = dav = None
+    try:
+        parse = ParseServer(workdir)
+        group = 2 * a.page_size + 7
+        t = time.monotonic()
+        parse.admin("seed", {"class": "Quote", "count": max(0, a.records - group), "seed": seed})
+        parse.admin("seed", {"class": "Quote", "count": min(group, a.records),
+                             "same_updated_at": True, "seed": seed + 1})
+        log("Parse seeded with %d objects in %.1f s (port %d)" % (a.records, time.monotonic() - t, parse.port))
+        t = time.monotonic()
+        dav = Xandikos(workdir, a.cards)
+        log("Xandikos serving %d cards at %s (%.1f s)" % (a.cards, dav.url, time.monotonic() - t))
+        conf = write_config(workdir, parse, dav, a.page_size, a.multiget_batch)
+        ferry = Ferry(a.ferry, conf, workdir)
+        mutator = Mutator(parse, dav, a.cards, a.page_size, random.Random(seed + 2))
+        return run(a, rng, workdir, parse, dav, ferry, mutator)
+    except SetupError as e:
+        log("setup failed: %s" % e)
+        return 2
+    finally:
+        for server in (dav, parse):
+            if server:
+                server.stop()
+
+
+def run(a, rng, workdir, parse, dav, ferry, mutator):
+    kills = 0
+    completed = 0
+    failed_runs = 0
+    phases = {}
+    delays = []
+    durations = []  # runs that ended by themselves
+    estimate = 4.0
+    t_loop = time.monotonic()
+    mutator.start()
+    attempt = 0
+    while kills < a.kills:
+        attempt += 1
+        # Between runs: one more mutation step on top of the background ones.
+        mutator.step()
+        parse.admin("stats/reset")
+        if rng.random() < 0.5:
+            delay = rng.uniform(0.02, 1.5)
+        else:
+            delay = rng.uniform(0.02, max(estimate, 1.5))
+        p = ferry.start("run %d (kill after %.3f s)" % (attempt, delay))
+        started = time.monotonic()
+        try:
+            code = p.wait(delay)
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is None:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+            kills += 1
+            delays.append(delay)
+            phase = kill_phase(parse.admin("stats", method="GET"))
+            phases[phase] = phases.get(phase, 0) + 1
+            if kills % 10 == 0:
+                log("%d kills (%d passes completed between them)" % (kills, completed))
+        else:
+            duration = time.monotonic() - started
+            durations.append(duration)
+            estimate = max(1.5, sum(durations[-5:]) / len(durations[-5:]))
+            if code == 0:
+                completed += 1
+            else:
+                failed_runs += 1
+                log("run %d exited %s by itself (see %s)" % (attempt, code, ferry.log_path))
+    loop_seconds = time.monotonic() - t_loop
+    mutator.stop()
+    log("%d kills survived in %.1f s; mutator stopped: %s" % (kills, loop_seconds, json.dumps(mutator.counts)))
+
+    final_runs = 0
+    code = None
+    for _ in range(3):
+        code, seconds = ferry.run_to_completion("final pass %d" % (final_runs + 1))
+        final_runs += 1
+        log("final pass %d: exit %s in %.1f s" % (final_runs, code, seconds))
+        if code == 0:
+            break
+    if code == 0:
+        code, seconds = ferry.run_to_completion("check pass")
+        final_runs += 1
+        log("check pass: exit %s in %.1f s" % (code, seconds))
+    t = time.monotonic()
+    cmp = compare(workdir, parse, dav)
+    if code != 0:
+        cmp.bad("the final passes did not complete (last exit %s; see %s)" % (code, ferry.log_path))
+    log("compared in %.1f s" % (time.monotonic() - t))
+
+    print()
+    print("crash loop: seed %d (rerun with --seed %d; the servers' timing still varies)" % (a.seed, a.seed))
+    print("  kills survived:      %d (SIGKILL while `ferry sync` ran)" % kills)
+    for phase, n in sorted(phases.items(), key=lambda kv: -kv[1]):
+        print("    %-36s %d" % (phase + ":", n))
+    if delays:
+        print("  kill delays:         %.3f .. %.3f s (median %.3f)" % (
+            min(delays), max(delays), sorted(delays)[len(delays) // 2]))
+    print("  passes run:          %d (%d killed, %d completed in the loop, %d failed in the loop, "
+          "%d final)" % (kills + completed + failed_runs + final_runs, kills, completed, failed_runs, final_runs))
+    print("  mutations:           Parse %d updated (%d same-updatedAt groups), %d created, %d deleted;"
+          % (mutator.counts["parse_updated"], mutator.counts["same_updated_at_groups"],
+             mutator.counts["parse_created"], mutator.counts["parse_deleted"]))
+    print("                       cards %d added, %d changed, %d deleted (%d refused)" % (
+        mutator.counts["cards_added"], mutator.counts["cards_changed"],
+        mutator.counts["cards_deleted"], mutator.counts["card_errors"]))
+    print("  records compared:    quotes %d (Parse), contacts %d (Xandikos)" % (
+        cmp.compared.get("quotes", 0), cmp.compared.get("contacts", 0)))
+    print("  change log:          %d entries after floor %d" % (getattr(cmp, "log_entries", 0),
+                                                                getattr(cmp, "log_floor", 0)))
+    print("  mismatches:          %d" % len(cmp.mismatches))
+    for m in cmp.mismatches[:40]:
+        print("    " + m)
+    print("  time:                %.1f s (kill loop %.1f s)" % (time.monotonic() - START, loop_seconds))
+    if cmp.mismatches:
+        print("FAILED: the replica differs; work dir kept: %s" % workdir)
+        return 1
+    print("OK: replica equals both servers")
+    if not a.keep and not a.workdir:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
