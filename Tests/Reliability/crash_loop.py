@@ -253,11 +253,11 @@ class Mutator:
         self.thread = None
         self.lock = threading.Lock()
 
-    def step(self):
+    def step(self, cards=6):
         with self.lock:
-            self._step()
+            self._step(cards)
 
-    def _step(self):
+    def _step(self, cards):
         rng = self.rng
         c = self.counts
         c["steps"] += 1
@@ -276,7 +276,7 @@ class Mutator:
         c["parse_updated"] += len(r["updated"])
         c["parse_created"] += len(r["created"])
         c["parse_deleted"] += len(r["deleted"])
-        for _ in range(rng.randint(1, 6)):
+        for _ in range(rng.randint(1, cards)):
             roll = rng.random()
             names = list(self.cards) if roll >= 0.35 else None
             if roll < 0.35 or not self.cards:
@@ -372,13 +372,24 @@ class Ferry:
         self.log = open(self.log_path, "ab")
 
     def start(self, label):
+        """The process, and where its output starts in the log."""
         self.log.write(("\n=== %s\n" % label).encode())
         self.log.flush()
-        return subprocess.Popen([self.binary, "sync", "--config", self.conf, "--verbose"],
-                                stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
+        offset = self.log.tell()
+        p = subprocess.Popen([self.binary, "sync", "--config", self.conf, "--verbose"],
+                             stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
+        return p, offset
+
+    def output(self, offset):
+        with open(self.log_path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+
+    def saw(self, text, offset):
+        return text in self.output(offset)
 
     def run_to_completion(self, label, timeout=600):
-        p = self.start(label)
+        p, offset = self.start(label)
         t = time.monotonic()
         try:
             code = p.wait(timeout)
@@ -386,7 +397,7 @@ class Ferry:
             p.kill()
             p.wait()
             code = "timeout"
-        return code, time.monotonic() - t
+        return code, time.monotonic() - t, self.output(offset)
 
 
 # ---------------------------------------------------------------------------------------
@@ -508,7 +519,7 @@ def main():
     ap.add_argument("--kills", type=int, default=50)
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--cards", type=int, default=2_000)
-    ap.add_argument("--page-size", type=int, default=100)
+    ap.add_argument("--page-size", type=int, default=200)
     ap.add_argument("--multiget-batch", type=int, default=25)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--ferry", default=os.environ.get("FERRY") or os.path.join(ROOT, ".build", "debug", "ferry"))
@@ -557,39 +568,69 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
     failed_runs = 0
     phases = {}
     delays = []
-    durations = []  # runs that ended by themselves
-    estimate = 4.0
+    durations = []  # whole runs (let run to the end), for drawing kill delays
+    startups = []   # process start to the first "pass started" line
+    estimate = 4.0  # a whole run's length until one has been measured
     t_loop = time.monotonic()
     mutator.start()
     attempt = 0
     while kills < a.kills:
         attempt += 1
-        # Between runs: one more mutation step on top of the background ones.
-        mutator.step()
+        # Between runs: one more mutation step on top of the background ones, so every run
+        # starts with changes to page through.
+        mutator.step(cards=1)
         parse.admin("stats/reset")
-        if rng.random() < 0.5:
-            delay = rng.uniform(0.02, 1.5)
+        # Every 10th run is not killed: it measures how long a whole run takes under mutation
+        # (the range later kills are drawn from) and is a pass that completes while both
+        # servers change under it.
+        unkilled = attempt % 10 == 0
+        roll = rng.random()
+        startup = sorted(startups)[len(startups) // 2] if startups else 0.3
+        if unkilled:
+            mode, delay = "none", None
+        elif roll < 0.1:
+            # While the process opens, verifies and prepares the database.
+            mode, delay = "from-start", rng.uniform(0.005, startup)
+        elif roll < 0.7:
+            # While the changes since the cursor are paged and merged.
+            mode, delay = "after-pass-start", rng.uniform(0.0, 1.0)
         else:
-            delay = rng.uniform(0.02, max(estimate, 1.5))
-        p = ferry.start("run %d (kill after %.3f s)" % (attempt, delay))
+            # Anywhere in the run, the reconciliation listing included.
+            mode, delay = "after-pass-start", rng.uniform(0.0, estimate)
+        label = "run %d (%s)" % (attempt, "not killed" if unkilled else
+                                 "kill %.3f s %s" % (delay, mode))
+        p, offset = ferry.start(label)
         started = time.monotonic()
-        try:
-            code = p.wait(delay)
-        except subprocess.TimeoutExpired:
-            code = None
+        code = None
+        passed_start = None
+        deadline = started + (delay if mode == "from-start" else 600)
+        while code is None and time.monotonic() < deadline:
+            code = p.poll()
+            if passed_start is None and ferry.saw("pass started", offset):
+                passed_start = time.monotonic()
+                startups.append(passed_start - started)
+                if mode == "after-pass-start":
+                    deadline = passed_start + delay
+            time.sleep(0.005)
+        if code is None:
+            code = p.poll()
         if code is None:
             os.kill(p.pid, signal.SIGKILL)
             p.wait()
             kills += 1
-            delays.append(delay)
+            delays.append(time.monotonic() - started)
             phase = kill_phase(parse.admin("stats", method="GET"))
+            if passed_start is None:
+                phase = "opening the database (before any pass)"
             phases[phase] = phases.get(phase, 0) + 1
             if kills % 10 == 0:
-                log("%d kills (%d passes completed between them)" % (kills, completed))
+                log("%d kills (%d runs completed between them)" % (kills, completed + failed_runs))
         else:
             duration = time.monotonic() - started
-            durations.append(duration)
-            estimate = max(1.5, sum(durations[-5:]) / len(durations[-5:]))
+            if unkilled:
+                durations.append(duration)
+                estimate = max(1.5, max(durations[-3:]))
+                log("run %d not killed: exit %s in %.1f s" % (attempt, code, duration))
             if code == 0:
                 completed += 1
             else:
@@ -602,19 +643,26 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
     final_runs = 0
     code = None
     for _ in range(3):
-        code, seconds = ferry.run_to_completion("final pass %d" % (final_runs + 1))
+        code, seconds, _ = ferry.run_to_completion("final pass %d" % (final_runs + 1))
         final_runs += 1
         log("final pass %d: exit %s in %.1f s" % (final_runs, code, seconds))
         if code == 0:
             break
+    check_output = ""
     if code == 0:
-        code, seconds = ferry.run_to_completion("check pass")
+        code, seconds, check_output = ferry.run_to_completion("check pass")
         final_runs += 1
         log("check pass: exit %s in %.1f s" % (code, seconds))
     t = time.monotonic()
     cmp = compare(workdir, parse, dav)
     if code != 0:
         cmp.bad("the final passes did not complete (last exit %s; see %s)" % (code, ferry.log_path))
+    else:
+        # Converged: a pass right after the final one must find nothing to do.
+        for store in ("quotes", "contacts"):
+            line = next((l for l in check_output.splitlines() if l.startswith("store %s:" % store)), "")
+            if not (": unchanged;" in line or "0 inserted, 0 updated, 0 deleted;" in line):
+                cmp.bad("check pass changed %s: %r" % (store, line))
     log("compared in %.1f s" % (time.monotonic() - t))
 
     print()
@@ -623,10 +671,13 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
     for phase, n in sorted(phases.items(), key=lambda kv: -kv[1]):
         print("    %-36s %d" % (phase + ":", n))
     if delays:
-        print("  kill delays:         %.3f .. %.3f s (median %.3f)" % (
+        print("  kill times:          %.3f .. %.3f s after start (median %.3f)" % (
             min(delays), max(delays), sorted(delays)[len(delays) // 2]))
-    print("  passes run:          %d (%d killed, %d completed in the loop, %d failed in the loop, "
-          "%d final)" % (kills + completed + failed_runs + final_runs, kills, completed, failed_runs, final_runs))
+    print("  passes run:          %d (%d killed, %d completed under mutation, %d failed under "
+          "mutation, %d final)" % (kills + completed + failed_runs + final_runs, kills, completed,
+                                   failed_runs, final_runs))
+    if durations:
+        print("  unkilled runs:       %s s" % ", ".join("%.1f" % d for d in durations))
     print("  mutations:           Parse %d updated (%d same-updatedAt groups), %d created, %d deleted;"
           % (mutator.counts["parse_updated"], mutator.counts["same_updated_at_groups"],
              mutator.counts["parse_created"], mutator.counts["parse_deleted"]))
