@@ -42,6 +42,9 @@ Test control (no auth, JSON bodies):
   POST /__admin/mutate  {"class":"Quote","update":K,"delete":D,"create":C,
                          "same_updated_at":false} -> {"updated":[ids],"deleted":[ids],
                          "created":[ids]}; updates bump `rev`, rewrite `text`, new updatedAt.
+                         Optional "ids":[...] updates exactly those objects; optional
+                         "updated_at":ISO stamps every written object with that time (may be
+                         in the past: a write stamped before it committed).
   GET  /__admin/dump?class=Quote   {"objects":[all objects sorted by objectId]}
   GET  /__admin/dump?class=Quote&lines=1   the same objects as text, one per line, each
                          byte for byte as a class GET renders it (for exact body comparisons)
@@ -646,18 +649,30 @@ class Store:
                 raise
         return {"created": count}
 
-    def mutate(self, cls, n_update, n_delete, n_create, same, size, seed):
+    def mutate(self, cls, n_update, n_delete, n_create, same, size, seed, only_ids=None,
+               updated_at=None):
         rng = random.Random(seed)
         pool = self.word_pool(rng)
         with self.lock:
             ids = [r[0] for r in self.db.execute(
                 "SELECT objectId FROM objects WHERE cls=? ORDER BY objectId", (cls,))]
-            picked = rng.sample(ids, min(len(ids), n_update + n_delete))
-            upd, dele = picked[:n_update], picked[n_update:]
+            if only_ids is not None:
+                # update exactly these (existing) objects; deletes still pick at random
+                known = set(ids)
+                upd = [i for i in only_ids if i in known]
+                rest = [i for i in ids if i not in set(upd)]
+                dele = rng.sample(rest, min(len(rest), n_delete))
+            else:
+                picked = rng.sample(ids, min(len(ids), n_update + n_delete))
+                upd, dele = picked[:n_update], picked[n_update:]
             self.db.execute("BEGIN")
             try:
                 created = []
                 ts_same = fmt_ms(self.now_ms())
+                if updated_at is not None:
+                    # An explicit stamp: what a write stamped earlier (another app server's
+                    # clock, or a save that took long to commit) looks like once it lands.
+                    ts_same, same = norm_iso(updated_at), True
                 for oid in upd:
                     ts = ts_same if same else fmt_ms(self.now_ms())
                     data = json.loads(self.db.execute(
@@ -1122,7 +1137,7 @@ class Handler(BaseHTTPRequestHandler):
                 body.get("class", "Quote"), int(body.get("update", 0)),
                 int(body.get("delete", 0)), int(body.get("create", 0)),
                 bool(body.get("same_updated_at")), int(body.get("size", 370)),
-                body.get("seed")))
+                body.get("seed"), body.get("ids"), body.get("updated_at")))
         if what == "dump":
             lines = q.get("lines") in ("1", "true")
             return self.respond(200, store.dump(q.get("class") or body.get("class", "Quote"), lines),
