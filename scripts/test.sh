@@ -81,12 +81,15 @@ fi
 
 phase "reliability: crash loop (Tests/Reliability/crash_loop.py)"
 # 50 SIGKILLs of `ferry sync` against 100,000 Parse objects and 2,000 Xandikos cards that change
-# during the runs, then an exact comparison of the replica with both servers (≈2-3 minutes).
+# during the runs, then an exact comparison of the replica with both servers (≈2-3 minutes);
+# then --sabotage proves the comparison reports a damaged replica (≈10 s).
 if [[ ! -x "$FERRY_VENV/bin/xandikos" ]] && ! is_ci && ! command -v xandikos >/dev/null; then
     echo "skipping: xandikos not installed in $FERRY_VENV"
     skipped+=("crash loop: xandikos not installed")
-elif FERRY="$root/.build/debug/ferry" timeout 5m python3 Tests/Reliability/crash_loop.py \
-        --kills 50 --records 100000 --cards 2000 --page-size 200; then
+elif FERRY="$root/.build/debug/ferry" timeout 5m bash -c '
+        python3 Tests/Reliability/crash_loop.py --kills 50 --records 100000 --cards 2000 --page-size 200 &&
+        echo "--- the checker itself: a small loop, then a damaged replica must be reported" &&
+        python3 Tests/Reliability/crash_loop.py --sabotage --kills 4 --records 3000 --cards 50'; then
     ok "crash loop"
 else
     bad "crash loop"

@@ -251,38 +251,50 @@ class Mutator:
              "cards_added", "cards_changed", "cards_deleted", "card_errors"], 0)
         self.running = False
         self.thread = None
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()        # one background step at a time
+        self.count_lock = threading.Lock()  # counts, also bumped by parse_step
 
     def step(self, cards=6):
         with self.lock:
             self._step(cards)
 
-    def _step(self, cards):
-        rng = self.rng
-        c = self.counts
-        c["steps"] += 1
+    def parse_step(self, rng):
+        """One Parse mutation only (between runs: no wait for the background's card PUTs)."""
+        self._parse_step(rng)
+
+    def _parse_step(self, rng):
         if rng.random() < 1 / 3:
             # Several objects sharing one updatedAt, about a page of them: a page boundary falls
             # inside the group whenever a pass pages through it.
             spec = {"update": self.page_size + rng.randint(-3, 5), "create": rng.randint(0, 6),
                     "delete": rng.randint(0, 4), "same_updated_at": True}
-            c["same_updated_at_groups"] += 1
         else:
             spec = {"update": rng.randint(0, 3 * self.page_size), "create": rng.randint(0, 60),
                     "delete": rng.randint(0, 15), "same_updated_at": False}
         spec["class"] = "Quote"
         spec["seed"] = rng.randrange(1 << 30)
         r = self.parse.admin("mutate", spec)
-        c["parse_updated"] += len(r["updated"])
-        c["parse_created"] += len(r["created"])
-        c["parse_deleted"] += len(r["deleted"])
+        with self.count_lock:
+            c = self.counts
+            c["same_updated_at_groups"] += 1 if spec["same_updated_at"] else 0
+            c["parse_updated"] += len(r["updated"])
+            c["parse_created"] += len(r["created"])
+            c["parse_deleted"] += len(r["deleted"])
+
+    def _step(self, cards):
+        rng = self.rng
+        c = self.counts  # the card counters are only written here, on the background thread
+        with self.count_lock:
+            c["steps"] += 1
+        self._parse_step(rng)
         for _ in range(rng.randint(1, cards)):
             roll = rng.random()
             names = list(self.cards) if roll >= 0.35 else None
             if roll < 0.35 or not self.cards:
-                name = "crash-%d.vcf" % self.next_card
+                number = self.next_card
                 self.next_card += 1
-                status = self.dav.put(name, vcard("crash-%d" % self.next_card, "Crash %d" % self.next_card, 0))
+                name = "crash-%d.vcf" % number
+                status = self.dav.put(name, vcard("crash-%d" % number, "Crash %d" % number, 0))
                 if status in (200, 201, 204):
                     self.cards[name] = 0
                     c["cards_added"] += 1
@@ -480,6 +492,40 @@ def check_change_log(cmp, db, present_by_store):
     return entries, floor
 
 
+def plant_differences(workdir):
+    """--sabotage: damages the converged replica in every way the comparison must notice.
+    Returns [(what was planted, text the mismatch report must contain)]."""
+    db = sqlite3.connect(os.path.join(workdir, "ferry.db"))
+    try:
+        q = [r[0] for r in db.execute("SELECT id FROM quotes ORDER BY id LIMIT 3")]
+        c = [r[0] for r in db.execute("SELECT id FROM contacts ORDER BY id LIMIT 1")]
+        db.execute("DELETE FROM quotes WHERE id = ?", (q[0],))
+        db.execute("UPDATE quotes SET body = body || ' ' WHERE id = ?", (q[1],))
+        db.execute("UPDATE quotes SET version = '2000-01-01T00:00:00.000Z' WHERE id = ?", (q[2],))
+        db.execute("UPDATE contacts SET body = replace(body, 'END:VCARD', 'NOTE:x\nEND:VCARD') "
+                   "WHERE id = ?", (c[0],))
+        db.execute("INSERT INTO contacts(id, version, body, first_seen, last_synced) "
+                   "VALUES ('planted.vcf', '\"0\"', 'BEGIN:VCARD', 0, 0)")
+        low, high = db.execute("SELECT min(seq), max(seq) FROM ferry_change_log").fetchone()
+        middle = db.execute("SELECT seq FROM ferry_change_log WHERE seq >= ? ORDER BY seq LIMIT 1",
+                            ((low + high) // 2,)).fetchone()[0]
+        db.execute("DELETE FROM ferry_change_log WHERE seq = ?", (middle,))
+        live = db.execute("SELECT id FROM quotes ORDER BY id DESC LIMIT 1").fetchone()[0]
+        db.execute("INSERT INTO ferry_change_log(seq, store_id, id, op, time) SELECT max(seq) + 1, "
+                   "(SELECT store_id FROM ferry_stores WHERE name = 'quotes'), ?, 3, 0 "
+                   "FROM ferry_change_log", (live,))
+        db.commit()
+    finally:
+        db.close()
+    return [("quotes row %s deleted" % q[0], "%s is on the server but not in the replica" % q[0]),
+            ("quotes body of %s changed" % q[1], "%s body differs" % q[1]),
+            ("quotes version of %s changed" % q[2], "%s version" % q[2]),
+            ("contacts body of %s changed" % c[0], "%s body differs" % c[0]),
+            ("stray contacts row planted.vcf", "planted.vcf is in the replica but not on the server"),
+            ("change-log entry %d removed" % middle, "follows %d (gap)" % (middle - 1)),
+            ("change-log delete appended for live %s" % live, "quotes/%s is in the replica but its latest entry is delete" % live)]
+
+
 def compare(workdir, parse, dav):
     cmp = Comparison()
     db = sqlite3.connect("file:%s?mode=ro" % os.path.join(workdir, "ferry.db"), uri=True)
@@ -525,6 +571,9 @@ def main():
     ap.add_argument("--ferry", default=os.environ.get("FERRY") or os.path.join(ROOT, ".build", "debug", "ferry"))
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--keep", action="store_true", help="keep the work directory on success")
+    ap.add_argument("--sabotage", action="store_true",
+                    help="check the checker: damage the converged replica in known ways and "
+                         "exit 0 only if the comparison reports every one")
     a = ap.parse_args()
     if a.seed is None:
         a.seed = random.randrange(1 << 31)
@@ -563,7 +612,9 @@ def main():
 
 
 def run(a, rng, workdir, parse, dav, ferry, mutator):
+    """The kill loop, the final passes, the comparison and the figures; the exit status."""
     kills = 0
+    dav_kills = 0  # kills while the CardDAV pass was still running
     completed = 0
     failed_runs = 0
     phases = {}
@@ -576,9 +627,9 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
     attempt = 0
     while kills < a.kills:
         attempt += 1
-        # Between runs: one more mutation step on top of the background ones, so every run
-        # starts with changes to page through.
-        mutator.step(cards=1)
+        # Between runs: one more Parse mutation on top of the background ones, so every run
+        # starts with changes to page through (the background thread changes cards too).
+        mutator.parse_step(rng)
         parse.admin("stats/reset")
         # Every 10th run is not killed: it measures how long a whole run takes under mutation
         # (the range later kills are drawn from) and is a pass that completes while both
@@ -623,6 +674,9 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
             if passed_start is None:
                 phase = "opening the database (before any pass)"
             phases[phase] = phases.get(phase, 0) + 1
+            if passed_start is not None and "store=contacts" not in \
+                    "".join(l for l in ferry.output(offset).splitlines() if "pass finished" in l):
+                dav_kills += 1
             if kills % 10 == 0:
                 log("%d kills (%d runs completed between them)" % (kills, completed + failed_runs))
         else:
@@ -653,6 +707,7 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
         code, seconds, check_output = ferry.run_to_completion("check pass")
         final_runs += 1
         log("check pass: exit %s in %.1f s" % (code, seconds))
+    planted = plant_differences(workdir) if a.sabotage else []
     t = time.monotonic()
     cmp = compare(workdir, parse, dav)
     if code != 0:
@@ -670,6 +725,9 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
     print("  kills survived:      %d (SIGKILL while `ferry sync` ran)" % kills)
     for phase, n in sorted(phases.items(), key=lambda kv: -kv[1]):
         print("    %-36s %d" % (phase + ":", n))
+    print("    %-36s %d" % ("and, of all kills, CardDAV pass running:", dav_kills))
+    if startups:
+        print("  process start to first pass: median %.3f s" % sorted(startups)[len(startups) // 2])
     if delays:
         print("  kill times:          %.3f .. %.3f s after start (median %.3f)" % (
             min(delays), max(delays), sorted(delays)[len(delays) // 2]))
@@ -692,6 +750,18 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
     for m in cmp.mismatches[:40]:
         print("    " + m)
     print("  time:                %.1f s (kill loop %.1f s)" % (time.monotonic() - START, loop_seconds))
+    if a.sabotage:
+        missed = [what for what, needle in planted if not any(needle in m for m in cmp.mismatches)]
+        print("  planted differences: %d, detected %d" % (len(planted), len(planted) - len(missed)))
+        for what in missed:
+            print("    NOT DETECTED: " + what)
+        if missed:
+            print("FAILED: the comparison missed planted differences; work dir kept: %s" % workdir)
+            return 1
+        print("OK: every planted difference was reported")
+        if not a.keep and not a.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return 0
     if cmp.mismatches:
         print("FAILED: the replica differs; work dir kept: %s" % workdir)
         return 1
