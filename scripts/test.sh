@@ -87,7 +87,7 @@ if [[ ! -x "$FERRY_VENV/bin/xandikos" ]] && ! is_ci && ! command -v xandikos >/d
     echo "skipping: xandikos not installed in $FERRY_VENV"
     skipped+=("crash loop: xandikos not installed")
 elif FERRY="$root/.build/debug/ferry" timeout 5m bash -c '
-        python3 Tests/Reliability/crash_loop.py --kills 50 --records 100000 --cards 2000 --page-size 200 &&
+        python3 Tests/Reliability/crash_loop.py --kills 50 --records 100000 --cards 2000 --page-size 200 --budget 170 &&
         echo "--- the checker itself: a small loop, then a damaged replica must be reported" &&
         python3 Tests/Reliability/crash_loop.py --sabotage --kills 4 --records 3000 --cards 50'; then
     ok "crash loop"

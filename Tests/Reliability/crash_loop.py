@@ -3,7 +3,8 @@
 while the servers change underneath it, then prove the replica equals the servers exactly.
 
     python3 Tests/Reliability/crash_loop.py [--kills 50] [--records 100000] [--cards 2000]
-        [--page-size 100] [--seed N] [--ferry .build/debug/ferry] [--workdir DIR] [--keep]
+        [--page-size 200] [--multiget-batch 25] [--seed N] [--budget SECONDS]
+        [--ferry .build/debug/ferry] [--workdir DIR] [--keep] [--sabotage]
 
 What it does, all on 127.0.0.1:
 1. Starts Tests/Servers/parse_server.py and seeds class Quote with --records objects (POST
@@ -14,49 +15,70 @@ What it does, all on 127.0.0.1:
    from a chmod-600 file) and a CardDAV store (`contacts`), both with small pages (page-size for
    Parse, multiget-batch for CardDAV) so one pass spans many requests.
 2. Runs `ferry sync` and SIGKILLs it at a random moment, --kills times, restarting it each time.
-   The delay is drawn from two mixtures: half uniform over the first 1.5 s (while the changes
-   since the cursor are paged and merged; fetch and merge overlap, so a kill lands in either),
-   half uniform over the measured length of a whole run (so kills also land in the
-   reconciliation listing and, for the first runs, deep in the initial 100k-record sync). A run
-   that ends before its kill counts as a completed pass, not as a kill. Where each Parse kill
-   landed is read from the test server's request log: before the first request, while paging
-   changes (`order=updatedAt`), or while listing ids for reconciliation (`keys=objectId`).
-   A mutator thread changes both servers between AND during the runs: Parse /__admin/mutate
-   updates (new updatedAt, bumped `rev`), creates and deletes objects, one step in three with
-   same_updated_at and about page-size updates, so several objects share one updatedAt across a
-   page boundary while a pass pages through them; Xandikos cards are added, changed and deleted
-   with HTTP PUT/DELETE.
+   Kill moments: 10% while the process opens and prepares the database (before its first "pass
+   started" line); 60% uniform over the first second after the pass starts (while the changes
+   since the cursor are paged and merged; fetch and merge overlap, so a kill lands in either);
+   30% uniform over the measured length of a whole run (so kills also land in the reconciliation
+   listing and, early on, deep in the initial sync). Every 10th run is not killed: it measures a
+   whole run and is a pass that completes while both servers change under it. A run that ends
+   before its kill counts as a completed pass, not as a kill. Where each kill landed is read from
+   the Parse server's request log (before the first request, first changes page, changes paging
+   with `order=updatedAt`, or the `keys=objectId` reconciliation listing) and from ferry's log
+   (whether the CardDAV pass had finished).
+   A mutator thread changes both servers between AND during the runs, and each run is preceded
+   by one more Parse mutation: /__admin/mutate updates (new updatedAt, bumped `rev`), creates
+   and deletes objects, one step in three with same_updated_at and about page-size updates, so
+   several objects share one updatedAt across a page boundary while a pass pages through them;
+   Xandikos cards are added, changed and deleted with HTTP PUT/DELETE.
    `ferry sync` always reconciles (OneShotSync asks every pass for it), so Parse deletes reach
    the replica through the `keys=objectId` sweep; the config also sets reconcile-interval = 1s
    for anyone rerunning it with ferryd.
 3. After the last kill the mutator stops and `ferry sync` runs to completion (retried up to 3
-   times if a pass fails), then once more. Then the replica is compared exactly with the servers:
-   - Parse: every objectId, version (= updatedAt) and body (byte for byte) of /__admin/dump
-     against table `quotes`;
+   times if a pass fails), then once more: that check pass must report both stores unchanged.
+   Then the replica is compared exactly with the servers:
+   - Parse: every objectId, version (= updatedAt) and body, byte for byte as a class GET renders
+     it (/__admin/dump?lines=1), against table `quotes`;
    - Xandikos: the collection's committed git tree is the ground truth (Xandikos' etag is the
-     git blob id): every href, etag and body against table `contacts`;
+     git blob id): every href, etag and body against table `contacts`. Bodies are compared with
+     CRLF read as LF: Xandikos puts the vCard's CRLFs raw into its XML, and XML parsing
+     normalizes line ends (XML 1.0 section 2.11), so LF text is what any WebDAV client receives;
    - `PRAGMA integrity_check` is `ok`;
    - the change log (`ferry_change_log` / view `ferry_changes`) has contiguous sequences from
      the pruning floor + 1, and replaying it (insert only when absent, update and delete only when
      present) gives exactly the set of ids in each table; so the latest entry per id agrees with
      the replica (insert/update for present ids, delete for gone ones).
 4. Prints the figures (kills survived and where they landed, passes run, mutations made,
-   records compared per store, mismatches, time) and exits 1 on any mismatch, 2 on a setup
-   failure.
+   records compared per store, change-log entries, mismatches, time) and exits 1 on any
+   mismatch, 2 on a setup failure.
 
-Budget: the CI run (scripts/test.sh: 50 kills, 100,000 records, 2,000 cards, page-size 100)
-takes about 2-3 minutes on the 2-core CI machine. 2,000 cards keeps each empty-token CardDAV
-sync short (Xandikos answers 10,000 cards with data in ~1.3 s, then every later pass would
-spend most of the crash budget there) while the CardDAV pass still spans 20 multiget batches.
+--budget SECONDS: when the kills still to do would not fit in that time at the current pace,
+the remaining runs draw only early-in-pass kills (never fewer kills). --sabotage checks the
+checker: after convergence it damages the replica in seven known ways (a missing row, a changed
+body and version, a changed card, a stray card, a change-log gap, a wrong latest entry) and exits
+0 only if the comparison reports every one.
 
-Longer run (documented; ~25-40 minutes here):
+CI (scripts/test.sh): `--kills 50 --records 100000 --cards 2000 --page-size 200 --budget 170`,
+then a small `--sabotage` run; about 2.5-4 minutes on the 2-core machine under load (5-minute
+cap). 2,000 cards keeps each CardDAV pass short (Xandikos answers an empty-token sync of 10,000
+cards with data in ~1.3 s; every killed initial sync restarts it) while the CardDAV store still
+gets a real initial sync, incremental passes with multigets of 25, adds, changes and deletes.
+The run's cost is dominated by the Parse reconciliation listing every `ferry sync` does (500
+requests of 200 ids for 100k objects) and by ferry's start-up (~0.3-1 s: opening and checking
+a 60 MB replica).
+
+Longer run (documented; about 30-60 minutes here):
 
     python3 Tests/Reliability/crash_loop.py --kills 500 --records 1000000 --cards 10000 --page-size 200
 
 Needs Python 3.11+ (stdlib only), git, and Xandikos in $FERRY_VENV/bin (default
 ~/.cache/ferry/venv; `pip install xandikos`). The binary: --ferry, else $FERRY, else
 .build/debug/ferry. Work files go to --workdir (default: a fresh temporary directory, removed
-on success unless --keep; kept on failure, and its path printed).
+on success unless --keep; kept on failure, and its path printed, with ferry.log holding every
+run's output).
+
+A related defect this loop cannot show without failing every run is reproduced separately by
+Tests/Reliability/parse_late_write_repro.py (a Parse write stamped at or before the stored
+cursor is never synced).
 """
 
 import argparse
@@ -571,6 +593,10 @@ def main():
     ap.add_argument("--ferry", default=os.environ.get("FERRY") or os.path.join(ROOT, ".build", "debug", "ferry"))
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--keep", action="store_true", help="keep the work directory on success")
+    ap.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                    help="aim to finish the kill loop within this time: when the pace says the "
+                         "remaining kills would not fit, draw only kills early in a pass (the "
+                         "number of kills never drops)")
     ap.add_argument("--sabotage", action="store_true",
                     help="check the checker: damage the converged replica in known ways and "
                          "exit 0 only if the comparison reports every one")
@@ -614,6 +640,7 @@ def main():
 def run(a, rng, workdir, parse, dav, ferry, mutator):
     """The kill loop, the final passes, the comparison and the figures; the exit status."""
     kills = 0
+    hurried = 0  # runs drawn in --budget's cheap mode
     dav_kills = 0  # kills while the CardDAV pass was still running
     completed = 0
     failed_runs = 0
@@ -634,9 +661,19 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
         # Every 10th run is not killed: it measures how long a whole run takes under mutation
         # (the range later kills are drawn from) and is a pass that completes while both
         # servers change under it.
-        unkilled = attempt % 10 == 0
-        roll = rng.random()
         startup = sorted(startups)[len(startups) // 2] if startups else 0.3
+        # --budget: when the kills still to do would not fit at the current pace, only the cheap
+        # kills remain (early in a pass, no unkilled runs) rather than fewer kills.
+        hurry = False
+        if a.budget and kills:
+            elapsed = time.monotonic() - t_loop
+            cheap = startup + 0.5 + 0.5  # a kill early in the pass, plus the mutation between
+            hurry = elapsed + (a.kills - kills) * cheap * 1.5 > a.budget
+        hurried += 1 if hurry else 0
+        unkilled = attempt % 10 == 0 and not hurry
+        roll = rng.random()
+        if hurry and roll >= 0.7:
+            roll = rng.uniform(0.1, 0.7)
         if unkilled:
             mode, delay = "none", None
         elif roll < 0.1:
@@ -734,6 +771,8 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
     print("  passes run:          %d (%d killed, %d completed under mutation, %d failed under "
           "mutation, %d final)" % (kills + completed + failed_runs + final_runs, kills, completed,
                                    failed_runs, final_runs))
+    if hurried:
+        print("  --budget:            %d runs drawn in the cheap mode (kills early in a pass only)" % hurried)
     if durations:
         print("  unkilled runs:       %s s" % ", ".join("%.1f" % d for d in durations))
     print("  mutations:           Parse %d updated (%d same-updatedAt groups), %d created, %d deleted;"
