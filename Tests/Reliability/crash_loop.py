@@ -785,7 +785,8 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
         cmp.compared.get("quotes", 0), cmp.compared.get("contacts", 0)))
     print("  change log:          %d entries after floor %d" % (getattr(cmp, "log_entries", 0),
                                                                 getattr(cmp, "log_floor", 0)))
-    print("  mismatches:          %d" % len(cmp.mismatches))
+    print("  mismatches:          %d%s" % (len(cmp.mismatches), " (--sabotage: planted on purpose)"
+                                             if a.sabotage else ""))
     for m in cmp.mismatches[:40]:
         print("    " + m)
     print("  time:                %.1f s (kill loop %.1f s)" % (time.monotonic() - START, loop_seconds))
