@@ -24,7 +24,8 @@ What it does, all on 127.0.0.1:
    before its kill counts as a completed pass, not as a kill. Where each kill landed is read from
    the Parse server's request log (before the first request, first changes page, changes paging
    with `order=updatedAt`, or the `keys=objectId` reconciliation listing) and from ferry's log
-   (whether the CardDAV pass had finished).
+   (whether the CardDAV pass had finished); a kill that leaves WAL frames after the last commit
+   frame (same salts as the WAL header) was caught while a transaction was being written.
    A mutator thread changes both servers between AND during the runs, and each run is preceded
    by one more Parse mutation: /__admin/mutate updates (new updatedAt, bumped `rev`), creates
    and deletes objects, one step in three with same_updated_at and about page-size updates, so
@@ -570,6 +571,35 @@ def compare(workdir, parse, dav):
 # Main
 # ---------------------------------------------------------------------------------------
 
+def wal_tail(db_path):
+    """(committed frames, frames after the last commit) in the replica's WAL of the current
+    generation (frames whose salts match the WAL header). Frames after the last commit frame
+    mean the kill landed while a transaction was being written: SQLite must ignore them on the
+    next open. Checksums are not verified: a torn last frame still counts as written."""
+    try:
+        f = open(db_path + "-wal", "rb")
+    except FileNotFoundError:
+        return 0, 0
+    with f:
+        header = f.read(32)
+        if len(header) < 32:
+            return 0, 0
+        page_size = int.from_bytes(header[8:12], "big")
+        salts = header[16:24]
+        committed = frames = 0
+        offset = 32
+        while True:
+            f.seek(offset)
+            frame = f.read(24)
+            if len(frame) < 24 or frame[8:16] != salts:
+                break
+            frames += 1
+            if int.from_bytes(frame[4:8], "big"):  # database size after commit: a commit frame
+                committed = frames
+            offset += 24 + page_size
+        return committed, frames - committed
+
+
 def kill_phase(stats):
     """Where the Parse pass was when killed, from the server's request log of this run."""
     queries = stats.get("queries", [])
@@ -641,6 +671,7 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
     """The kill loop, the final passes, the comparison and the figures; the exit status."""
     kills = 0
     hurried = 0  # runs drawn in --budget's cheap mode
+    torn = 0     # kills that left frames after the WAL's last commit (mid-commit kills)
     dav_kills = 0  # kills while the CardDAV pass was still running
     completed = 0
     failed_runs = 0
@@ -711,6 +742,8 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
             if passed_start is None:
                 phase = "opening the database (before any pass)"
             phases[phase] = phases.get(phase, 0) + 1
+            if wal_tail(os.path.join(workdir, "ferry.db"))[1]:
+                torn += 1
             if passed_start is not None and "store=contacts" not in \
                     "".join(l for l in ferry.output(offset).splitlines() if "pass finished" in l):
                 dav_kills += 1
@@ -763,6 +796,7 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
     for phase, n in sorted(phases.items(), key=lambda kv: -kv[1]):
         print("    %-36s %d" % (phase + ":", n))
     print("    %-36s %d" % ("and, of all kills, CardDAV pass running:", dav_kills))
+    print("    %-36s %d" % ("and, mid-write (uncommitted WAL tail):", torn))
     if startups:
         print("  process start to first pass: median %.3f s" % sorted(startups)[len(startups) // 2])
     if delays:
