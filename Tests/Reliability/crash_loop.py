@@ -88,170 +88,18 @@ import os
 import random
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SERVERS = os.path.join(ROOT, "Tests", "Servers")
-# 127.0.0.1 only: never route through a proxy from the environment.
-HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-APP_ID = "ferry-test"
-MASTER_KEY = "master-secret"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reliability_servers import (APP_ID, MASTER_KEY, ROOT, START, ParseServer,  # noqa: E402
+                                 SetupError, Xandikos, log)
+from replica_check import compare, plant_differences  # noqa: E402
 
 
-class SetupError(Exception):
-    pass
-
-
-def log(message):
-    sys.stdout.write("[crash-loop %7.1fs] %s\n" % (time.monotonic() - START, message))
-    sys.stdout.flush()
-
-
-START = time.monotonic()
-
-
-def request(method, url, body=None, headers=None, timeout=60):
-    """(status, body bytes, headers); HTTP errors are returned, not raised."""
-    data = None
-    hs = dict(headers or {})
-    if body is not None:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        hs.setdefault("Content-Type", "application/json")
-    req = urllib.request.Request(url, data=data, method=method, headers=hs)
-    try:
-        with HTTP.open(req, timeout=timeout) as r:
-            return r.status, r.read(), r.headers
-    except urllib.error.HTTPError as e:
-        return e.code, e.read(), e.headers
-
-
-# ---------------------------------------------------------------------------------------
-# Servers
-# ---------------------------------------------------------------------------------------
-
-class ParseServer:
-    def __init__(self, workdir):
-        self.log = open(os.path.join(workdir, "parse_server.log"), "wb")
-        self.process = subprocess.Popen(
-            [sys.executable, os.path.join(SERVERS, "parse_server.py"), "--port", "0",
-             "--app-id", APP_ID, "--master-key", MASTER_KEY],
-            stdout=subprocess.PIPE, stderr=self.log)
-        line = self.process.stdout.readline().decode().strip()
-        if not line.startswith("PORT "):
-            raise SetupError("parse_server.py did not start (see %s)" % self.log.name)
-        self.port = int(line.split()[1])
-        self.base = "http://127.0.0.1:%d" % self.port
-        self.url = self.base + "/parse"
-
-    def admin(self, what, body=None, method="POST"):
-        status, data, _ = request(method, self.base + "/__admin/" + what, body, timeout=300)
-        if status != 200:
-            raise SetupError("parse admin %s -> %d %s" % (what, status, data[:200]))
-        return json.loads(data)
-
-    def dump(self):
-        """{objectId: (updatedAt, the object's bytes exactly as a class GET renders them)}."""
-        status, data, _ = request("GET", self.base + "/__admin/dump?class=Quote&lines=1", timeout=300)
-        if status != 200:
-            raise SetupError("parse dump -> %d" % status)
-        out = {}
-        for line in data.split(b"\n"):
-            if line:
-                o = json.loads(line)
-                out[o["objectId"]] = (o["updatedAt"], line)
-        return out
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
-
-
-class Xandikos:
-    """Xandikos through dav_servers.py, with its directory kept so the git tree can be read."""
-
-    def __init__(self, workdir, cards):
-        self.dir = os.path.join(workdir, "xandikos")
-        self.log = open(os.path.join(workdir, "xandikos.log"), "wb")
-        self.process = subprocess.Popen(
-            [sys.executable, os.path.join(SERVERS, "dav_servers.py"), "--server", "xandikos",
-             "--cards", str(cards), "--events", "0", "--dir", self.dir],
-            stdout=subprocess.PIPE, stderr=self.log)
-        self.book = None
-        self.port = None
-        while self.port is None:
-            line = self.process.stdout.readline().decode()
-            if not line:
-                raise SetupError("dav_servers.py did not start Xandikos (see %s; is xandikos "
-                                 "installed in $FERRY_VENV/bin?)" % self.log.name)
-            if line.startswith("ADDRESSBOOK "):
-                self.book = line.split()[1]
-            elif line.startswith("PORT "):
-                self.port = int(line.split()[1])
-        self.base = "http://127.0.0.1:%d" % self.port
-        self.url = self.base + self.book
-        self.repo = os.path.join(self.dir, self.book.strip("/"))
-
-    def put(self, name, body):
-        status, _, _ = request("PUT", self.url + name, body.encode(),
-                               {"Content-Type": "text/vcard; charset=utf-8"})
-        return status
-
-    def delete(self, name):
-        status, _, _ = request("DELETE", self.url + name)
-        return status
-
-    def truth(self):
-        """{href relative to the collection: (etag, body bytes)} from the committed git tree."""
-        tree = subprocess.run(["git", "-C", self.repo, "ls-tree", "-r", "HEAD"], check=True,
-                              capture_output=True).stdout.decode().splitlines()
-        entries = []
-        for line in tree:
-            meta, name = line.split("\t", 1)
-            if name.endswith(".vcf"):
-                entries.append((name, meta.split()[2]))
-        batch = subprocess.run(["git", "-C", self.repo, "cat-file", "--batch"], check=True,
-                               input="".join(sha + "\n" for _, sha in entries).encode(),
-                               capture_output=True).stdout
-        out = {}
-        pos = 0
-        for name, sha in entries:
-            header_end = batch.index(b"\n", pos)
-            size = int(batch[pos:header_end].split()[2])
-            body = batch[header_end + 1:header_end + 1 + size]
-            pos = header_end + 1 + size + 1
-            # Xandikos puts the vCard's CRLFs raw into its XML answers, and XML parsing turns
-            # every CRLF (and lone CR) into LF (XML 1.0 section 2.11): that LF text is what any
-            # client of the collection receives, so it is what the replica must hold.
-            out[name] = ('"%s"' % sha, body.replace(b"\r\n", b"\n").replace(b"\r", b"\n"))
-        return out
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
-
-
-# ---------------------------------------------------------------------------------------
-# Mutations
-# ---------------------------------------------------------------------------------------
 
 def vcard(uid, name, rev):
     lines = ["BEGIN:VCARD", "VERSION:3.0", "UID:%s" % uid, "FN:%s" % name, "N:;%s;;;" % name,
@@ -360,9 +208,6 @@ class Mutator:
             self.thread.join()
 
 
-# ---------------------------------------------------------------------------------------
-# ferry
-# ---------------------------------------------------------------------------------------
 
 def write_config(workdir, parse, dav, page_size, batch):
     secret = os.path.join(workdir, "parse-master-key")
@@ -436,139 +281,7 @@ class Ferry:
 
 
 # ---------------------------------------------------------------------------------------
-# Comparison
-# ---------------------------------------------------------------------------------------
-
-class Comparison:
-    def __init__(self):
-        self.mismatches = []
-        self.compared = {}
-
-    def bad(self, what):
-        self.mismatches.append(what)
-
-
-def compare_store(cmp, name, db, truth):
-    """truth: {id: (version, body bytes)} against table `name`."""
-    rows = {}
-    for rid, version, body, deleted in db.execute(
-            'SELECT id, version, CAST(body AS BLOB), deleted FROM "%s"' % name):
-        rows[rid] = (version, bytes(body), deleted)
-    cmp.compared[name] = len(truth)
-    for rid in sorted(set(truth) - set(rows)):
-        cmp.bad("%s: %s is on the server but not in the replica" % (name, rid))
-    for rid in sorted(set(rows) - set(truth)):
-        cmp.bad("%s: %s is in the replica but not on the server" % (name, rid))
-    for rid in sorted(set(rows) & set(truth)):
-        version, body, deleted = rows[rid]
-        want_version, want_body = truth[rid]
-        if deleted:
-            cmp.bad("%s: %s is a tombstone but exists on the server" % (name, rid))
-        if version != want_version:
-            cmp.bad("%s: %s version %r, server %r" % (name, rid, version, want_version))
-        if body != want_body:
-            cmp.bad("%s: %s body differs (%d bytes, server %d)" % (name, rid, len(body), len(want_body)))
-    return set(rows)
-
-
-def check_change_log(cmp, db, present_by_store):
-    floor = db.execute("SELECT value FROM ferry_meta WHERE key = 'change_seq_floor'").fetchone()
-    floor = int(floor[0]) if floor else 0
-    expected = floor + 1
-    gaps = 0
-    state = {}
-    anomalies = 0
-    entries = 0
-    for seq, store, rid, op in db.execute("SELECT seq, store, id, op FROM ferry_changes ORDER BY seq"):
-        entries += 1
-        if seq != expected:
-            gaps += 1
-            if gaps <= 10:
-                cmp.bad("change log: seq %d follows %d (gap)" % (seq, expected - 1))
-        expected = seq + 1
-        key = (store, rid)
-        here = state.get(key, False)
-        if (op == "insert" and here) or (op in ("update", "delete") and not here):
-            anomalies += 1
-            if anomalies <= 10:
-                cmp.bad("change log: seq %d %s %s/%s but the id was %s" % (
-                    seq, op, store, rid, "present" if here else "absent"))
-        state[key] = op != "delete"
-    if gaps > 10:
-        cmp.bad("change log: %d gaps in all" % gaps)
-    if anomalies > 10:
-        cmp.bad("change log: %d out-of-order operations in all" % anomalies)
-    wrong = 0
-    for store, present in present_by_store.items():
-        logged = {rid for (s, rid), here in state.items() if s == store and here}
-        for rid in sorted(logged ^ present):
-            wrong += 1
-            if wrong <= 10:
-                if rid in present:
-                    cmp.bad("change log: %s/%s is in the replica but its latest entry is %s" % (
-                        store, rid, "delete" if (store, rid) in state else "missing"))
-                else:
-                    cmp.bad("change log: %s/%s's latest entry is insert/update but it is not in "
-                            "the replica" % (store, rid))
-    if wrong > 10:
-        cmp.bad("change log: %d ids whose latest entry disagrees with the replica" % wrong)
-    return entries, floor
-
-
-def plant_differences(workdir):
-    """--sabotage: damages the converged replica in every way the comparison must notice.
-    Returns [(what was planted, text the mismatch report must contain)]."""
-    db = sqlite3.connect(os.path.join(workdir, "ferry.db"))
-    try:
-        q = [r[0] for r in db.execute("SELECT id FROM quotes ORDER BY id LIMIT 3")]
-        c = [r[0] for r in db.execute("SELECT id FROM contacts ORDER BY id LIMIT 1")]
-        db.execute("DELETE FROM quotes WHERE id = ?", (q[0],))
-        db.execute("UPDATE quotes SET body = body || ' ' WHERE id = ?", (q[1],))
-        db.execute("UPDATE quotes SET version = '2000-01-01T00:00:00.000Z' WHERE id = ?", (q[2],))
-        db.execute("UPDATE contacts SET body = replace(body, 'END:VCARD', 'NOTE:x\nEND:VCARD') "
-                   "WHERE id = ?", (c[0],))
-        db.execute("INSERT INTO contacts(id, version, body, first_seen, last_synced) "
-                   "VALUES ('planted.vcf', '\"0\"', 'BEGIN:VCARD', 0, 0)")
-        low, high = db.execute("SELECT min(seq), max(seq) FROM ferry_change_log").fetchone()
-        middle = db.execute("SELECT seq FROM ferry_change_log WHERE seq >= ? ORDER BY seq LIMIT 1",
-                            ((low + high) // 2,)).fetchone()[0]
-        db.execute("DELETE FROM ferry_change_log WHERE seq = ?", (middle,))
-        live = db.execute("SELECT id FROM quotes ORDER BY id DESC LIMIT 1").fetchone()[0]
-        db.execute("INSERT INTO ferry_change_log(seq, store_id, id, op, time) SELECT max(seq) + 1, "
-                   "(SELECT store_id FROM ferry_stores WHERE name = 'quotes'), ?, 3, 0 "
-                   "FROM ferry_change_log", (live,))
-        db.commit()
-    finally:
-        db.close()
-    return [("quotes row %s deleted" % q[0], "%s is on the server but not in the replica" % q[0]),
-            ("quotes body of %s changed" % q[1], "%s body differs" % q[1]),
-            ("quotes version of %s changed" % q[2], "%s version" % q[2]),
-            ("contacts body of %s changed" % c[0], "%s body differs" % c[0]),
-            ("stray contacts row planted.vcf", "planted.vcf is in the replica but not on the server"),
-            ("change-log entry %d removed" % middle, "follows %d (gap)" % (middle - 1)),
-            ("change-log delete appended for live %s" % live, "quotes/%s is in the replica but its latest entry is delete" % live)]
-
-
-def compare(workdir, parse, dav):
-    cmp = Comparison()
-    db = sqlite3.connect("file:%s?mode=ro" % os.path.join(workdir, "ferry.db"), uri=True)
-    try:
-        integrity = [r[0] for r in db.execute("PRAGMA integrity_check")]
-        if integrity != ["ok"]:
-            cmp.bad("integrity_check: %s" % "; ".join(integrity[:10]))
-        quotes = compare_store(cmp, "quotes", db, parse.dump())
-        contacts = compare_store(cmp, "contacts", db, dav.truth())
-        cmp.log_entries, cmp.log_floor = check_change_log(
-            cmp, db, {"quotes": quotes, "contacts": contacts})
-        cmp.sync_state = db.execute(
-            "SELECT store, last_error FROM ferry_sync_state ORDER BY store").fetchall()
-    finally:
-        db.close()
-    return cmp
-
-
-# ---------------------------------------------------------------------------------------
-# Main
+# The loop
 # ---------------------------------------------------------------------------------------
 
 def wal_tail(db_path):

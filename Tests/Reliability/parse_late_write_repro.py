@@ -30,6 +30,7 @@ version comparison, which already ignores equal and older versions).
 
 import argparse
 import datetime
+import json
 import os
 import shutil
 import sqlite3
@@ -38,7 +39,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import crash_loop as cl  # noqa: E402  (servers and HTTP helpers)
+import reliability_servers as cl  # noqa: E402  (the Parse test server)
 
 
 def iso_minus(iso, ms):
@@ -74,7 +75,7 @@ def main():
         def cursor():
             db = sqlite3.connect(db_path)
             try:
-                return cl.json.loads(db.execute("SELECT cursor FROM ferry_sync_state WHERE store='quotes'").fetchone()[0])
+                return json.loads(db.execute("SELECT cursor FROM ferry_sync_state WHERE store='quotes'").fetchone()[0])
             finally:
                 db.close()
 
