@@ -30,7 +30,8 @@ What it does, all on 127.0.0.1:
    by one more Parse mutation: /__admin/mutate updates (new updatedAt, bumped `rev`), creates
    and deletes objects, one step in three with same_updated_at and about page-size updates, so
    several objects share one updatedAt across a page boundary while a pass pages through them;
-   Xandikos cards are added, changed and deleted with HTTP PUT/DELETE.
+   Xandikos cards are added (some at the href of a deleted card), changed and deleted with
+   HTTP PUT/DELETE.
    `ferry sync` always reconciles (OneShotSync asks every pass for it), so Parse deletes reach
    the replica through the `keys=objectId` sweep; the config also sets reconcile-interval = 1s
    for anyone rerunning it with ferryd.
@@ -117,9 +118,11 @@ class Mutator:
         self.rng = rng
         self.cards = {"card-%d.vcf" % i: 0 for i in range(cards)}
         self.next_card = 0
+        self.deleted = []  # hrefs deleted, some of which come back
         self.counts = dict.fromkeys(
             ["steps", "parse_updated", "parse_created", "parse_deleted", "same_updated_at_groups",
-             "cards_added", "cards_changed", "cards_deleted", "card_errors"], 0)
+             "cards_added", "cards_recreated", "cards_changed", "cards_deleted", "card_errors"],
+            0)
         self.running = False
         self.thread = None
         self.lock = threading.Lock()        # one background step at a time
@@ -162,10 +165,15 @@ class Mutator:
             roll = rng.random()
             names = list(self.cards) if roll >= 0.35 else None
             if roll < 0.35 or not self.cards:
-                number = self.next_card
-                self.next_card += 1
-                name = "crash-%d.vcf" % number
-                status = self.dav.put(name, vcard("crash-%d" % number, "Crash %d" % number, 0))
+                if self.deleted and rng.random() < 0.3:
+                    # Bring a deleted href back: the sync report then names it changed again.
+                    name = self.deleted.pop(rng.randrange(len(self.deleted)))
+                    c["cards_recreated"] += 1
+                else:
+                    name = "crash-%d.vcf" % self.next_card
+                    self.next_card += 1
+                uid = name[:-4]
+                status = self.dav.put(name, vcard(uid, "Crash %s" % uid, 0))
                 if status in (200, 201, 204):
                     self.cards[name] = 0
                     c["cards_added"] += 1
@@ -185,6 +193,7 @@ class Mutator:
                 status = self.dav.delete(name)
                 if status in (200, 204, 404):
                     self.cards.pop(name, None)
+                    self.deleted.append(name)
                     c["cards_deleted"] += 1
                 else:
                     c["card_errors"] += 1
@@ -525,9 +534,10 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
     print("  mutations:           Parse %d updated (%d same-updatedAt groups), %d created, %d deleted;"
           % (mutator.counts["parse_updated"], mutator.counts["same_updated_at_groups"],
              mutator.counts["parse_created"], mutator.counts["parse_deleted"]))
-    print("                       cards %d added, %d changed, %d deleted (%d refused)" % (
-        mutator.counts["cards_added"], mutator.counts["cards_changed"],
-        mutator.counts["cards_deleted"], mutator.counts["card_errors"]))
+    m = mutator.counts
+    print("                       cards %d added (%d at a deleted href), %d changed, %d deleted "
+          "(%d refused)" % (m["cards_added"], m["cards_recreated"], m["cards_changed"],
+                            m["cards_deleted"], m["card_errors"]))
     print("  records compared:    quotes %d (Parse), contacts %d (Xandikos)" % (
         cmp.compared.get("quotes", 0), cmp.compared.get("contacts", 0)))
     print("  change log:          %d entries after floor %d" % (getattr(cmp, "log_entries", 0),
