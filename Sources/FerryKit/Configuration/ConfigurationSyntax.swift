@@ -37,9 +37,12 @@ struct ConfigurationSyntax {
         var current: Int?
         var inUnknownSection = false
         var lineNumber = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // Split on the byte, not the Character: in a Swift String "\r\n" is ONE Character, so
+        // splitting on "\n" left a CRLF file as a single line (found by ferry-fuzz, target config).
+        // Splitting valid UTF-8 at an ASCII byte keeps every piece valid.
+        for rawLine in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
             lineNumber += 1
-            let line = rawLine.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
+            let line = String(decoding: rawLine, as: UTF8.self).trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") {
                 continue
             }
