@@ -4,10 +4,11 @@
 #   bash scripts/test.sh
 #
 # Phases: dependencies (apt packages, pip packages in a venv), build, swift test (all suites),
-# the systemd system test (Tests/System/systemd-test.sh, when sdbox works here). A missing
-# dependency of the system test is a skip on a developer's machine and a failure under CI=true.
+# a short libFuzzer run over the parsers (scripts/fuzz.sh), the systemd system test
+# (Tests/System/systemd-test.sh, when sdbox works here). A missing dependency of the system
+# test is a skip on a developer's machine and a failure under CI=true.
 # Exits non-zero when any phase failed; the last line is "N passed, N failed" over the phases.
-# Each long phase has a time cap (12 + 12 + 6 minutes) so a hang cannot stall CI past 30 minutes.
+# Each long phase has a time cap (12 + 12 + 6 + 6 minutes) so a hang cannot stall CI for long.
 #
 # Environment: FERRY_VENV (default ~/.cache/ferry/venv) holds radicale, xandikos, datasette and
 # vdirsyncer; SDBOX (default ../shared/tools/sdbox/sdbox beside the checkout); CI=true.
@@ -75,6 +76,14 @@ if timeout 12m swift test; then
     ok "swift test"
 else
     bad "swift test"
+fi
+
+phase "fuzz: scripts/fuzz.sh 20 (libFuzzer + ASan, 4 parser targets)"
+# Its own sanitizer build in .build-fuzz, then 20 s per target; the cap covers a cold build.
+if timeout 6m bash scripts/fuzz.sh 20; then
+    ok "fuzz"
+else
+    bad "fuzz (timeout 6m, or see .build-fuzz/logs/)"
 fi
 
 phase "system test: Tests/System/systemd-test.sh"
