@@ -55,7 +55,8 @@ swift build --scratch-path "$scratch" --product ferry-fuzz \
 built=$?
 grep -v "ld.gold: warning: Cannot export local symbol '__asan" "$scratch/logs/build.log"
 binary=$scratch/debug/ferry-fuzz
-if [[ $built -ne 0 || ! -x "$binary" ]] || ! nm "$binary" 2>/dev/null | grep -q LLVMFuzzerRunDriver; then
+if [[ $built -ne 0 || ! -x "$binary" ]] || ! nm "$binary" 2>/dev/null | grep LLVMFuzzerRunDriver >/dev/null; then
+    # (grep without -q: with pipefail, -q closing the pipe early would fail nm with SIGPIPE.)
     echo "FAILED: no libFuzzer build at $binary (exit $built)"
     exit 1
 fi
