@@ -12,7 +12,31 @@ enum MultistatusFuzzer {
     static let maxTextBytes = 1024
     static let parser = MultistatusParser(maxDataBytes: maxDataBytes, maxTextBytes: maxTextBytes)
 
+    /// Known crash, screened out so each run keeps looking for new bugs instead of re-finding it
+    /// (`FERRY_FUZZ_KNOWN_CRASHES=1` lets it through): a processing instruction without data,
+    /// `<?name?>`, segfaults swift-corelibs-foundation's XMLParser (strlen(NULL) in
+    /// _NSXMLParserProcessingInstruction). Pinned by MultistatusCrashRegressionTests; drop this
+    /// screen once MultistatusParser refuses such bodies itself.
+    static let screensKnownCrashes = ProcessInfo.processInfo.environment["FERRY_FUZZ_KNOWN_CRASHES"] != "1"
+
+    /// Whether `bytes` contain `<?` + a run of non-space, non-`?`, non-`>` bytes + `?>`.
+    static func hasProcessingInstructionWithoutData(_ bytes: Data) -> Bool {
+        let data = [UInt8](bytes)
+        var index = 0
+        while index + 1 < data.count {
+            defer { index += 1 }
+            guard data[index] == UInt8(ascii: "<"), data[index + 1] == UInt8(ascii: "?") else { continue }
+            var end = index + 2
+            while end < data.count, ![UInt8(ascii: " "), 0x09, 0x0A, 0x0D, UInt8(ascii: "?"), UInt8(ascii: ">")].contains(data[end]) {
+                end += 1
+            }
+            if end + 1 < data.count, data[end] == UInt8(ascii: "?"), data[end + 1] == UInt8(ascii: ">") { return true }
+        }
+        return false
+    }
+
     static func run(_ data: Data) {
+        if screensKnownCrashes, hasProcessingInstructionWithoutData(data) { return }
         let status: Multistatus
         do {
             status = try parser.parse(data)
