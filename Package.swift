@@ -53,9 +53,10 @@ let package = Package(
         ),
         // libFuzzer targets for the parsers (scripts/fuzz.sh; FUZZ_TARGET picks one). The normal
         // build makes a corpus replayer; the fuzzing build adds -sanitize=fuzzer -DFERRY_LIBFUZZER.
+        .target(name: "CLibFuzzer", path: "Sources/ferry-fuzz-libfuzzer"),
         .executableTarget(
             name: "ferry-fuzz",
-            dependencies: ["FerryKit"],
+            dependencies: ["FerryKit", "CLibFuzzer"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -16,6 +16,7 @@ enum FuzzReplay {
             FileHandle.standardError.write(Data("usage: FUZZ_TARGET=<json|multistatus|card|config> ferry-fuzz <file or directory>...\n".utf8))
             exit(2)
         }
+        _ = FuzzTarget.selected  // Fail fast on a missing or unknown FUZZ_TARGET.
         var count = 0
         for path in paths {
             for file in files(at: path) {
