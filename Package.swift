@@ -51,6 +51,14 @@ let package = Package(
             dependencies: ["FerryKit"],
             swiftSettings: strict
         ),
+        // libFuzzer targets for the parsers (scripts/fuzz.sh; FUZZ_TARGET picks one). The normal
+        // build makes a corpus replayer; the fuzzing build adds -sanitize=fuzzer -DFERRY_LIBFUZZER.
+        .target(name: "CLibFuzzer", path: "Sources/ferry-fuzz-libfuzzer"),
+        .executableTarget(
+            name: "ferry-fuzz",
+            dependencies: ["FerryKit", "CLibFuzzer"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "FerryKitTests",
             dependencies: ["FerryKit"],

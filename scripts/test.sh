@@ -4,12 +4,13 @@
 #   bash scripts/test.sh
 #
 # Phases: dependencies (apt packages, pip packages in a venv), build, swift test (all suites),
-# the crash loop (Tests/Reliability/crash_loop.py), the systemd system test
-# (Tests/System/systemd-test.sh, when sdbox works here). A missing dependency of the crash loop
-# or the system test is a skip on a developer's machine and a failure under CI=true.
+# the crash loop (Tests/Reliability/crash_loop.py), a short libFuzzer run over the parsers
+# (scripts/fuzz.sh), the daemon suite (Tests/Reliability/daemon_suite.py) and the systemd system
+# test (Tests/System/systemd-test.sh, when sdbox works here). A missing dependency of the crash
+# loop or the system test is a skip on a developer's machine and a failure under CI=true.
 # Exits non-zero when any phase failed; the last line is "N passed, N failed" over the phases.
-# Each long phase has a time cap (12 + 12 + 5 + 6 minutes) so a hang cannot stall CI for long;
-# a normal run takes far less than the caps.
+# Each long phase has its own time cap, and no cap reaches past 29 minutes after the start, so
+# a hang cannot stall CI past 30 minutes; a normal run takes far less.
 #
 # Environment: FERRY_VENV (default ~/.cache/ferry/venv) holds radicale, xandikos, datasette and
 # vdirsyncer; SDBOX (default ../shared/tools/sdbox/sdbox beside the checkout); CI=true.
@@ -32,6 +33,15 @@ finish() {
     exit $?
 }
 is_ci() { [[ "${CI:-}" == "true" ]]; }
+# cap N: N minutes, or what is left before 29 minutes after the start if that is less (seconds,
+# for `timeout`). Phases that no longer have a minute fail as timed out instead of running.
+started=$(date +%s)
+cap() {
+    local left=$(( started + 29 * 60 - $(date +%s) ))
+    local want=$(( $1 * 60 ))
+    (( left < 60 )) && left=1
+    echo "$(( want < left ? want : left ))s"
+}
 
 phase "dependencies: apt"
 if ensure_apt_packages libcurl4-openssl-dev libsqlite3-dev libsystemd-dev pkg-config \
@@ -65,7 +75,7 @@ else
 fi
 
 phase "build: swift build --build-tests"
-if timeout 12m swift build --build-tests; then
+if timeout "$(cap 12)" swift build --build-tests; then
     ok "build"
 else
     bad "build"
@@ -73,7 +83,7 @@ else
 fi
 
 phase "unit and integration tests: swift test"
-if timeout 12m swift test; then
+if timeout "$(cap 12)" swift test; then
     ok "swift test"
 else
     bad "swift test"
@@ -86,13 +96,21 @@ phase "reliability: crash loop (Tests/Reliability/crash_loop.py)"
 if [[ ! -x "$FERRY_VENV/bin/xandikos" ]] && ! is_ci && ! command -v xandikos >/dev/null; then
     echo "skipping: xandikos not installed in $FERRY_VENV"
     skipped+=("crash loop: xandikos not installed")
-elif FERRY="$root/.build/debug/ferry" timeout 5m bash -c '
+elif FERRY="$root/.build/debug/ferry" timeout "$(cap 5)" bash -c '
         python3 Tests/Reliability/crash_loop.py --kills 50 --records 100000 --cards 2000 --page-size 200 --budget 170 &&
         echo "--- the checker itself: a small loop, then a damaged replica must be reported" &&
         python3 Tests/Reliability/crash_loop.py --sabotage --kills 4 --records 3000 --cards 50'; then
     ok "crash loop"
 else
     bad "crash loop"
+fi
+
+phase "fuzz: scripts/fuzz.sh 20 (libFuzzer + ASan, 4 parser targets)"
+# Its own sanitizer build in .build-fuzz, then 20 s per target; the cap covers a cold build.
+if timeout "$(cap 6)" bash scripts/fuzz.sh 20; then
+    ok "fuzz"
+else
+    bad "fuzz (time cap, or see .build-fuzz/logs/)"
 fi
 
 phase "system test: Tests/System/systemd-test.sh"
@@ -114,7 +132,7 @@ if [[ -n "$reason" ]]; then
         skipped+=("system test: $reason")
     fi
 elif FERRYD="$root/.build/debug/ferryd" FERRY="$root/.build/debug/ferry" \
-        timeout 6m bash Tests/System/systemd-test.sh; then
+        timeout "$(cap 6)" bash Tests/System/systemd-test.sh; then
     ok "system test"
 else
     bad "system test"
