@@ -99,7 +99,9 @@ if [[ ! -x "$FERRY_VENV/bin/xandikos" ]] && ! is_ci && ! command -v xandikos >/d
 elif FERRY="$root/.build/debug/ferry" timeout "$(cap 5)" bash -c '
         python3 Tests/Reliability/crash_loop.py --kills 50 --records 100000 --cards 2000 --page-size 200 --budget 170 &&
         echo "--- the checker itself: a small loop, then a damaged replica must be reported" &&
-        python3 Tests/Reliability/crash_loop.py --sabotage --kills 4 --records 3000 --cards 50'; then
+        python3 Tests/Reliability/crash_loop.py --sabotage --kills 4 --records 3000 --cards 50 &&
+        echo "--- late Parse writes (stamped before the stored cursor) reach the replica" &&
+        python3 Tests/Reliability/parse_late_write_repro.py'; then
     ok "crash loop"
 else
     bad "crash loop"

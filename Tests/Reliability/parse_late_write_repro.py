@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Minimal reproduction: a Parse write whose updatedAt is not after the stored cursor is never
-synced (found while building the crash loop; reported to the owner, not fixed here).
+"""Regression check: a Parse write whose updatedAt is not after the stored cursor must still be
+synced (found while building the crash loop; fixed by ParseSource's lookback window, default 30 s).
 
     python3 Tests/Reliability/parse_late_write_repro.py [--ferry .build/debug/ferry]
 
@@ -21,11 +21,11 @@ The script: seeds 50 Quote objects into Tests/Servers/parse_server.py, syncs the
 stamping it with the cursor's updatedAt (or 50 ms before it) through the test server's
 /__admin/mutate "ids" + "updated_at" switch, runs `ferry sync` twice more, and compares that
 object's version in the replica with the server's. Exit 1 when the replica is stale (the bug),
-0 when Ferry picks the write up. Not part of CI (it fails while the bug exists).
+0 when Ferry picks the write up. scripts/test.sh runs it in the crash-loop phase.
 
-A fix would re-read an overlap window on every incremental pass (for example from
-T - lookback with lookback configurable, default a few minutes, deduplicated by the merge's
-version comparison, which already ignores equal and older versions).
+The fix: every incremental pass starts `lookback` (store option, default 30s) before the
+stored cursor; objects read again carry the version the replica has and the merge leaves them
+alone. With `lookback = 0` this script reproduces the bug again.
 """
 
 import argparse
