@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Ferry reliability suite, end to end through ferryd (issue 6 items 2, 4 and 6).
+
+    python3 Tests/Reliability/daemon_suite.py [--parts load,faults,disk] [--duration 75]
+                                              [--stores 200] [--interval 3]
+
+Runs the built `ferryd` and `ferry` (FERRY_BIN_DIR, default .build/debug) against the test
+servers in Tests/Servers on 127.0.0.1, outside systemd (stderr log lines, `ferry status --json`,
+`ferry reload`). Each part prints its figures and one PASS/FAIL line; the last line is
+"N passed, N failed" and the exit status is non-zero when any part failed.
+
+Parts:
+  load    --stores Parse stores (one class each, one parse_server.py) every --interval s with
+          0.5 s jitter and the default max-concurrent-passes, for --duration s (CI: 75 s;
+          the documented long run is --duration 600). ferryd's /proc/<pid> is sampled every
+          second: after a warm-up, open fds, threads and RSS must stay within the bounds
+          printed; every store must have passed about duration/interval times (>= 50%) and
+          succeeded recently; the stores the server mutated during the run must equal it.
+  faults  one store per fault: 500, 503 + Retry-After, 429 + Retry-After, reset, truncated
+          body, stall past low-speed-time, invalid JSON, HTML page with 200 (each on its own
+          parse_server.py, armed through /__admin/fault), DNS failure (a .invalid host) and
+          TLS failure (https to the plain-HTTP fault_server.py). For each: nothing bad merged,
+          the error logged with its cause, the retry at the backoff Ferry computes (5 s base,
+          doubling, half jitter; never before Retry-After) measured from ferryd's log and from
+          the server's counters, and the next healthy pass converging to the server.
+  disk    the replica on a 3 MiB tmpfs (root only: a skip otherwise, a failure under CI=true):
+          fill it, resync, assert the typed "full" error in the log and in `ferry status`,
+          integrity_check ok, free space, the next pass converges; then remount the tmpfs
+          read-only mid-run, same assertions, remount read-write, converge.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon_harness import (IS_CI, AttemptWatcher, Ferryd, ParseServer, Server,  # noqa: E402
+                            SuiteError, diff_summary, integrity, log, make_key_file,
+                            parse_store, proc_sample, read_rows, same_as_server,
+                            status_json, temporary_directory, write_config)
+from daemon_faults import run_faults  # noqa: E402
+from daemon_disk import run_disk  # noqa: E402
+
+
+class Check:
+    """Collects one part's assertions; the part passes when every one held."""
+
+    def __init__(self, part):
+        self.part = part
+        self.failures = []
+        self.skipped = None
+
+    def expect(self, condition, what):
+        log("  %s %s" % ("ok  " if condition else "FAIL", what))
+        if not condition:
+            self.failures.append(what)
+        return condition
+
+    def skip(self, reason):
+        self.skipped = reason
+
+
+# ---------------------------------------------------------------------------------------------
+# Load
+# ---------------------------------------------------------------------------------------------
+
+def run_load(args, check):
+    work = temporary_directory("ferry-load-")
+    server = ParseServer()
+    daemon = None
+    try:
+        key = make_key_file(work)
+        database = os.path.join(work, "ferry.db")
+        config = os.path.join(work, "ferry.conf")
+        names = ["load_%03d" % i for i in range(args.stores)]
+        for i, name in enumerate(names):
+            server.seed("Load%03d" % i, 20)
+        stores = [parse_store(name, server.base, "Load%03d" % i, key, interval="%ds" % args.interval,
+                              jitter="500ms", page_size="100",
+                              reconcile_interval="10s")
+                  for i, name in enumerate(names)]
+        write_config(config, database, stores)
+        log("load: %d stores on one parse_server.py, interval %d s + jitter 0.5 s, %d s run" % (
+            args.stores, args.interval, args.duration))
+
+        start = time.monotonic()
+        daemon = Ferryd(config, os.path.join(work, "run"))
+        samples = []  # (t, fds, threads, rss KiB)
+        mutated = set()
+        next_mutation = start + 2
+        while time.monotonic() - start < args.duration:
+            if daemon.process.poll() is not None:
+                raise SuiteError("ferryd exited with %s during the load run" % daemon.process.returncode)
+            now = time.monotonic()
+            samples.append((now - start, *proc_sample(daemon.pid)))
+            if args.verbose and len(samples) % 5 == 0:
+                log("  t=%3.0f s fds %d threads %d RSS %.1f MB" % (samples[-1][0], samples[-1][1],
+                                                                 samples[-1][2], samples[-1][3] / 1024))
+            if now >= next_mutation:
+                # Keep real merges in the mix: change one store's class a second.
+                index = len(mutated) * 7 % args.stores
+                server.mutate("Load%03d" % index, update=3, delete=1, create=2)
+                mutated.add(index)
+                next_mutation = now + 1
+            time.sleep(max(0, 1 - (time.monotonic() - now)))
+        elapsed = time.monotonic() - start
+        final_sample = proc_sample(daemon.pid)
+        lines = daemon.snapshot()
+        states = status_json(config)[0]
+        # Let the last mutations land (deletions need a reconciliation pass: every 10 s).
+        wrong = []
+        deadline = time.monotonic() + 25
+        while True:
+            wrong = [names[i] for i in sorted(mutated)
+                     if not same_as_server(read_rows(database, names[i]), server.dump("Load%03d" % i))]
+            if not wrong or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        code = daemon.stop()
+        daemon = None
+
+        finished = {}
+        failed = {}
+        for line in lines:
+            if line.store and "pass finished" in line.text:
+                finished[line.store] = finished.get(line.store, 0) + 1
+            elif line.store and "pass failed" in line.text:
+                failed[line.store] = failed.get(line.store, 0) + 1
+        expected = elapsed / (args.interval + 0.25)
+        counts = [finished.get(n, 0) for n in names]
+        total = sum(counts)
+        log("  passes: %d finished, %d failed in %.0f s (%.1f passes/s); per store min %d, "
+            "median %d, max %d; expected about %.0f each" % (
+                total, sum(failed.values()), elapsed, total / elapsed, min(counts),
+                sorted(counts)[len(counts) // 2], max(counts), expected))
+
+        warm = [s for s in samples if s[0] >= min(15, args.duration / 4)]
+        third = max(1, len(warm) // 3)
+        first, last = warm[:third], warm[-third:]
+        fds = [s[1] for s in warm]
+        threads = [s[2] for s in warm]
+        rss_first = sum(s[3] for s in first) / len(first) / 1024
+        rss_last = sum(s[3] for s in last) / len(last) / 1024
+        log("  after warm-up (%d samples): fds %d..%d, threads %d..%d, RSS %.1f MB (first third) "
+            "-> %.1f MB (last third), peak %.1f MB; final fds %d threads %d" % (
+                len(warm), min(fds), max(fds), min(threads), max(threads), rss_first, rss_last,
+                max(s[3] for s in samples) / 1024, final_sample[0], final_sample[1]))
+        # Bounds: descriptors are the database (db, wal, shm), stdio, the curl multi's
+        # sockets and wake-up pipe, and one keep-alive connection per concurrent pass; threads
+        # are the main loop, curl's I/O thread, GCD workers and one thread per running pass.
+        # Neither may grow with time: the last third may not exceed the first third's maximum
+        # by more than a small slack.
+        fd_first_max = max(s[1] for s in first)
+        thread_first_max = max(s[2] for s in first)
+        check.expect(max(s[1] for s in last) <= fd_first_max + 8 and max(fds) <= 64,
+                     "open fds do not grow: last third max %d <= first third max %d + 8, all <= 64"
+                     % (max(s[1] for s in last), fd_first_max))
+        check.expect(max(s[2] for s in last) <= thread_first_max + 8 and max(threads) <= 64,
+                     "threads do not grow: last third max %d <= first third max %d + 8, all <= 64"
+                     % (max(s[2] for s in last), thread_first_max))
+        growth = rss_last - rss_first
+        check.expect(growth < 20, "RSS growth between the first and last third %.1f MB < 20 MB" % growth)
+        check.expect(code == 0, "ferryd exits 0 on SIGTERM after the run (got %s)" % code)
+        behind = [n for n, c in zip(names, counts) if c < 0.5 * expected]
+        check.expect(not behind, "every store passed >= 50%% of %.0f expected passes (%d behind%s)"
+                     % (expected, len(behind), (": " + ", ".join(behind[:5])) if behind else ""))
+        stale = [n for n in names if states.get(n, {}).get("last_success_age_seconds") is None
+                 or states[n]["last_success_age_seconds"] > 3 * args.interval + 5
+                 or states[n].get("state") != "ok"]
+        check.expect(not stale, "ferry status: every store ok with a last success under %d s old (%d not%s)"
+                     % (3 * args.interval + 5, len(stale), (": " + ", ".join(stale[:5])) if stale else ""))
+        check.expect(not wrong, "%d stores mutated during the run equal the server (ids, versions, bodies)%s"
+                     % (len(mutated), (": differ " + ", ".join(wrong)) if wrong else ""))
+        check.expect(integrity(database) == "ok", "integrity_check ok after the run")
+    finally:
+        if daemon:
+            daemon.stop()
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--parts", default="load,faults,disk")
+    parser.add_argument("--duration", type=float, default=75, help="load run seconds (long run: 600)")
+    parser.add_argument("--stores", type=int, default=200)
+    parser.add_argument("--interval", type=int, default=3)
+    parser.add_argument("--verbose", action="store_true", help="print /proc samples as they come")
+    args = parser.parse_args()
+    parts = {"load": run_load, "faults": run_faults, "disk": run_disk}
+    passed = failed = 0
+    skipped = []
+    for name in args.parts.split(","):
+        log("\n=== %s" % name)
+        check = Check(name)
+        began = time.monotonic()
+        try:
+            parts[name](args, check)
+        except Exception as error:  # the part could not run to its end: a failure
+            traceback.print_exc()
+            check.failures.append("%s: %s" % (type(error).__name__, error))
+        seconds = time.monotonic() - began
+        if check.skipped and not check.failures:
+            if IS_CI:
+                log("FAIL %s: skipped under CI=true: %s" % (name, check.skipped))
+                failed += 1
+            else:
+                log("SKIP %s: %s" % (name, check.skipped))
+                skipped.append(name)
+        elif check.failures:
+            log("FAIL %s (%.0f s): %d assertion(s) failed" % (name, seconds, len(check.failures)))
+            failed += 1
+        else:
+            log("PASS %s (%.0f s)" % (name, seconds))
+            passed += 1
+    log("\n%d passed, %d failed%s" % (passed, failed, (", skipped: " + ", ".join(skipped)) if skipped else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
