@@ -203,7 +203,8 @@ class Ferryd:
             if result:
                 return result
             time.sleep(0.05)
-        raise SuiteError("timed out after %.0f s waiting for %s" % (timeout, what))
+        raise SuiteError("timed out after %.0f s waiting for %s; last lines:\n%s" % (
+            timeout, what, "\n".join(l.text[:300] for l in self.snapshot()[-12:])))
 
     def reload(self):
         """`ferry reload`: SIGHUP and wait for the acknowledgement (every store resyncs now)."""
@@ -281,7 +282,9 @@ def make_key_file(directory):
 # ---------------------------------------------------------------------------------------------
 
 def read_rows(database, table):
-    """{id: (version, body)}; {} when the table does not exist yet."""
+    """{id: (version, body)}; {} when the database or the table does not exist yet."""
+    if not os.path.exists(database):
+        return {}
     connection = sqlite3.connect("file:%s?mode=ro" % database, uri=True, timeout=5)
     try:
         return {row[0]: (row[1], row[2]) for row in

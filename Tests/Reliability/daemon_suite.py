@@ -19,7 +19,8 @@ Parts:
   faults  one store per fault: 500, 503 + Retry-After, 429 + Retry-After, reset, truncated
           body, stall past low-speed-time, invalid JSON, HTML page with 200 (each on its own
           parse_server.py, armed through /__admin/fault), DNS failure (a .invalid host) and
-          TLS failure (https to the plain-HTTP fault_server.py). For each: nothing bad merged,
+          TLS failure (fault_server.py with its untrusted self-signed certificate: a permanent
+          failure, so Ferry must wait 900 s, not retry). For each: nothing bad merged,
           the error logged with its cause, the retry at the backoff Ferry computes (5 s base,
           doubling, half jitter; never before Retry-After) measured from ferryd's log and from
           the server's counters, and the next healthy pass converging to the server.
