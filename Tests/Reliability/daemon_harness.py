@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -160,7 +161,7 @@ class Ferryd:
     """ferryd outside systemd: stderr lines (`<N>message key=value...`) are read by a thread
     and stamped with time.monotonic() as they arrive."""
 
-    def __init__(self, config_path, runtime_dir, extra_env=None):
+    def __init__(self, config_path, runtime_dir, extra_env=None, notify=False):
         self.config_path = config_path
         self.runtime_dir = runtime_dir
         env = dict(os.environ)
@@ -168,6 +169,19 @@ class Ferryd:
         env.pop("JOURNAL_STREAM", None)
         env["RUNTIME_DIRECTORY"] = runtime_dir
         env.update(extra_env or {})
+        # notify: play systemd's part of sd_notify(3): a datagram socket whose messages
+        # (READY=1, STATUS=...) are kept with their arrival times.
+        self.notifications = []
+        self.socket = None
+        if notify:
+            os.makedirs(runtime_dir, exist_ok=True)
+            path = os.path.join(runtime_dir, "notify.sock")
+            if os.path.exists(path):
+                os.unlink(path)
+            self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self.socket.bind(path)
+            env["NOTIFY_SOCKET"] = path
+            threading.Thread(target=self._receive, daemon=True).start()
         self.lines = []
         self.lock = threading.Lock()
         self.process = subprocess.Popen([binary("ferryd"), "--config", config_path],
@@ -183,6 +197,21 @@ class Ferryd:
             text = re.sub(r"^<\d>", "", text)
             with self.lock:
                 self.lines.append(LogLine(time.monotonic(), text))
+
+    def _receive(self):
+        while True:
+            try:
+                data = self.socket.recv(65536)
+            except OSError:
+                return
+            fields = dict(line.split("=", 1) for line in data.decode("utf-8", "replace").splitlines() if "=" in line)
+            with self.lock:
+                self.notifications.append((time.monotonic(), fields))
+
+    def statuses(self, since=0.0):
+        """Every STATUS= line sent after `since`."""
+        with self.lock:
+            return [f["STATUS"] for t, f in self.notifications if t >= since and "STATUS" in f]
 
     def snapshot(self):
         with self.lock:
@@ -219,6 +248,8 @@ class Ferryd:
                 self.process.kill()
                 self.process.wait()
         self.reader.join(timeout=2)
+        if self.socket:
+            self.socket.close()
         return self.process.returncode
 
 

@@ -23,6 +23,11 @@ public final class Scheduler: @unchecked Sendable {
         public var records: Int
         /// Running passes that made no progress for longer than the stuck-pass timeout.
         public var stuck: [String]
+        /// Why each failing store failed, in a few words ("HTTP 503", "replica disk is full").
+        public var causes: [String: String] = [:]
+        /// The replica's file system is read-only or full (from the last database failure,
+        /// until a pass succeeds again).
+        public var replicaProblem: String?
     }
 
     private var schedules: [String: StoreSchedule] = [:]
@@ -35,6 +40,8 @@ public final class Scheduler: @unchecked Sendable {
     private var timer: Timer?
     private var passCounter = 0
     private var stopping = false
+    /// What ``ReplicaVolume`` found after the last pass that failed in the database.
+    private var replicaProblem: String?
     /// Called on the owner's loop after every pass (the daemon refreshes STATUS).
     public var onPassFinished: ((Result<PassReport, SyncError>) -> Void)?
 
@@ -135,7 +142,13 @@ public final class Scheduler: @unchecked Sendable {
         let now = ContinuousClock.now
         var snapshot = Snapshot(stores: schedules.count, names: schedules.keys.sorted(), failing: [], running: [], lastPassFinished: nil, records: 0, stuck: [])
         for (name, schedule) in schedules.sorted(by: { $0.key < $1.key }) {
-            if schedule.isFailing { snapshot.failing.append(name) }
+            if schedule.isFailing {
+                snapshot.failing.append(name)
+                if let error = schedule.lastError {
+                    // A database failure on an unwritable replica: say what is wrong with it.
+                    snapshot.causes[name] = error.kind == .store ? replicaProblem ?? error.kind.statusCause : error.kind.statusCause
+                }
+            }
             if let running = schedule.running {
                 snapshot.running.append(name)
                 if now - running.progress.lastAdvance > stuckPassTimeout, running.isExecuting {
@@ -147,6 +160,7 @@ public final class Scheduler: @unchecked Sendable {
             }
             snapshot.records += schedule.lastReport?.recordCount ?? 0
         }
+        snapshot.replicaProblem = replicaProblem
         return snapshot
     }
 
@@ -204,6 +218,7 @@ public final class Scheduler: @unchecked Sendable {
             schedule.lastReport = report
             schedule.consecutiveFailures = 0
             schedule.lastError = nil
+            replicaProblem = nil
             if reconciled, case .swept = report.reconciliation { schedule.lastReconcile = now }
             let jitter = schedule.configuration.jitter * Double.random(in: 0..<1)
             schedule.nextDue = now + schedule.configuration.interval + jitter
@@ -215,6 +230,7 @@ public final class Scheduler: @unchecked Sendable {
         case .failure(let error):
             let failure = error as? SyncError ?? SyncError(.configuration, store: name, message: "\(error)")
             outcome = .failure(failure)
+            if failure.kind == .store { diagnoseReplica(store: name, error: failure) }
             schedule.consecutiveFailures += 1
             schedule.lastError = failure
             let delay = backoff.delay(afterFailures: schedule.consecutiveFailures, error: failure, unit: Double.random(in: 0..<1))
@@ -236,6 +252,26 @@ public final class Scheduler: @unchecked Sendable {
         schedules[name] = schedule
         onPassFinished?(outcome)
         dispatchDuePasses()
+    }
+
+    /// A pass failed in the database: find out whether the file system took the replica away
+    /// (read-only, full), since SQLite may only say "disk I/O error", and say so once.
+    private func diagnoseReplica(store name: String, error: SyncError) {
+        let problem: String?
+        do {
+            problem = try ReplicaVolume.probe(databasePath: database.path).problem
+        } catch {
+            logger.warning("\(error)", metadata: ["store": "\(name)"])
+            return
+        }
+        guard let problem else { return }
+        if problem != replicaProblem {
+            logger.error("\(problem): \(database.path); passes fail until it takes writes again", metadata: [
+                "store": "\(name)",
+                "message_id": "\(MessageID.replicaUnwritable.rawValue)",
+            ])
+        }
+        replicaProblem = problem
     }
 
     /// Points the one scheduling timer at the earliest store that can start.
