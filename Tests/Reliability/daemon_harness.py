@@ -373,5 +373,12 @@ def proc_sample(pid):
     return fds, threads, rss
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of a live process, in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def temporary_directory(prefix):
     return tempfile.mkdtemp(prefix=prefix)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Ferry reliability suite, end to end through ferryd (issue 6 items 2, 4 and 6).
 
-    python3 Tests/Reliability/daemon_suite.py [--parts load,faults,disk] [--duration 75]
+    python3 Tests/Reliability/daemon_suite.py [--parts queue,load,faults,disk] [--duration 75]
                                               [--stores 200] [--interval 3]
 
 Runs the built `ferryd` and `ferry` (FERRY_BIN_DIR, default .build/debug) against the test
@@ -10,12 +10,17 @@ servers in Tests/Servers on 127.0.0.1, outside systemd (stderr log lines, `ferry
 "N passed, N failed" and the exit status is non-zero when any part failed.
 
 Parts:
+  queue   ten stores due at once with max-concurrent-passes = 1 and every pass stalled: ferryd
+          must sleep (< 10% of a core) while stores wait for a slot, not spin.
   load    --stores Parse stores (one class each, one parse_server.py) every --interval s with
-          0.5 s jitter and the default max-concurrent-passes, for --duration s (CI: 75 s;
-          the documented long run is --duration 600). ferryd's /proc/<pid> is sampled every
-          second: after a warm-up, open fds, threads and RSS must stay within the bounds
-          printed; every store must have passed about duration/interval times (>= 50%) and
-          succeeded recently; the stores the server mutated during the run must equal it.
+          0.5 s jitter, reconcile-interval 10 s and the default max-concurrent-passes (4), for
+          --duration s (CI: 75 s; the documented long run is --duration 600). ferryd's
+          /proc/<pid> is sampled every second; after a 15 s warm-up: every fd sample <= the
+          idle floor + 16, threads <= floor + 8, neither floor creeping between the first and
+          last third, RSS growth between the thirds < max(20, 15 + 3/min) MB. Every store must
+          have finished >= 50% of duration/interval passes and be ok in `ferry status` with a
+          recent last success; one class a second is mutated (update, delete, create) and
+          those stores must equal the server (ids, versions, bodies) at the end.
   faults  one store per fault: 500, 503 + Retry-After, 429 + Retry-After, reset, truncated
           body, stall past low-speed-time, invalid JSON, HTML page with 200 (each on its own
           parse_server.py, armed through /__admin/fault), DNS failure (a .invalid host) and
@@ -24,10 +29,18 @@ Parts:
           the error logged with its cause, the retry at the backoff Ferry computes (5 s base,
           doubling, half jitter; never before Retry-After) measured from ferryd's log and from
           the server's counters, and the next healthy pass converging to the server.
-  disk    the replica on a 3 MiB tmpfs (root only: a skip otherwise, a failure under CI=true):
-          fill it, resync, assert the typed "full" error in the log and in `ferry status`,
-          integrity_check ok, free space, the next pass converges; then remount the tmpfs
-          read-only mid-run, same assertions, remount read-write, converge.
+  disk    (root only: a skip otherwise, a failure under CI=true; ferryd gets a NOTIFY_SOCKET
+          of the suite's own, so STATUS= is checked without systemd)
+          full: the replica on a 3 MiB tmpfs; fill it, resync (`ferry reload`), assert the
+          cause in the log, STATUS= and `ferry status`, only good rows, integrity_check ok;
+          free the space, the next pass converges.
+          read-only: Linux refuses `mount -o remount,ro` while ferryd holds the file open for
+          writing (EBUSY), so the replica lives on an ext4 image (loop device, errors=
+          remount-ro) that the kernel remounts read-only under the running daemon
+          (/sys/fs/ext4/<dev>/trigger_fs_error); same assertions; then stop ferryd, umount,
+          e2fsck, mount, start ferryd: the next pass converges. `ferry status` cannot report
+          this failure (it reads the replica, which could not record it): printed as a known
+          gap, not counted.
 """
 
 import argparse
@@ -39,7 +52,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon_harness import (IS_CI, AttemptWatcher, Ferryd, ParseServer, Server,  # noqa: E402
+from daemon_harness import (IS_CI, AttemptWatcher, Ferryd, cpu_seconds, ParseServer, Server,  # noqa: E402
                             SuiteError, diff_summary, integrity, log, make_key_file,
                             parse_store, proc_sample, read_rows, same_as_server,
                             status_json, temporary_directory, write_config)
@@ -116,6 +129,7 @@ def run_load(args, check):
             time.sleep(max(0, 1 - (time.monotonic() - now)))
         elapsed = time.monotonic() - start
         final_sample = proc_sample(daemon.pid)
+        cpu = cpu_seconds(daemon.pid)
         lines = daemon.snapshot()
         states = status_json(config)[0]
         # Let the last mutations land (deletions need a reconciliation pass: every 10 s).
@@ -138,6 +152,9 @@ def run_load(args, check):
             elif line.store and "pass failed" in line.text:
                 failed[line.store] = failed.get(line.store, 0) + 1
         expected = elapsed / (args.interval + 0.25)
+        total_passes = sum(finished.values()) + sum(failed.values())
+        log("  ferryd CPU: %.1f s in %.0f s (%.0f%% of one core), %.2f ms per pass" % (
+            cpu, elapsed, 100 * cpu / elapsed, 1000 * cpu / max(1, total_passes)))
         counts = [finished.get(n, 0) for n in names]
         total = sum(counts)
         log("  passes: %d finished, %d failed in %.0f s (%.1f passes/s); per store min %d, "
@@ -196,16 +213,56 @@ def run_load(args, check):
 
 
 # ---------------------------------------------------------------------------------------------
+# A full queue: ferryd must sleep, not spin
+# ---------------------------------------------------------------------------------------------
+
+def run_queue_full(args, check):
+    """Ten stores due at once, max-concurrent-passes = 1, every pass stalled by the server:
+    the queue is full and eight stores wait. ferryd must sleep until a pass ends. (Until this
+    suite found it, the scheduler re-armed a 0 s timer for the waiting stores in a busy loop,
+    a core at 100% and ~300 bytes leaked per turn.)"""
+    work = temporary_directory("ferry-queue-")
+    server = Server("fault_server.py")
+    daemon = None
+    try:
+        database = os.path.join(work, "ferry.db")
+        config = os.path.join(work, "ferry.conf")
+        stores = [{"name": "q_%d" % i, "kind": "json", "url": server.base + "/stall-headers?seconds=20",
+                   "records-path": "items", "id-field": "id", "version-field": "v", "pagination": "none",
+                   "interval": "1h", "jitter": "0s"} for i in range(10)]
+        write_config(config, database, stores, global_extra="max-concurrent-passes = 1\n")
+        daemon = Ferryd(config, os.path.join(work, "run"))
+        daemon.wait_for("the first pass to start", lambda: daemon.matching(contains="pass started"), timeout=20)
+        time.sleep(1)
+        cpu_before, rss_before = cpu_seconds(daemon.pid), proc_sample(daemon.pid)[2]
+        time.sleep(5)
+        cpu_after, rss_after = cpu_seconds(daemon.pid), proc_sample(daemon.pid)[2]
+        share = (cpu_after - cpu_before) / 5
+        log("  queue full (1 running, 1 queued, 8 waiting): ferryd used %.1f%% of a core over 5 s, "
+            "RSS %.1f -> %.1f MB" % (100 * share, rss_before / 1024, rss_after / 1024))
+        check.expect(share < 0.10, "ferryd sleeps while the queue is full (%.1f%% of a core < 10%%)" % (100 * share))
+        check.expect(rss_after - rss_before < 2048, "RSS steady while waiting (+%.1f MB < 2 MB)" % ((rss_after - rss_before) / 1024))
+        code = daemon.stop()
+        daemon = None
+        check.expect(code == 0, "ferryd exits 0 on SIGTERM with stalled passes (got %s)" % code)
+    finally:
+        if daemon:
+            daemon.stop()
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--parts", default="load,faults,disk")
+    parser.add_argument("--parts", default="queue,load,faults,disk")
     parser.add_argument("--duration", type=float, default=75, help="load run seconds (long run: 600)")
     parser.add_argument("--stores", type=int, default=200)
     parser.add_argument("--interval", type=int, default=3)
     parser.add_argument("--verbose", action="store_true", help="print /proc samples as they come")
     args = parser.parse_args()
-    parts = {"load": run_load, "faults": run_faults, "disk": run_disk}
+    parts = {"queue": run_queue_full, "load": run_load, "faults": run_faults, "disk": run_disk}
     passed = failed = 0
     skipped = []
     gaps = []
