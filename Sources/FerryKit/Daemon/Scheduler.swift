@@ -230,7 +230,7 @@ public final class Scheduler: @unchecked Sendable {
         case .failure(let error):
             let failure = error as? SyncError ?? SyncError(.configuration, store: name, message: "\(error)")
             outcome = .failure(failure)
-            if failure.kind == .store { diagnoseReplica(store: name, error: failure) }
+            if failure.kind == .store { diagnoseReplica(store: name) }
             schedule.consecutiveFailures += 1
             schedule.lastError = failure
             let delay = backoff.delay(afterFailures: schedule.consecutiveFailures, error: failure, unit: Double.random(in: 0..<1))
@@ -256,7 +256,7 @@ public final class Scheduler: @unchecked Sendable {
 
     /// A pass failed in the database: find out whether the file system took the replica away
     /// (read-only, full), since SQLite may only say "disk I/O error", and say so once.
-    private func diagnoseReplica(store name: String, error: SyncError) {
+    private func diagnoseReplica(store name: String) {
         let problem: String?
         do {
             problem = try ReplicaVolume.probe(databasePath: database.path).problem
