@@ -115,6 +115,16 @@ else
     bad "fuzz (time cap, or see .build-fuzz/logs/)"
 fi
 
+phase "reliability through ferryd: Tests/Reliability/daemon_suite.py"
+# 200-store load run (75 s here; --duration 600 is the documented long run), ten injected
+# faults with backoff timing, full disk and read-only replica (needs root: a skip on a
+# developer's machine, a failure under CI=true). About 3 minutes; capped at 5.
+if FERRY_BIN_DIR="$root/.build/debug" timeout "$(cap 5)" python3 Tests/Reliability/daemon_suite.py --duration 75; then
+    ok "daemon reliability suite"
+else
+    bad "daemon reliability suite"
+fi
+
 phase "system test: Tests/System/systemd-test.sh"
 SDBOX=${SDBOX:-$root/../shared/tools/sdbox/sdbox}
 export SDBOX

@@ -209,18 +209,20 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
-    /// One line: each store and whether it is ok (a count past eight stores), running passes,
-    /// the last pass, records.
+    /// One line: a replica that cannot be written first, then each store and whether it is
+    /// ok (with why it fails; a count past eight stores), running passes, the last pass, records.
     func statusLine(_ snapshot: Scheduler.Snapshot) -> String {
         let ok = snapshot.stores - snapshot.failing.count
+        let failing = { (name: String) in snapshot.causes[name].map { "\(name) (\($0))" } ?? name }
         var parts: [String]
         if snapshot.names.count <= 8 {
-            parts = [snapshot.names.map { snapshot.failing.contains($0) ? "\($0) FAILING" : "\($0) ok" }.joined(separator: ", ")]
+            parts = [snapshot.names.map { snapshot.failing.contains($0) ? "\($0) FAILING" + (snapshot.causes[$0].map { " (\($0))" } ?? "") : "\($0) ok" }.joined(separator: ", ")]
             if snapshot.names.isEmpty { parts = ["no stores"] }
         } else {
             parts = ["\(snapshot.stores) stores: \(ok) ok"]
-            if !snapshot.failing.isEmpty { parts[0] += ", \(snapshot.failing.count) failing (\(snapshot.failing.prefix(8).joined(separator: ", ")))" }
+            if !snapshot.failing.isEmpty { parts[0] += ", \(snapshot.failing.count) failing (\(snapshot.failing.prefix(8).map(failing).joined(separator: ", ")))" }
         }
+        if let problem = snapshot.replicaProblem { parts.insert("\(problem.uppercased()) (\(database.path))", at: 0) }
         if !snapshot.running.isEmpty { parts.append("syncing \(snapshot.running.prefix(8).joined(separator: ", "))") }
         if let last = snapshot.lastPassFinished {
             parts.append("last pass \(Int((ContinuousClock.now - last).seconds)) s ago")

@@ -23,6 +23,11 @@ public final class Scheduler: @unchecked Sendable {
         public var records: Int
         /// Running passes that made no progress for longer than the stuck-pass timeout.
         public var stuck: [String]
+        /// Why each failing store failed, in a few words ("HTTP 503", "replica disk is full").
+        public var causes: [String: String] = [:]
+        /// The replica's file system is read-only or full (from the last database failure,
+        /// until a pass succeeds again).
+        public var replicaProblem: String?
     }
 
     private var schedules: [String: StoreSchedule] = [:]
@@ -35,6 +40,8 @@ public final class Scheduler: @unchecked Sendable {
     private var timer: Timer?
     private var passCounter = 0
     private var stopping = false
+    /// What ``ReplicaVolume`` found after the last pass that failed in the database.
+    private var replicaProblem: String?
     /// Called on the owner's loop after every pass (the daemon refreshes STATUS).
     public var onPassFinished: ((Result<PassReport, SyncError>) -> Void)?
 
@@ -135,7 +142,13 @@ public final class Scheduler: @unchecked Sendable {
         let now = ContinuousClock.now
         var snapshot = Snapshot(stores: schedules.count, names: schedules.keys.sorted(), failing: [], running: [], lastPassFinished: nil, records: 0, stuck: [])
         for (name, schedule) in schedules.sorted(by: { $0.key < $1.key }) {
-            if schedule.isFailing { snapshot.failing.append(name) }
+            if schedule.isFailing {
+                snapshot.failing.append(name)
+                if let error = schedule.lastError {
+                    // A database failure on an unwritable replica: say what is wrong with it.
+                    snapshot.causes[name] = error.kind == .store ? replicaProblem ?? error.kind.statusCause : error.kind.statusCause
+                }
+            }
             if let running = schedule.running {
                 snapshot.running.append(name)
                 if now - running.progress.lastAdvance > stuckPassTimeout, running.isExecuting {
@@ -147,6 +160,7 @@ public final class Scheduler: @unchecked Sendable {
             }
             snapshot.records += schedule.lastReport?.recordCount ?? 0
         }
+        snapshot.replicaProblem = replicaProblem
         return snapshot
     }
 
@@ -204,6 +218,7 @@ public final class Scheduler: @unchecked Sendable {
             schedule.lastReport = report
             schedule.consecutiveFailures = 0
             schedule.lastError = nil
+            replicaProblem = nil
             if reconciled, case .swept = report.reconciliation { schedule.lastReconcile = now }
             let jitter = schedule.configuration.jitter * Double.random(in: 0..<1)
             schedule.nextDue = now + schedule.configuration.interval + jitter
@@ -215,6 +230,7 @@ public final class Scheduler: @unchecked Sendable {
         case .failure(let error):
             let failure = error as? SyncError ?? SyncError(.configuration, store: name, message: "\(error)")
             outcome = .failure(failure)
+            if failure.kind == .store { diagnoseReplica(store: name) }
             schedule.consecutiveFailures += 1
             schedule.lastError = failure
             let delay = backoff.delay(afterFailures: schedule.consecutiveFailures, error: failure, unit: Double.random(in: 0..<1))
@@ -238,20 +254,59 @@ public final class Scheduler: @unchecked Sendable {
         dispatchDuePasses()
     }
 
-    private func armTimer() {
-        timer?.invalidate()
-        timer = nil
-        guard !stopping else { return }
-        let waiting = schedules.values.filter { $0.running == nil }
-        guard let next = waiting.map(\.nextDue).min() else { return }
-        let delay = max(0, (next - .now).seconds)
-        let timer = Timer(timeInterval: delay, repeats: false) { [weak self] _ in
-            self?.dispatchDuePasses()
+    /// A pass failed in the database: find out whether the file system took the replica away
+    /// (read-only, full), since SQLite may only say "disk I/O error", and say so once.
+    private func diagnoseReplica(store name: String) {
+        let problem: String?
+        do {
+            problem = try ReplicaVolume.probe(databasePath: database.path).problem
+        } catch {
+            logger.warning("\(error)", metadata: ["store": "\(name)"])
+            return
         }
+        guard let problem else { return }
+        if problem != replicaProblem {
+            logger.error("\(problem): \(database.path); passes fail until it takes writes again", metadata: [
+                "store": "\(name)",
+                "message_id": "\(MessageID.replicaUnwritable.rawValue)",
+            ])
+        }
+        replicaProblem = problem
+    }
+
+    /// Points the one scheduling timer at the earliest store that can start.
+    ///
+    /// While the queue is full no timer is needed: the next finishing pass dispatches what is
+    /// due. (A timer armed for a store already due but without room fired at once, found no
+    /// room and re-armed itself: a busy loop of about 12,000 timers a second.) The timer is
+    /// created once and moved with `fireDate`, because swift-corelibs-foundation never frees
+    /// an invalidated block-based Timer (about 300 bytes each: one per pass, measured with
+    /// heaptrack under the 200-store load run of Tests/Reliability/daemon_suite.py).
+    private func armTimer() {
+        guard !stopping else { return }
+        let running = schedules.values.filter { $0.running != nil }.count
+        let full = running >= queue.maxConcurrentOperationCount * 2
+        let next = full ? nil : schedules.values.filter { $0.running == nil }.map(\.nextDue).min()
+        let timer = self.timer ?? makeTimer()
+        guard let next else {
+            timer.fireDate = .distantFuture
+            return
+        }
+        let delay = max(0, (next - .now).seconds)
         // A little tolerance lets the kernel batch wake-ups of stores due close together.
         timer.tolerance = min(1, delay / 20)
+        timer.fireDate = Date(timeIntervalSinceNow: delay)
+    }
+
+    /// The scheduler's one timer: repeating (a one-shot timer is invalid once fired, and
+    /// could not be moved again) with an interval so long that only `fireDate` matters.
+    private func makeTimer() -> Timer {
+        let timer = Timer(fire: .distantFuture, interval: 365 * 86_400, repeats: true) { [weak self] _ in
+            self?.dispatchDuePasses()
+        }
         RunLoop.current.add(timer, forMode: .default)
         self.timer = timer
+        return timer
     }
 
     private func assertOwner(_ function: StaticString = #function) {

@@ -18,6 +18,8 @@ public enum MessageID: String, Sendable, CaseIterable {
     case stopping = "16578e9350f7435d81d6fbfbf0470c28"
     case watchdogStuck = "655f48b95ab746ac857280d3433675ec"
     case reconcileRefused = "e6a9492c1c714d4b9d9649f5b9cf73ff"
+    /// The replica's file system turned read-only or full (found after a database failure).
+    case replicaUnwritable = "8d1f0b6e3a5c4e27b9f4c2a7d6e1053b"
 
     /// The metadata key the log handlers turn into the `MESSAGE_ID` field.
     public static let metadataKey = "message_id"
