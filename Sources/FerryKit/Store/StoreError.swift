@@ -57,6 +57,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         switch error.primaryCode {
         case SQLITE_FULL: kind = .full
         case SQLITE_IOERR where error.systemErrno == ENOSPC: kind = .full
+        // A file system remounted read-only under an open database fails writes as I/O errors.
+        // errno is often 0 by then (the kernel reports EIO on a later fsync), so the daemon also
+        // probes the volume (ReplicaVolume) before it tells an admin what is wrong.
+        case SQLITE_IOERR where error.systemErrno == EROFS: kind = .readOnly
         case SQLITE_IOERR: kind = .io
         case SQLITE_READONLY, SQLITE_PERM: kind = .readOnly
         case SQLITE_CANTOPEN where error.systemErrno == EACCES || error.systemErrno == EROFS: kind = .readOnly
