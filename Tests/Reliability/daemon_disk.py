@@ -73,6 +73,25 @@ def failed_pass(daemon, since, cause, status_cause, check, label, config, status
         check.expect(said, "%s: ferry status says failing with the cause" % label)
 
 
+def start_synced(work, mountpoint, server):
+    """A ferryd with its replica under `mountpoint`, once its first pass stored 300 objects.
+    Returns (daemon, database path, configuration path)."""
+    key = make_key_file(work)
+    database = os.path.join(mountpoint, "ferry.db")
+    config = os.path.join(work, "ferry.conf")
+    server.seed(CLASS, 300, size=200)
+    write_config(config, database, [parse_store(STORE, server.base, CLASS, key, interval="1h",
+                                                jitter="0s", page_size="200",
+                                                reconcile_interval="never")])
+    daemon = Ferryd(config, os.path.join(work, "run"), notify=True)
+    try:
+        daemon.wait_for("the first sync", lambda: len(read_rows(database, STORE)) == 300, timeout=30)
+    except BaseException:
+        daemon.stop()
+        raise
+    return daemon, database, config
+
+
 def run_disk(args, check):
     if os.geteuid() != 0:
         check.skip("needs root to mount file systems (id -u is %d)" % os.geteuid())
@@ -91,15 +110,7 @@ def run_full(check):
     try:
         mount("-t", "tmpfs", "-o", "size=3m", "tmpfs", mountpoint)
         mounted = True
-        key = make_key_file(work)
-        database = os.path.join(mountpoint, "ferry.db")
-        config = os.path.join(work, "ferry.conf")
-        server.seed(CLASS, 300, size=200)
-        write_config(config, database, [parse_store(STORE, server.base, CLASS, key, interval="1h",
-                                                    jitter="0s", page_size="200",
-                                                    reconcile_interval="never")])
-        daemon = Ferryd(config, os.path.join(work, "run"), notify=True)
-        daemon.wait_for("the first sync", lambda: len(read_rows(database, STORE)) == 300, timeout=30)
+        daemon, database, config = start_synced(work, mountpoint, server)
         log("  disk: 300 rows synced onto a 3 MiB tmpfs")
 
         # Full: fill the tmpfs, give the server more than the WAL can absorb, resync.
@@ -161,15 +172,7 @@ def run_read_only(check):
         mounted = True
         device = os.path.basename(subprocess.run(["findmnt", "-no", "SOURCE", mountpoint], capture_output=True,
                                                  text=True).stdout.strip())
-        key = make_key_file(work)
-        database = os.path.join(mountpoint, "ferry.db")
-        config = os.path.join(work, "ferry.conf")
-        server.seed(CLASS, 300, size=200)
-        write_config(config, database, [parse_store(STORE, server.base, CLASS, key, interval="1h",
-                                                    jitter="0s", page_size="200",
-                                                    reconcile_interval="never")])
-        daemon = Ferryd(config, os.path.join(work, "run"), notify=True)
-        daemon.wait_for("the first sync", lambda: len(read_rows(database, STORE)) == 300, timeout=30)
+        daemon, database, config = start_synced(work, mountpoint, server)
         before = read_rows(database, STORE)
         server.mutate(CLASS, update=50, create=50)
         after = server.dump(CLASS)

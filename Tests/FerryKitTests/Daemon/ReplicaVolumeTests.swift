@@ -7,25 +7,14 @@ import Testing
 /// on a developer's machine and fail under CI=true.
 @Suite("Replica volume probe", .serialized)
 struct ReplicaVolumeTests {
-    static func run(_ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }
-
     /// Mounts a tmpfs with `options` under a temporary directory for the body; nil when the
     /// mount is refused (not root).
     static func withTmpfs(_ options: String, _ body: (String) throws -> Void) throws -> Bool {
         let directory = try TemporaryDirectory()
         let mountPoint = directory.path("volume")
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        guard run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", mountPoint]) else { return false }
-        defer { _ = run(["umount", "-l", mountPoint]) }
+        guard Shell.succeeds(["mount", "-t", "tmpfs", "-o", options, "tmpfs", mountPoint]) else { return false }
+        defer { _ = Shell.succeeds(["umount", "-l", mountPoint]) }
         try body(mountPoint)
         return true
     }

@@ -4,28 +4,17 @@ import Testing
 
 @Suite("Replica on a full disk")
 struct FullDiskTests {
-    static func run(_ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }
-
     /// A 2 MB tmpfs fills up mid-pass: the batch fails with `.full`, nothing of it is applied,
     /// the file stays sound, and once the file system is larger the same batch applies.
     @Test func fullDiskIsATypedErrorAndRecoverable() throws {
         let directory = try TemporaryDirectory()
         let mountPoint = directory.path("small")
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        guard Self.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint]) else {
+        guard Shell.succeeds(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint]) else {
             #expect(!isCI, "cannot mount a tmpfs (needs root) for the full-disk test")
             return
         }
-        defer { _ = Self.run(["umount", "-l", mountPoint]) }
+        defer { _ = Shell.succeeds(["umount", "-l", mountPoint]) }
 
         let path = mountPoint + "/replica.db"
         let replica = try ReplicaDatabase(path: path)
@@ -55,7 +44,7 @@ struct FullDiskTests {
         #expect(try replica.changeLogCount() == 50 * failed)
 
         // Space comes back: the same batch now applies on the same connection.
-        try #require(Self.run(["mount", "-o", "remount,size=64m", mountPoint]))
+        try #require(Shell.succeeds(["mount", "-o", "remount,size=64m", mountPoint]))
         let counts = try replica.apply(batch(failed), to: "items")
         #expect(counts.inserted == 50)
         #expect(try replica.syncState(of: "items")?.cursor == "\(failed)")

@@ -119,6 +119,19 @@ enum Shell {
         }
         return data
     }
+
+    /// Runs `arguments` through /usr/bin/env, output discarded: whether it exited 0 (mount and
+    /// umount in the disk tests, which skip or fail on their own terms when this is false).
+    static func succeeds(_ arguments: [String]) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
 }
 
 enum ShellError: Error {
