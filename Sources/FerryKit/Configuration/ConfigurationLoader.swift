@@ -91,6 +91,7 @@ public enum ConfigurationLoader {
 
     static let globalKeys: Set<String> = ConfigurationValueReader.sessionKeys.union([
         "database", "max-concurrent-passes", "log-level", "keep-changes", "stuck-pass-timeout",
+        "backoff-initial", "backoff-max", "backoff-permanent",
     ])
 
     private static func readGlobal(
@@ -126,9 +127,20 @@ public enum ConfigurationLoader {
                 if let value = reader.duration(entry) { global.changeRetention = value }
             case "stuck-pass-timeout":
                 if let value = reader.duration(entry) { global.stuckPassTimeout = value }
+            case "backoff-initial", "backoff-max", "backoff-permanent":
+                guard let value = reader.duration(entry) else { continue }
+                switch entry.key {
+                case "backoff-initial": global.backoff.base = value
+                case "backoff-max": global.backoff.cap = value
+                default: global.backoff.permanentFailureDelay = value
+                }
             default:
                 reader.problem(entry, "unknown key in [ferry] (known: \(globalKeys.sorted().joined(separator: ", ")))")
             }
+        }
+        if global.backoff.base > global.backoff.cap,
+           let line = entries.last(where: { $0.key == "backoff-initial" }) ?? entries.last(where: { $0.key == "backoff-max" }) {
+            reader.problem(line, "backoff-initial (\(ConfigurationUnits.format(global.backoff.base))) is more than backoff-max (\(ConfigurationUnits.format(global.backoff.cap)))")
         }
         return global
     }

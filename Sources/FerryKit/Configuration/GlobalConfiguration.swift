@@ -18,6 +18,9 @@ public struct GlobalConfiguration: Sendable, Equatable {
     /// A pass that makes no progress for this long stops the watchdog pings, so systemd
     /// restarts a wedged daemon (`stuck-pass-timeout =`).
     public var stuckPassTimeout: Duration = .seconds(600)
+    /// Retries after failed passes (`backoff-initial =`, `backoff-max =`,
+    /// `backoff-permanent =`).
+    public var backoff = Backoff()
     /// Where ferryd keeps its pid file and reload acknowledgements (not configurable: it is
     /// systemd's `RuntimeDirectory=`, so `ferry reload` finds it the same way).
     public var runtimeDirectory: String

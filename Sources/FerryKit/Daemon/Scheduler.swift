@@ -36,7 +36,7 @@ public final class Scheduler: @unchecked Sendable {
     private let queue = OperationQueue()
     private let owner: RunLoopHandle
     private let logger: Logger
-    private let backoff: Backoff
+    private var backoff: Backoff
     private var timer: Timer?
     private var passCounter = 0
     private var stopping = false
@@ -46,10 +46,10 @@ public final class Scheduler: @unchecked Sendable {
     public var onPassFinished: ((Result<PassReport, SyncError>) -> Void)?
 
     /// Creates a scheduler on the calling thread's run loop. Nothing runs until ``start()``.
-    public init(configuration: FerryConfiguration, database: SharedDatabase, logger: Logger, backoff: Backoff = Backoff()) {
+    public init(configuration: FerryConfiguration, database: SharedDatabase, logger: Logger) {
         self.database = database
         self.logger = logger
-        self.backoff = backoff
+        self.backoff = configuration.global.backoff
         self.owner = RunLoopHandle.current()
         self.stuckPassTimeout = configuration.global.stuckPassTimeout
         queue.name = "ferry-passes"
@@ -73,6 +73,7 @@ public final class Scheduler: @unchecked Sendable {
         assertOwner()
         queue.maxConcurrentOperationCount = configuration.global.maxConcurrentPasses
         stuckPassTimeout = configuration.global.stuckPassTimeout
+        backoff = configuration.global.backoff
         let now = ContinuousClock.now
         let incoming = Dictionary(uniqueKeysWithValues: configuration.stores.map { ($0.name, $0) })
         for (name, schedule) in schedules where incoming[name] == nil {

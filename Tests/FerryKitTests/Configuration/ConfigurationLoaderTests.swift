@@ -56,6 +56,9 @@ import Testing
             log-level = debug
             keep-changes = 7d
             stuck-pass-timeout = 15m
+            backoff-initial = 2s
+            backoff-max = 10m
+            backoff-permanent = 1h
 
             [store contacts]
             kind = carddav
@@ -87,6 +90,9 @@ import Testing
         #expect(global.logLevel == .debug)
         #expect(global.changeRetention == .seconds(7 * 86_400))
         #expect(global.stuckPassTimeout == .seconds(900))
+        #expect(global.backoff.base == .seconds(2))
+        #expect(global.backoff.cap == .seconds(600))
+        #expect(global.backoff.permanentFailureDelay == .seconds(3600))
         let store = try #require(configuration.store(named: "contacts"))
         #expect(store.interval == .seconds(900))
         #expect(store.jitter == .zero)
@@ -98,7 +104,7 @@ import Testing
         #expect(store.badRecordPolicy == .fail)
         #expect(store.maxRecordBytes == 2 << 20)
         #expect(store.username == "alice")
-        #expect(store.options["multiget-batch"] == ConfigurationValue("50", at: .init(file: Self.file, line: 27)))
+        #expect(store.options["multiget-batch"] == ConfigurationValue("50", at: .init(file: Self.file, line: 30)))
         #expect(store.columns == [
             TypedColumn(name: "email", type: .text, path: "$.EMAIL"),
             TypedColumn(name: "rev", type: .integer, path: "$.REV", indexed: false),
@@ -167,7 +173,7 @@ import Testing
         let expected: [ConfigurationProblem] = [
             .init(file: Self.file, line: 1, key: "stray", message: "key outside any section (start the file with [ferry] or [store NAME])"),
             .init(file: Self.file, line: 4, key: "max-concurrent-passes", message: "expected a whole number, got 'lots'"),
-            .init(file: Self.file, line: 5, key: "color", message: "unknown key in [ferry] (known: ca-file, connect-timeout, database, keep-changes, log-level, low-speed-limit, low-speed-time, max-concurrent-passes, max-response-size, stuck-pass-timeout, total-timeout)"),
+            .init(file: Self.file, line: 5, key: "color", message: "unknown key in [ferry] (known: backoff-initial, backoff-max, backoff-permanent, ca-file, connect-timeout, database, keep-changes, log-level, low-speed-limit, low-speed-time, max-concurrent-passes, max-response-size, stuck-pass-timeout, total-timeout)"),
             .init(file: Self.file, line: 6, key: "database", message: "duplicate key (already set on line 3)"),
             .init(file: Self.file, line: 7, message: "unknown section '[network]' (expected [ferry] or [store NAME])"),
             .init(file: Self.file, line: 9, message: "invalid store name 'Bad-Name': use lowercase letters, digits and '_', starting with a letter, at most 63 characters"),
@@ -193,6 +199,18 @@ import Testing
         for (got, want) in zip(found, expected) {
             #expect(got == want)
         }
+    }
+
+    @Test func backoffMustBePositiveAndOrdered() {
+        #expect(problems("""
+            [ferry]
+            backoff-initial = 0
+            """) == [.init(file: Self.file, line: 2, key: "backoff-initial", message: "must be more than 0")])
+        #expect(problems("""
+            [ferry]
+            backoff-max = 1m
+            backoff-initial = 2m
+            """) == [.init(file: Self.file, line: 3, key: "backoff-initial", message: "backoff-initial (2m) is more than backoff-max (1m)")])
     }
 
     @Test func missingURL_andKindSpecificKeysOfAnotherKind() {
