@@ -25,7 +25,9 @@ extension MultistatusParser {
                 if end + 1 < bytes.count, bytes[end] == UInt8(ascii: "?"), bytes[end + 1] == UInt8(ascii: ">") {
                     return index
                 }
-                index = end
+                // Not from `end`: another "<?" may start inside this one's target (`<?<?x?>`,
+                // found by the fuzzer after the first version of this scan skipped it).
+                index += 2
             }
             return nil
         }

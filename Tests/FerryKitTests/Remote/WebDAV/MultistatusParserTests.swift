@@ -157,7 +157,8 @@ struct MultistatusParserTests {
         let parser = MultistatusParser(maxDataBytes: 100)
         for (body, line, column) in [(#"<multistatus xmlns="DAV:"><?foo?></multistatus>"#, 1, 27),
                                      ("<?xml?>\n<error xmlns=\"DAV:\"/>", 1, 1),
-                                     ("<multistatus xmlns=\"DAV:\">\n  <?x?></multistatus>", 2, 3)] {
+                                     ("<multistatus xmlns=\"DAV:\">\n  <?x?></multistatus>", 2, 3),
+                                     ("<?<?xml?>DAxml?>DA", 1, 3)] {
             #expect(throws: MultistatusParser.Failure(line: line, column: column,
                                                       message: "processing instruction without data (<?name?>): refused, the XML parser cannot take it")) {
                 try parser.parse(Data(body.utf8))
