@@ -13,10 +13,10 @@ struct BatchDeduplicator {
     /// Position → whether a later change of the same id supersedes it.
     private(set) var superseded: [Bool] = []
 
-    /// Marks every change that a later change with the same id supersedes. Ids of changes that
-    /// `include` rejects (invalid ones) take no part.
-    mutating func scan(_ changes: [RecordChange], include: (Int) -> Bool) {
-        let capacity = Self.capacity(for: changes.count)
+    /// Marks every change (by position, `ids[k]` is change k's id) that a later change with the
+    /// same id supersedes. Changes that `include` rejects (invalid ones) take no part.
+    mutating func scan(_ ids: [String], include: (Int) -> Bool) {
+        let capacity = Self.capacity(for: ids.count)
         if slots.count != capacity {
             slots = [Int32](repeating: 0, count: capacity)
             hashes = [UInt64](repeating: 0, count: capacity)
@@ -24,10 +24,10 @@ struct BatchDeduplicator {
             for index in slots.indices { slots[index] = 0 }
         }
         superseded.removeAll(keepingCapacity: true)
-        superseded.append(contentsOf: repeatElement(false, count: changes.count))
+        superseded.append(contentsOf: repeatElement(false, count: ids.count))
         let mask = capacity - 1
-        for position in changes.indices where include(position) {
-            let id = changes[position].id
+        for position in ids.indices where include(position) {
+            let id = ids[position]
             let hash = Self.hash(id)
             var slot = Int(truncatingIfNeeded: hash >> 7) & mask
             while true {
@@ -37,7 +37,7 @@ struct BatchDeduplicator {
                     hashes[slot] = hash
                     break
                 }
-                if hashes[slot] == hash, changes[occupant - 1].id == id {
+                if hashes[slot] == hash, ids[occupant - 1] == id {
                     superseded[occupant - 1] = true
                     slots[slot] = Int32(position + 1)
                     break

@@ -110,6 +110,25 @@ final class Statement {
         while try step() {}
     }
 
+    /// Binds `data` as UTF-8 text without copying it (`SQLITE_STATIC`), then ``run()``s while
+    /// the bytes are borrowed. The reset at the end of the run clears the binding, so no pointer
+    /// outlives the borrow. The merge binds every record body this way: copying ~370 bytes per
+    /// row into SQLite (`SQLITE_TRANSIENT`) was a malloc, a memcpy and a free per record.
+    func run(borrowingText data: Data, at index: Int32) throws(SQLiteError) {
+        let outcome: Result<Void, SQLiteError> = data.withUnsafeBytes { raw in
+            let text = (raw.baseAddress ?? UnsafeRawPointer(emptyText)).assumingMemoryBound(to: CChar.self)
+            do throws(SQLiteError) {
+                try SQLite.check(sqlite3_bind_text(handle, index, text, Int32(raw.count), nil), connection.handle, sql: sql)
+                try run()
+                return .success(())
+            } catch {
+                reset()
+                return .failure(error)
+            }
+        }
+        try outcome.get()
+    }
+
     // MARK: - Columns (0-based indexes, as in SQLite)
 
     func isNull(at index: Int32) -> Bool { sqlite3_column_type(handle, index) == SQLITE_NULL }
