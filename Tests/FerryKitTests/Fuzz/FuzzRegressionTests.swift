@@ -60,4 +60,25 @@ import Testing
             }
         }
     }
+
+    /// Found by `FUZZ_TARGET=config` in CI: its earlier invariant ("the problem's text does not
+    /// contain the inline secret") fired on `rest-api-key = credent`, because the refusal's own
+    /// advice says "write credential:NAME". Ferry was right and the check was wrong; the fuzz
+    /// target now checks that the text does not depend on the value, and so does this test.
+    /// Input: Tests/Fuzz/regressions/config-secret-inside-the-advice.conf.
+    @Test func inlineSecretRefusal_doesNotDependOnTheSecret() {
+        func refusal(_ secret: String) -> [String] {
+            let text = "[store players]\nkind = parse\nurl = http://127.0.0.1:1337/parse/classes/Player\napplication-id = quotes\nrest-api-key = \(secret)\n"
+            guard case .failure(let errors) = outcome(text) else {
+                Issue.record("an inline secret must be refused")
+                return []
+            }
+            return errors.problems.filter { $0.line == 5 }.map(\.description)
+        }
+        let realistic = refusal("k3y-9f2a71c0d4e8")
+        #expect(!realistic.isEmpty)
+        #expect(realistic.allSatisfy { !$0.contains("k3y-9f2a71c0d4e8") })
+        #expect(refusal("credent") == realistic)
+        #expect(refusal("xxxxxxx") == realistic)
+    }
 }
