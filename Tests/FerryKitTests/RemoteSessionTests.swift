@@ -134,6 +134,27 @@ final class RemoteSessionTests {
         #expect(record.largestChunk <= 256 * 1024 + 512 * 1024)
     }
 
+    /// An owner handing the body to another thread (a streaming parser) holds the transfer
+    /// while that thread is behind: nothing past what was already buffered arrives until it
+    /// resumes, and then the body completes whole.
+    @Test func suspendedTransferReadsNothingUntilResumed() throws {
+        let fetch = RecordingFetch(url: server.baseURL + "/bytes/8000000", configuration: configuration { $0.bufferLimit = 256 * 1024 })
+        fetch.suspendAfterBytes = 1
+        fetch.suspension = 0.5
+        let record = try fetch.runToCompletion()
+        #expect(record.error == nil)
+        #expect(record.body.count == 8_000_000)
+        #expect(record.events.contains("resume"))
+        // At most what the I/O thread had buffered, plus one curl write (512 KiB buffer); over
+        // 0.5 s an unheld transfer on loopback would have delivered all 8 MB.
+        #expect(record.bytesWhileSuspended <= 256 * 1024 + 512 * 1024, "\(record.bytesWhileSuspended) bytes arrived while suspended")
+        #expect(record.offLoopCallbacks == 0)
+        // The suspension held back most of the body: it arrived after the resume.
+        let resumed = try #require(record.events.firstIndex(of: "resume"))
+        #expect(record.events[resumed...].filter { $0 == "data" }.count > 1)
+        #expect(record.events.last == "complete")
+    }
+
     @Test func statusesAreResponsesNotErrors() throws {
         let record = try RecordingFetch(url: server.baseURL + "/status/503?retry_after=7").runToCompletion()
         #expect(record.error == nil)

@@ -14,6 +14,8 @@ struct FetchRecord: Sendable {
     var offLoopCallbacks = 0
     /// Callbacks that arrived after the task was cancelled: must stay 0.
     var callbacksAfterCancel = 0
+    /// Body bytes that arrived while the owner held the task suspended.
+    var bytesWhileSuspended = 0
     var events: [String] = []
 }
 
@@ -26,6 +28,10 @@ final class RecordingFetch: RunLoopOperation<FetchRecord>, RemoteSessionDelegate
     var consumeDelay: TimeInterval = 0
     /// Cancel the task once this many body bytes arrived; then finish after a quiet period.
     var cancelAfterBytes: Int?
+    /// Suspend the task once this many body bytes arrived, and resume it `suspension` later.
+    var suspendAfterBytes: Int?
+    var suspension: TimeInterval = 0.5
+    private var suspended = false
     private var session: RemoteSession?
     private var record = FetchRecord()
     private var cancelledTask: TransferTask?
@@ -83,7 +89,20 @@ final class RecordingFetch: RunLoopOperation<FetchRecord>, RemoteSessionDelegate
         record.body.append(data)
         record.chunks += 1
         record.largestChunk = max(record.largestChunk, data.count)
+        if suspended { record.bytesWhileSuspended += data.count }
         if consumeDelay > 0 { Thread.sleep(forTimeInterval: consumeDelay) }
+        if let limit = suspendAfterBytes, record.body.count >= limit {
+            suspendAfterBytes = nil
+            suspended = true
+            task.suspend()
+            // The timer fires on this same loop, where the task may be used.
+            let held = UncheckedSendableBox(task)
+            _ = Timer.scheduledTimer(withTimeInterval: suspension, repeats: false) { [self] _ in
+                self.suspended = false
+                self.record.events.append("resume")
+                held.value.resume()
+            }
+        }
         if let limit = cancelAfterBytes, record.body.count >= limit, cancelledTask == nil {
             task.cancel()
             cancelledTask = task

@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// Events are batched: at most one delivery block is pending on the owner's loop per transfer,
 /// whatever the number of curl callbacks, and the transfer pauses (`CURL_WRITEFUNC_PAUSE`) while
-/// more than `bufferLimit` bytes wait for the owner.
+/// more than `bufferLimit` bytes wait for the owner, or while the owner holds it (``hold()``).
 final class CurlTransfer: @unchecked Sendable {
     /// What the owner receives in one delivery, in this order.
     struct Delivery {
@@ -24,6 +24,8 @@ final class CurlTransfer: @unchecked Sendable {
         var completion: Result<TransferMetrics, TransferError>?
         var deliveryScheduled = false
         var paused = false
+        /// The owner asked for no more body bytes until it releases the transfer.
+        var held = false
         var cancelled = false
     }
 
@@ -157,7 +159,7 @@ final class CurlTransfer: @unchecked Sendable {
         var post = false
         let accepted: Bool = shared.withLock { shared in
             if shared.cancelled { return true }
-            if shared.body.count >= bufferLimit {
+            if shared.held || shared.body.count >= bufferLimit {
                 // curl keeps these bytes and offers them again once resumed.
                 shared.paused = true
                 return false
@@ -288,14 +290,32 @@ final class CurlTransfer: @unchecked Sendable {
             }
             let body = shared.body
             shared.body = Data()
-            let resume = shared.paused
-            shared.paused = false
+            // A held transfer stays paused until the owner releases it.
+            let resume = shared.paused && !shared.held
+            if resume { shared.paused = false }
             let completion = shared.completion
             if completion != nil { shared.cancelled = true }   // nothing may follow a completion
             return Delivery(head: head, body: body, completion: completion, resumeNeeded: resume)
         }
         guard let delivery else { return }
         deliver?(delivery)
+    }
+
+    /// Asks for no more body bytes: the next write from libcurl pauses the transfer. Bytes
+    /// already buffered for the owner are still delivered.
+    func hold() {
+        shared.withLock { $0.held = true }
+    }
+
+    /// Ends a ``hold()``. Returns true when the transfer had paused and must be resumed on the
+    /// I/O thread.
+    func release() -> Bool {
+        shared.withLock { shared in
+            shared.held = false
+            guard shared.paused, !shared.cancelled else { return false }
+            shared.paused = false
+            return true
+        }
     }
 
     /// Stops deliveries at once (the caller is on the owner's loop, where deliveries run).

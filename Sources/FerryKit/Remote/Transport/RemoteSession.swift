@@ -126,7 +126,49 @@ public final class TransferTask: CustomStringConvertible {
         session?.remove(self)
     }
 
+    /// Stops reading the body until ``resume()``, for an owner that hands the body to another
+    /// thread and must not let it pile up there: the transfer pauses at its next write, and
+    /// bytes received before that still arrive. Call on the session's thread. A suspended
+    /// transfer is exempt from the low-speed limit (libcurl does not time paused transfers)
+    /// but not from the total timeout.
+    public func suspend() {
+        session?.assertOwner()
+        guard !isCancelled, !isDone else { return }
+        flowControl.suspend()
+    }
+
+    /// Lets a ``suspend()``ed transfer read its body again. Call on the session's thread.
+    public func resume() {
+        session?.assertOwner()
+        guard !isCancelled, !isDone else { return }
+        flowControl.resume()
+    }
+
+    /// ``suspend()`` and ``resume()`` for the thread the body is handed to, which should not
+    /// have to wait for the owner's loop to let the transfer go on. Harmless once the task has
+    /// ended or was cancelled.
+    public var flowControl: TransferFlowControl {
+        TransferFlowControl(transfer: transfer)
+    }
+
     public var description: String {
         "task \(identifier) \(request)"
+    }
+}
+
+/// Suspends and resumes one transfer's body from any thread (``TransferTask/flowControl``).
+public struct TransferFlowControl: Sendable {
+    fileprivate let transfer: CurlTransfer
+
+    /// The transfer pauses at its next write.
+    public func suspend() {
+        transfer.hold()
+    }
+
+    /// The transfer reads again, if it paused; nothing once it has ended.
+    public func resume() {
+        if transfer.release() {
+            CurlIOThread.shared.submit(.resume(transfer))
+        }
     }
 }
