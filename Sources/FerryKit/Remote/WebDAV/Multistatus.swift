@@ -42,19 +42,30 @@ public struct Multistatus: Sendable, Equatable {
     public var syncToken: String?
     /// Conditions of a top-level `DAV:error` body (a 403/412 answer), as `namespace + name`.
     public var errors: [String] = []
+    /// What any response said about the whole answer, kept as responses go by: a streamed
+    /// multistatus hands its responses over and keeps none (``MultistatusStream``).
+    public private(set) var memberErrors: Set<String> = []
+    public private(set) var hasInsufficientStorageMember = false
 
     public init() {}
+
+    /// Records what `response` says about the answer as a whole.
+    mutating func noteMember(_ response: Response) {
+        memberErrors.formUnion(response.errors)
+        if response.effectiveStatus == 507 { hasInsufficientStorageMember = true }
+    }
 
     /// Whether the server said the result is partial (RFC 6578 §3.6: a response with 507 for
     /// the request-URI and `DAV:number-of-matches-within-limits`).
     public var isTruncated: Bool {
         errors.contains(DAVName.numberOfMatchesWithinLimits)
-            || responses.contains { $0.effectiveStatus == 507 || $0.errors.contains(DAVName.numberOfMatchesWithinLimits) }
+            || memberErrors.contains(DAVName.numberOfMatchesWithinLimits)
+            || hasInsufficientStorageMember
     }
 
     /// Whether the server refused the sync-token (`DAV:valid-sync-token` precondition).
     public var hasInvalidSyncToken: Bool {
-        errors.contains(DAVName.validSyncToken) || responses.contains { $0.errors.contains(DAVName.validSyncToken) }
+        errors.contains(DAVName.validSyncToken) || memberErrors.contains(DAVName.validSyncToken)
     }
 }
 

@@ -15,11 +15,9 @@ import FoundationXML
 /// calendar-data longer than ``maxDataBytes`` is dropped and flagged
 /// (``Multistatus/Response/dataTooLarge``) so the caller can report a ``RecordProblem``.
 ///
-/// Why the body is buffered: swift-corelibs-foundation's `XMLParser(stream:)` pulls from an
-/// `InputStream` synchronously, which would block the pass's run loop; there is no push API. So
-/// the WebDAV source collects each response body (bounded by
-/// ``SessionConfiguration/maxResponseBytes``, and by the multiget batch size in practice) and
-/// parses it once complete.
+/// ``parse(_:)`` takes a complete body; ``MultistatusStream`` parses one while it downloads,
+/// on a thread of its own, handing each response over as soon as it is complete (the WebDAV
+/// source uses it for every multistatus, so memory does not grow with the collection).
 public struct MultistatusParser: Sendable {
     /// Largest address-data / calendar-data text kept (the store's `maxRecordBytes`).
     public var maxDataBytes: Int
@@ -48,59 +46,25 @@ public struct MultistatusParser: Sendable {
 
     /// Parses a complete body.
     public func parse(_ data: Data) throws(Failure) -> Multistatus {
-        // swift-corelibs-foundation's XMLParser traps (a force-unwrapped String) when libxml2
-        // hands it an element name that is not valid UTF-8, which a mutated body can make it do
-        // (found by WebDAVFuzzTests). WebDAV bodies are UTF-8 (both servers, RFC 4918 §8.1 in
-        // practice), so anything else is refused here, with its position, before parsing.
-        try Self.requireUTF8(data)
-        try Self.requireProcessingInstructionsWithData(data)
+        var screen = MultistatusScreen()
+        try screen.screen(data)
+        try screen.finish()
         let parser = XMLParser(data: data)
+        let handler = prepare(parser)
+        let ok = parser.parse()
+        return try handler.outcome(of: parser, parsed: ok)
+    }
+
+    /// Sets `parser` up for one body and gives it its delegate, which `onResponse` turns into a
+    /// stream: each complete `DAV:response` goes there instead of into the result
+    /// (``MultistatusStream``). The parser keeps its delegate weakly: hold on to the handler.
+    func prepare(_ parser: XMLParser, onResponse: ((Multistatus.Response) -> Void)? = nil) -> MultistatusHandler {
         parser.shouldProcessNamespaces = true
         parser.shouldReportNamespacePrefixes = false
         parser.shouldResolveExternalEntities = false
-        let handler = MultistatusHandler(maxDataBytes: maxDataBytes, maxTextBytes: maxTextBytes)
+        let handler = MultistatusHandler(maxDataBytes: maxDataBytes, maxTextBytes: maxTextBytes, onResponse: onResponse)
         parser.delegate = handler
-        let ok = parser.parse()
-        if let failure = handler.failure {
-            throw failure
-        }
-        guard ok else {
-            let message = parser.parserError.map { "malformed XML (\(($0 as NSError).code)): \($0.localizedDescription)" } ?? "malformed XML"
-            throw Failure(line: parser.lineNumber, column: parser.columnNumber, message: message)
-        }
-        guard handler.isComplete else {
-            throw Failure(line: parser.lineNumber, column: parser.columnNumber, message: "document ends inside an element")
-        }
-        guard handler.sawRoot else {
-            throw Failure(line: parser.lineNumber, column: parser.columnNumber, message: "empty body, expected DAV:multistatus")
-        }
-        return handler.result
-    }
-
-    /// Throws at the first byte that is not part of valid UTF-8.
-    static func requireUTF8(_ data: Data) throws(Failure) {
-        if String(validating: data, as: UTF8.self) != nil { return }
-        // Find the offending byte for the position (rare path: decode scalar by scalar).
-        var line = 1
-        var column = 1
-        var iterator = data.makeIterator()
-        var decoder = UTF8()
-        loop: while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue(let scalar):
-                if scalar == "\n" {
-                    line += 1
-                    column = 1
-                } else {
-                    column += 1
-                }
-            case .emptyInput:
-                break loop
-            case .error:
-                throw Failure(line: line, column: column, message: "body is not valid UTF-8")
-            }
-        }
-        throw Failure(line: line, column: column, message: "body is not valid UTF-8")
+        return handler
     }
 
     /// Parses a complete body, turning a failure into ``SyncError`` `.malformedResponse` naming
