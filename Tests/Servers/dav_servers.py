@@ -16,7 +16,7 @@ Prints, once the server accepts connections:
     PORT n
 
 and serves until SIGTERM/SIGINT, then stops the server and removes the directory.
-Servers come from the venv in /work/venv (`pip install radicale xandikos`), or from PATH.
+Servers come from the venv in $FERRY_VENV (default ~/.cache/ferry/venv; `pip install radicale xandikos`), or from PATH.
 
 Card i has UID ferry-card-i, FN "Person i", EMAIL person-i@example.com (a second EMAIL for
 every 7th card), TEL +1-555-i, ORG "Org i;Team"; every 5th card has a long folded NOTE.
@@ -184,6 +184,11 @@ def main():
                         help="put a proxy in front that answers sync-collection with at most K members, "
                              "marking partial answers the RFC 6578 way (a 507 response for the collection "
                              "with DAV:number-of-matches-within-limits) and a continuation token")
+    parser.add_argument("--query", choices=["refuse", "subset", "truncate"],
+                        help="put a proxy in front whose addressbook-query / calendar-query answers are "
+                             "refused (501), cut to --query-keep members silently (a server that caps "
+                             "queries), or cut and marked partial (507 + number-of-matches-within-limits)")
+    parser.add_argument("--query-keep", type=int, default=10, metavar="K")
     args = parser.parse_args()
 
     root = args.dir or tempfile.mkdtemp(prefix=f"ferry-{args.server}-")
@@ -207,8 +212,9 @@ def main():
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     wait_listening(port, process)
-    public_port = start_proxy(port, args.no_sync_collection, args.truncate_sync) \
-        if args.no_sync_collection or args.truncate_sync else port
+    proxied = args.no_sync_collection or args.truncate_sync or args.query
+    public_port = start_proxy(port, args.no_sync_collection, args.truncate_sync, args.query, args.query_keep) \
+        if proxied else port
     print(f"ADDRESSBOOK {book}")
     print(f"CALENDAR {cal}")
     print(f"PORT {public_port}", flush=True)
@@ -253,9 +259,26 @@ def truncate_sync(body, limit, sent_token, request_path):
     return real, ET.tostring(out, encoding="utf-8", xml_declaration=True)
 
 
-def start_proxy(backend_port, refuse_sync=True, truncate=None):
+def cut_query(body, keep, mark, request_path):
+    """Keeps the first `keep` responses of a query answer; with `mark`, adds the RFC 4918 / 6578
+    way of saying the answer is partial (a 507 response for the request-URI)."""
+    import xml.etree.ElementTree as ET
+    ns = "{DAV:}"
+    root = ET.fromstring(body)
+    out = ET.Element(ns + "multistatus")
+    out.extend(root.findall(ns + "response")[:keep])
+    if mark:
+        marker = ET.SubElement(out, ns + "response")
+        ET.SubElement(marker, ns + "href").text = request_path
+        ET.SubElement(marker, ns + "status").text = "HTTP/1.1 507 Insufficient Storage"
+        error = ET.SubElement(marker, ns + "error")
+        ET.SubElement(error, ns + "number-of-matches-within-limits")
+    return ET.tostring(out, encoding="utf-8", xml_declaration=True)
+
+
+def start_proxy(backend_port, refuse_sync=True, truncate=None, query=None, query_keep=10):
     """A threaded HTTP proxy to the backend that refuses REPORT sync-collection with 501, or
-    pages its answers (see truncate_sync)."""
+    pages its answers (see truncate_sync); and that refuses or cuts collection queries."""
     import http.client
     import http.server
     import re
@@ -271,6 +294,15 @@ def start_proxy(backend_port, refuse_sync=True, truncate=None):
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             rewrite = None
+            is_query = self.command == "REPORT" and (b"addressbook-query" in body or b"calendar-query" in body)
+            if is_query and query == "refuse":
+                message = b"queries not supported"
+                self.send_response(501)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(message)))
+                self.end_headers()
+                self.wfile.write(message)
+                return
             if self.command == "REPORT" and b"sync-collection" in body and truncate:
                 match = re.search(rb"sync-token>([^<]*)</", body)
                 sent = match.group(1).decode() if match else ""
@@ -292,6 +324,8 @@ def start_proxy(backend_port, refuse_sync=True, truncate=None):
             data = response.read()
             if rewrite is not None and response.status == 207:
                 _, data = truncate_sync(data, truncate, rewrite, self.path)
+            if is_query and query in ("subset", "truncate") and response.status == 207:
+                data = cut_query(data, query_keep, query == "truncate", self.path)
             self.send_response(response.status)
             for key, value in response.getheaders():
                 if key.lower() not in ("content-length", "connection", "transfer-encoding", "date", "server"):

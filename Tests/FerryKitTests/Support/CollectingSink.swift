@@ -24,6 +24,13 @@ struct CollectedPass: Sendable {
         return result
     }
 
+    /// Upserts handed over, counting a record handed over twice twice.
+    var upsertCount: Int {
+        batches.reduce(0) { count, batch in
+            count + batch.changes.count { if case .upsert = $0 { true } else { false } }
+        }
+    }
+
     /// Every delete of the pass.
     var deletes: [String] {
         batches.flatMap { $0.changes.compactMap { if case .delete(let id) = $0 { id } else { nil } } }

@@ -1,6 +1,7 @@
 import Foundation
 
-/// Builds the three requests a WebDAV pass makes: REPORT sync-collection (RFC 6578),
+/// Builds the requests a WebDAV pass makes: REPORT sync-collection (RFC 6578), REPORT
+/// addressbook-query / calendar-query over the whole collection (RFC 6352 §8.6, RFC 4791 §7.8),
 /// REPORT addressbook-multiget / calendar-multiget (RFC 6352 §8.7, RFC 4791 §7.9), and
 /// PROPFIND Depth 1 (the fallback for servers without sync-collection).
 public struct WebDAVRequestBuilder: Sendable {
@@ -30,17 +31,35 @@ public struct WebDAVRequestBuilder: Sendable {
     }
 
     /// REPORT sync-collection with `token` ("" for an initial sync), sync-level 1, asking for
-    /// `DAV:getetag`, and with `includeData` also for address-data / calendar-data (RFC 6578
-    /// allows any property; both Radicale and Xandikos serve it). RFC 6578 §3.2: the REPORT is
-    /// defined for Depth 0 only.
-    public func syncCollection(token: String, includeData: Bool = false, limit: Int? = nil) -> HTTPRequest {
-        let (namespace, data) = kind == .caldav ? (DAVName.calDAV, "calendar-data") : (DAVName.cardDAV, "address-data")
+    /// `DAV:getetag`. RFC 6578 §3.2: the REPORT is defined for Depth 0 only. The data is never
+    /// asked for here: Xandikos answers it with a 404 propstat per member and takes twice as
+    /// long; members are fetched by ``queryAll()`` or ``multiget(hrefs:)``. Nor is an empty
+    /// `DAV:prop`, though no etag is used: Radicale then leaves every existing member out.
+    public func syncCollection(token: String, limit: Int? = nil) -> HTTPRequest {
         var body = #"<?xml version="1.0" encoding="utf-8"?>"#
-        body += #"<D:sync-collection xmlns:D="DAV:" xmlns:C="\#(namespace)">"#
+        body += #"<D:sync-collection xmlns:D="DAV:">"#
         body += "<D:sync-token>\(Self.escape(token))</D:sync-token><D:sync-level>1</D:sync-level>"
         if let limit { body += "<D:limit><D:nresults>\(limit)</D:nresults></D:limit>" }
-        body += "<D:prop><D:getetag/>" + (includeData ? "<C:\(data)/>" : "") + "</D:prop></D:sync-collection>"
+        body += "<D:prop><D:getetag/></D:prop></D:sync-collection>"
         return request(method: "REPORT", depth: "0", body: body)
+    }
+
+    /// REPORT addressbook-query (RFC 6352 §8.6) or calendar-query (RFC 4791 §7.8) matching every
+    /// member (an empty filter; a `VCALENDAR` comp-filter), asking for the etag and the data:
+    /// the whole collection in one answer, where multigets cost the server per request and per
+    /// href (Xandikos: 10,000 cards in 0.9 s instead of 6 s). Servers differ on queries
+    /// (some cap or ignore filters), so the answer is never trusted as a listing: the sync
+    /// report lists, and listed members the query left out are multigot.
+    public func queryAll() -> HTTPRequest {
+        var body = #"<?xml version="1.0" encoding="utf-8"?>"#
+        if kind == .caldav {
+            body += #"<C:calendar-query xmlns:D="DAV:" xmlns:C="\#(DAVName.calDAV)"><D:prop><D:getetag/><C:calendar-data/></D:prop>"#
+            body += #"<C:filter><C:comp-filter name="VCALENDAR"/></C:filter></C:calendar-query>"#
+        } else {
+            body += #"<C:addressbook-query xmlns:D="DAV:" xmlns:C="\#(DAVName.cardDAV)"><D:prop><D:getetag/><C:address-data/></D:prop>"#
+            body += #"<C:filter/></C:addressbook-query>"#
+        }
+        return request(method: "REPORT", depth: "1", body: body)
     }
 
     /// REPORT addressbook-multiget (carddav) or calendar-multiget (caldav) for `hrefs`, asking

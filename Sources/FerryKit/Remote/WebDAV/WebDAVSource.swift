@@ -5,24 +5,31 @@ import Logging
 ///
 /// One pass:
 /// 1. **Sync.** REPORT sync-collection with the stored token (the cursor), or an empty token
-///    for a first sync. Members with a 2xx are changed, members with 404 are deleted. A
-///    truncated answer (a 507, `DAV:number-of-matches-within-limits`) is never trusted as
-///    complete: the pass continues with the returned token until an answer is whole, and only
-///    the last token is ever handed out.
-/// 2. **Fetch.** Changed members are fetched with addressbook-multiget / calendar-multiget in
-///    batches of `multiget-batch` (default 100), two in flight: while the server answers one,
-///    the next waits in its queue, so it never idles while Ferry parses and merges (a multiget
-///    costs the server ~0.5 ms per card, the bulk of a first sync). Answers may arrive out of
-///    order on two connections and are handed to the sink in batch order. Every batch carries cursor `nil` except the
-///    last one (possibly empty, holding the deletes when nothing changed), which carries the new
-///    token: a crash mid-pass replays from the old token, and replays are no-ops because
-///    versions are opaque etags.
-/// 3. **Invalid token** (403 or 412 with `DAV:valid-sync-token`): a full resync with an empty
+///    for a first sync, which lists every member. Members with a 2xx changed, members with 404
+///    are deleted. A truncated answer (a 507, `DAV:number-of-matches-within-limits`) is never
+///    trusted as complete: the pass continues with the returned token until an answer is whole,
+///    and only the last token is ever handed out.
+/// 2. **Query.** When a full listing names more members than one multiget takes, one
+///    addressbook-query / calendar-query fetches the whole collection's data (Xandikos: 0.9 s
+///    for 10,000 cards, where 100 multigets take 6 s). Only listed members are taken from it.
+///    The listing's token was issued before the query ran, so anything the query shows newer
+///    is reported again by the next pass, and nothing older can hide behind the token.
+/// 3. **Fetch.** Changed members not yet fetched (all of them in an incremental pass; in a full
+///    one, those the query left out, which a server that caps or misreads queries may do) are
+///    fetched with addressbook-multiget / calendar-multiget in batches of `multiget-batch`
+///    (default 100), two in flight so the server never idles while Ferry merges; answers are
+///    handed over in batch order.
+/// 4. **Invalid token** (403 or 412 with `DAV:valid-sync-token`): a full resync from an empty
 ///    token; every member's id goes to ``RemoteSourceSink/source(_:didList:)`` and the outcome
 ///    says the listing is complete, so the engine sweeps what vanished.
-/// 4. **No sync-collection** (REPORT 400/403/405/501 without that precondition, or a multistatus
-///    without a token): PROPFIND Depth 1 lists every member and its etag, all of them are
-///    listed to the sink and multigot; the cursor stays as it was.
+/// 5. **No sync-collection** (REPORT 400/403/405/501 without that precondition, or a multistatus
+///    without a token): PROPFIND Depth 1 lists every member, which are all fetched as above;
+///    the cursor stays as it was.
+///
+/// Every multistatus is parsed while it downloads (``MultistatusStream``), so memory does not
+/// grow with the collection. Every batch carries cursor `nil` except the last one (possibly
+/// empty, holding the deletes when nothing changed), which carries the new token: a crash
+/// mid-pass replays from the old token, and replays are no-ops because versions are etags.
 ///
 /// A record's id is the member href relative to the collection (``WebDAVCollection``), its
 /// version the etag as sent (quotes kept), its body the address-data / calendar-data text, and
@@ -35,6 +42,8 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         case syncing(round: Int)
         /// The PROPFIND fallback is in flight.
         case listing
+        /// The query over the whole collection is in flight.
+        case querying
         /// Multigets: `batch` is the oldest batch not yet handed to the sink.
         case fetching(batch: Int)
         /// Finished, failed, or cancelled: nothing more reaches the sink.
@@ -55,12 +64,18 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private enum Purpose {
         case sync(token: String)
         case propfind
+        case query
         case multiget(batch: Int)
     }
 
+    /// A request in flight, and then its answer being parsed.
     private struct InFlight {
         var purpose: Purpose
-        var body = Data()
+        var head: ResponseHead?
+        /// A 2xx multistatus, parsed as it arrives.
+        var stream: MultistatusStream?
+        /// The start of any other answer, for the error message.
+        var errorBody = Data()
     }
 
     public let store: StoreConfiguration
@@ -73,26 +88,30 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private var phase = Phase.idle
     private var mode = Mode.incremental
     private var plan = PassPlan(cursor: nil, reconcile: false)
+    /// By task identity; an entry stays until its answer is parsed, after the transfer ended.
     private var inFlight: [ObjectIdentifier: InFlight] = [:]
     private var requests = 0
 
     // The pass's accumulated result of the sync phase.
-    /// Changed members: ids in first-seen order, and the href to fetch each by.
-    private var changedOrder: [String] = []
-    private var changedHref: [String: String] = [:]
-    private var deleted: [String] = []
-    private var deletedSet: Set<String> = []
+    private var changes = WebDAVChangeSet()
     private var token: String?
-    private var truncatedRounds = 0
+    private var deletesDelivered = false
+
+    // The query: listed members not yet handed over, and records waiting for a full batch.
+    private var unfetched: Set<String> = []
+    private var queryBatch: [RecordChange] = []
+    private var queryProblems: [RecordProblem] = []
+
+    /// Multiget batches (hrefs); requested so far; answers being parsed and parsed answers
+    /// waiting for their turn.
     private var batches: [[String]] = []
-    /// Multiget batches requested so far, and parsed answers waiting for their turn.
     private var batchesRequested = 0
-    private var answered: [Int: (status: Multistatus, url: String)] = [:]
+    private var parsing: [Int: [Multistatus.Response]] = [:]
+    private var answered: [Int: (responses: [Multistatus.Response], url: String)] = [:]
     /// Multigets in flight at once.
     private static let fetchWindow = 2
-    /// Members whose data came with the sync answer (empty-token syncs), by id.
-    private var inline: [String: Multistatus.Response] = [:]
-    private var deletesDelivered = false
+    /// Bytes of a non-multistatus answer kept for its error message.
+    private static let errorBodyLimit = 64 << 10
 
     /// Builds the source for a `carddav` or `caldav` store. Call on the pass's thread: the
     /// session is created here and delivers on this thread's run loop.
@@ -132,23 +151,15 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
 
     public func cancel() {
         if case .done = phase { return }
-        phase = .done
+        endRequests()
         sink = nil
-        session.cancelAll()
-        inFlight.removeAll()
     }
 
     // MARK: - Requests
 
     private func startSync(token: String, round: Int) {
         phase = .syncing(round: round)
-        // A sync from an empty token (and its continuations after truncation) returns every
-        // member: asking for the data in the same REPORT saves a multiget per batch (Xandikos:
-        // 10,000 cards in one 0.65 s answer instead of 100 multigets). Incremental syncs ask
-        // for etags only and multiget the few changes. The answer is bounded by
-        // SessionConfiguration.maxResponseBytes like any other.
-        let fullSync = mode == .initial || mode == .resync
-        send(builder.syncCollection(token: token, includeData: fullSync), for: .sync(token: token))
+        send(builder.syncCollection(token: token), for: .sync(token: token))
     }
 
     private func send(_ request: HTTPRequest, for purpose: Purpose) {
@@ -164,76 +175,146 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         }
     }
 
-    // MARK: - RemoteSessionDelegate
-
-    public func session(_ session: RemoteSession, task: TransferTask, didReceive head: ResponseHead) {}
-
-    public func session(_ session: RemoteSession, task: TransferTask, didReceive data: Data) {
-        inFlight[ObjectIdentifier(task)]?.body.append(data)
+    /// Cancels every transfer and every parse; the phase becomes `.done`.
+    private func endRequests() {
+        phase = .done
+        session.cancelAll()
+        for request in inFlight.values { request.stream?.cancel() }
+        inFlight.removeAll()
     }
 
-    public func session(_ session: RemoteSession, task: TransferTask, didCompleteWith metrics: TransferMetrics) {
-        guard let finished = inFlight.removeValue(forKey: ObjectIdentifier(task)), let head = task.head else { return }
-        if case .done = phase { return }
-        switch finished.purpose {
-        case .sync(let token):
-            handleSync(head: head, body: finished.body, sentToken: token)
-        case .propfind:
-            handlePropfind(head: head, body: finished.body)
-        case .multiget(let batch):
-            handleMultiget(head: head, body: finished.body, batch: batch)
+    // MARK: - RemoteSessionDelegate
+
+    public func session(_ session: RemoteSession, task: TransferTask, didReceive head: ResponseHead) {
+        let key = ObjectIdentifier(task)
+        guard var request = inFlight[key] else { return }
+        request.head = head
+        if (200..<300).contains(head.status) || head.status == 507 {
+            request.stream = MultistatusStream(parser: parser, name: store.name, flow: task.flowControl, handlers: .init(
+                responses: { [weak self] in self?.parsed($0, key) },
+                end: { [weak self] in self?.parsed(end: $0, key) }))
+        }
+        inFlight[key] = request
+    }
+
+    public func session(_ session: RemoteSession, task: TransferTask, didReceive data: Data) {
+        let key = ObjectIdentifier(task)
+        guard let request = inFlight[key] else { return }
+        if let stream = request.stream {
+            stream.feed(data)
+        } else if request.errorBody.count < Self.errorBodyLimit {
+            inFlight[key]?.errorBody.append(data.prefix(Self.errorBodyLimit - request.errorBody.count))
         }
     }
 
+    public func session(_ session: RemoteSession, task: TransferTask, didCompleteWith metrics: TransferMetrics) {
+        let key = ObjectIdentifier(task)
+        guard let request = inFlight[key], let head = task.head else { return }
+        if let stream = request.stream {
+            // The outcome comes with the parse's end.
+            stream.finish()
+            return
+        }
+        inFlight[key] = nil
+        answered(head, errorBody: request.errorBody, for: request.purpose)
+    }
+
     public func session(_ session: RemoteSession, task: TransferTask, didFailWith error: TransferError) {
-        guard inFlight.removeValue(forKey: ObjectIdentifier(task)) != nil else { return }
+        guard let request = inFlight.removeValue(forKey: ObjectIdentifier(task)) else { return }
+        request.stream?.cancel()
         fail(SyncError(.transport(error.kind), store: store.name, url: error.url, position: positionDescription, message: "transfer failed: \(error.detail)"))
+    }
+
+    // MARK: - Parsed answers
+
+    /// Complete responses of a multistatus, as the parser finds them.
+    private func parsed(_ responses: [Multistatus.Response], _ key: ObjectIdentifier) {
+        guard let request = inFlight[key] else { return }
+        switch request.purpose {
+        case .sync, .propfind:
+            for response in responses { changes.absorb(response, in: builder.collection) }
+        case .query:
+            take(responses)
+        case .multiget(let batch):
+            parsing[batch, default: []] += responses
+        }
+    }
+
+    /// The end of a multistatus: its summary, or why it is invalid.
+    private func parsed(end outcome: Result<Multistatus, MultistatusParser.Failure>, _ key: ObjectIdentifier) {
+        guard let request = inFlight.removeValue(forKey: key), let head = request.head else { return }
+        let summary: Multistatus
+        switch outcome {
+        case .success(let value):
+            summary = value
+        case .failure(let failure):
+            return fail(SyncError(.malformedResponse, store: store.name, url: head.url, position: "\(positionDescription), line \(failure.line) column \(failure.column)", message: "invalid WebDAV XML: \(failure.message)"))
+        }
+        switch request.purpose {
+        case .sync(let token):
+            endSync(summary, head: head, sentToken: token)
+        case .propfind:
+            beginFetching()
+        case .query:
+            endQuery(truncated: summary.isTruncated || head.status == 507)
+        case .multiget(let batch):
+            answered[batch] = (parsing.removeValue(forKey: batch) ?? [], head.url)
+            deliverAnsweredBatches()
+        }
+    }
+
+    /// An answer that is not a multistatus (an error status, or a 2xx without a body).
+    private func answered(_ head: ResponseHead, errorBody: Data, for purpose: Purpose) {
+        switch purpose {
+        case .sync(let token):
+            switch head.status {
+            case 400, 403, 405, 412, 501:
+                // The body may say why (valid-sync-token); an unparseable body says nothing.
+                let errors = (try? parser.parse(errorBody))?.errors ?? []
+                handleSyncRefusal(status: head.status, errors: errors, sentToken: token, url: head.url)
+            default:
+                fail(statusError(head, body: errorBody))
+            }
+        case .query:
+            let error = statusError(head, body: errorBody)
+            switch error.kind {
+            case .unauthorized, .rateLimited:
+                fail(error)
+            default:
+                // A server without queries, or one that cannot run this one: the multigets
+                // fetch what the query would have.
+                logger.info("collection query refused (\(head.status)), fetching by multiget", metadata: ["store": "\(store.name)"])
+                endQuery(truncated: false)
+            }
+        case .propfind, .multiget:
+            fail(statusError(head, body: errorBody))
+        }
     }
 
     // MARK: - Sync phase
 
-    private func handleSync(head: ResponseHead, body: Data, sentToken: String) {
-        let url = head.url
-        switch head.status {
-        case 200, 207, 507:
-            // A 200 is not what RFC 6578 answers, but a proxy's HTML error page comes as one:
-            // parsing decides (an HTML page is a malformed response, not a status problem).
-            let status: Multistatus
-            do {
-                status = try parser.parse(body, store: store.name, url: url)
-            } catch {
-                return fail(error)
-            }
-            if status.root == "error" || status.hasInvalidSyncToken {
-                return handleSyncRefusal(status: head.status, errors: status.errors, sentToken: sentToken, url: url)
-            }
-            guard let newToken = status.syncToken, !newToken.isEmpty else {
-                if head.status != 507 {
-                    logger.info("no sync-token in the sync-collection answer, falling back to PROPFIND", metadata: ["store": "\(store.name)"])
-                    return startFallback()
-                }
-                return fail(SyncError(.remote(code: "507"), store: store.name, url: url, position: positionDescription, message: "the server truncated the sync report (507) without a token to continue from"))
-            }
-            absorbSync(status)
-            token = newToken
-            if head.status == 507 || status.isTruncated {
-                // A partial result: continue from the returned token until an answer is whole.
-                truncatedRounds += 1
-                guard newToken != sentToken else {
-                    return fail(SyncError(.remote(code: "507"), store: store.name, url: url, position: positionDescription, message: "the server keeps truncating the sync report without advancing its token"))
-                }
-                guard case .syncing(let round) = phase else { return }
-                logger.debug("sync report truncated, continuing", metadata: ["store": "\(store.name)", "round": "\(round)"])
-                return startSync(token: newToken, round: round + 1)
-            }
-            beginFetching()
-        case 400, 403, 405, 412, 501:
-            // The body may say why (valid-sync-token); an unparseable body says nothing.
-            let errors = (try? parser.parse(body))?.errors ?? []
-            handleSyncRefusal(status: head.status, errors: errors, sentToken: sentToken, url: url)
-        default:
-            fail(statusError(head, body: body))
+    private func endSync(_ status: Multistatus, head: ResponseHead, sentToken: String) {
+        if status.root == "error" || status.hasInvalidSyncToken {
+            return handleSyncRefusal(status: head.status, errors: status.errors, sentToken: sentToken, url: head.url)
         }
+        guard let newToken = status.syncToken, !newToken.isEmpty else {
+            if head.status != 507 {
+                logger.info("no sync-token in the sync-collection answer, falling back to PROPFIND", metadata: ["store": "\(store.name)"])
+                return startFallback()
+            }
+            return fail(SyncError(.remote(code: "507"), store: store.name, url: head.url, position: positionDescription, message: "the server truncated the sync report (507) without a token to continue from"))
+        }
+        token = newToken
+        if head.status == 507 || status.isTruncated {
+            // A partial result: continue from the returned token until an answer is whole.
+            guard newToken != sentToken else {
+                return fail(SyncError(.remote(code: "507"), store: store.name, url: head.url, position: positionDescription, message: "the server keeps truncating the sync report without advancing its token"))
+            }
+            guard case .syncing(let round) = phase else { return }
+            logger.debug("sync report truncated, continuing", metadata: ["store": "\(store.name)", "round": "\(round)"])
+            return startSync(token: newToken, round: round + 1)
+        }
+        beginFetching()
     }
 
     private func handleSyncRefusal(status: Int, errors: [String], sentToken: String, url: String) {
@@ -253,43 +334,15 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
             logger.info("sync-collection not supported (\(status)), falling back to PROPFIND", metadata: ["store": "\(store.name)"])
             startFallback()
         default:
+            // A 412 without valid-sync-token, or a 207 whose root is DAV:error.
             fail(SyncError(.httpStatus(status), store: store.name, url: url, position: positionDescription, message: "sync-collection REPORT answered \(status)"))
         }
     }
 
     private func resetSyncState() {
-        changedOrder = []
-        changedHref = [:]
-        deleted = []
-        deletedSet = []
-        inline = [:]
+        changes = WebDAVChangeSet()
         token = nil
-        truncatedRounds = 0
     }
-
-    /// Merges one sync answer into the pass's change set; a later answer about a member wins.
-    private func absorbSync(_ status: Multistatus) {
-        for response in status.responses {
-            for href in response.hrefs {
-                guard let id = builder.collection.id(forHref: href), !href.hasSuffix("/") else { continue }
-                switch response.effectiveStatus ?? 200 {
-                case 404, 410:
-                    if changedHref.removeValue(forKey: id) != nil { changedOrder.removeAll { $0 == id } }
-                    if deletedSet.insert(id).inserted { deleted.append(id) }
-                    inline[id] = nil
-                case 200..<300:
-                    if deletedSet.remove(id) != nil { deleted.removeAll { $0 == id } }
-                    if changedHref.updateValue(href, forKey: id) == nil { changedOrder.append(id) }
-                    inline[id] = response.data != nil || response.dataTooLarge ? response : nil
-                default:
-                    // 507 for the request-URI and the like: not a member state.
-                    break
-                }
-            }
-        }
-    }
-
-    // MARK: - Fallback
 
     private func startFallback() {
         mode = .fallback
@@ -298,60 +351,82 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         send(builder.propfind(), for: .propfind)
     }
 
-    private func handlePropfind(head: ResponseHead, body: Data) {
-        guard head.status == 207 else { return fail(statusError(head, body: body)) }
-        let status: Multistatus
-        do {
-            status = try parser.parse(body, store: store.name, url: head.url)
-        } catch {
-            return fail(error)
-        }
-        absorbSync(status)
-        beginFetching()
-    }
+    // MARK: - Query
 
-    // MARK: - Fetch phase
-
+    /// The listing is complete: fetch its changed members.
     private func beginFetching() {
-        let toFetch = changedOrder.filter { inline[$0] == nil }
-        let inlineIDs = changedOrder.filter { inline[$0] != nil }
-        batches = stride(from: 0, to: toFetch.count, by: batchSize).map { start in
-            toFetch[start..<min(start + batchSize, toFetch.count)].map { changedHref[$0]! }
-        }
         if mode != .incremental {
             // A full listing of the collection: every member the server has now.
-            guard deliverList(changedOrder) else { return }
-        }
-        if !batches.isEmpty {
-            // Pipelining: the first multigets run while the inline batches are merged.
-            phase = .fetching(batch: 0)
-            requestMoreBatches()
-        }
-        // Records whose data came with the sync answer, in batches of the same size.
-        let chunks = stride(from: 0, to: inlineIDs.count, by: batchSize).map { Array(inlineIDs[$0..<min($0 + batchSize, inlineIDs.count)]) }
-        for (index, chunk) in chunks.enumerated() {
-            var changes: [RecordChange] = []
-            var problems: [RecordProblem] = []
-            for id in chunk {
-                append(inline[id]!, id: id, to: &changes, problems: &problems)
+            guard deliverList(changes.changed) else { return }
+            if changes.changed.count > batchSize {
+                unfetched = Set(changes.changed)
+                phase = .querying
+                return send(builder.queryAll(), for: .query)
             }
-            let isLast = batches.isEmpty && index == chunks.count - 1
-            guard deliver(ChangeBatch(changes: takeDeletes() + changes, cursor: isLast ? finalCursor : nil, problems: problems, origin: builder.collection.url)) else { return }
-            if isLast { return finishPass() }
         }
-        inline = [:]
-        if batches.isEmpty {
-            let final = ChangeBatch(changes: takeDeletes(), cursor: finalCursor, origin: builder.collection.url)
-            guard deliver(final) else { return }
-            finishPass()
+        fetch(changes.changed)
+    }
+
+    /// Records from the query's answer, for listed members not yet handed over; a member
+    /// without data stays for the multigets.
+    private func take(_ responses: [Multistatus.Response]) {
+        guard case .querying = phase else { return }
+        for response in responses {
+            guard let id = builder.collection.id(forHref: response.href), unfetched.contains(id) else { continue }
+            guard (200..<300).contains(response.effectiveStatus ?? 200), response.data != nil || response.dataTooLarge else { continue }
+            unfetched.remove(id)
+            append(response, id: id, to: &queryBatch, problems: &queryProblems)
+            if queryBatch.count + queryProblems.count >= batchSize {
+                guard handOverQueryBatch(cursor: nil) else { return }
+            }
         }
+    }
+
+    private func handOverQueryBatch(cursor: String?) -> Bool {
+        let batch = ChangeBatch(changes: takeDeletes() + queryBatch, cursor: cursor, problems: queryProblems, origin: builder.collection.url)
+        queryBatch = []
+        queryProblems = []
+        return deliver(batch)
+    }
+
+    private func endQuery(truncated: Bool) {
+        guard case .querying = phase else { return }
+        // The listing's order, for the multigets of what the query left out.
+        let rest = changes.changed.filter { unfetched.contains($0) }
+        unfetched = []
+        if rest.isEmpty {
+            guard handOverQueryBatch(cursor: finalCursor) else { return }
+            return finishPass()
+        }
+        if truncated || rest.count < changes.changed.count {
+            logger.info("collection query left out \(rest.count) listed members\(truncated ? " (truncated answer)" : ""), fetching them by multiget", metadata: ["store": "\(store.name)"])
+        }
+        if !queryBatch.isEmpty || !queryProblems.isEmpty {
+            guard handOverQueryBatch(cursor: nil) else { return }
+        }
+        fetch(rest)
+    }
+
+    // MARK: - Multigets
+
+    /// Multigets `ids` in batches, then ends the pass.
+    private func fetch(_ ids: [String]) {
+        batches = stride(from: 0, to: ids.count, by: batchSize).map { start in
+            ids[start..<min(start + batchSize, ids.count)].map { changes.hrefs[$0]! }
+        }
+        guard !batches.isEmpty else {
+            guard deliver(ChangeBatch(changes: takeDeletes(), cursor: finalCursor, origin: builder.collection.url)) else { return }
+            return finishPass()
+        }
+        phase = .fetching(batch: 0)
+        requestMoreBatches()
     }
 
     /// The pass's deletes, once: they ride with the first batch handed over.
     private func takeDeletes() -> [RecordChange] {
         guard !deletesDelivered else { return [] }
         deletesDelivered = true
-        return deleted.map { .delete(id: $0) }
+        return changes.deleted.map { .delete(id: $0) }
     }
 
     private var finalCursor: String? {
@@ -367,21 +442,15 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         }
     }
 
-    private func handleMultiget(head: ResponseHead, body: Data, batch: Int) {
-        guard head.status == 207 else { return fail(statusError(head, body: body)) }
-        do {
-            answered[batch] = (try parser.parse(body, store: store.name, url: head.url), head.url)
-        } catch {
-            return fail(error)
-        }
-        while case .fetching(let oldest) = phase, let (status, url) = answered.removeValue(forKey: oldest) {
+    private func deliverAnsweredBatches() {
+        while case .fetching(let oldest) = phase, let (responses, url) = answered.removeValue(forKey: oldest) {
             let isLast = oldest == batches.count - 1
             // The next request goes out before this batch is merged.
             phase = .fetching(batch: oldest + 1)
             requestMoreBatches()
             var changes = takeDeletes()
             var problems: [RecordProblem] = []
-            records(from: status, requested: batches[oldest], into: &changes, problems: &problems)
+            records(from: responses, requested: batches[oldest], into: &changes, problems: &problems)
             let result = ChangeBatch(changes: changes, cursor: isLast ? finalCursor : nil, problems: problems, origin: url)
             guard deliver(result) else { return }
             if isLast { return finishPass() }
@@ -389,9 +458,9 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     }
 
     /// Turns one multiget answer into changes and problems.
-    private func records(from status: Multistatus, requested: [String], into changes: inout [RecordChange], problems: inout [RecordProblem]) {
+    private func records(from responses: [Multistatus.Response], requested: [String], into changes: inout [RecordChange], problems: inout [RecordProblem]) {
         var missing = Set(requested.compactMap { builder.collection.id(forHref: $0) })
-        for response in status.responses {
+        for response in responses {
             for href in response.hrefs {
                 guard let id = builder.collection.id(forHref: href) else { continue }
                 missing.remove(id)
@@ -399,7 +468,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
             }
         }
         for id in missing.sorted() {
-            problems.append(RecordProblem(position: status.responses.count, id: id, reason: "missing from the multiget answer"))
+            problems.append(RecordProblem(position: responses.count, id: id, reason: "missing from the multiget answer"))
         }
     }
 
@@ -435,6 +504,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         switch phase {
         case .syncing(let round): "sync report \(round)"
         case .listing: "PROPFIND listing"
+        case .querying: "collection query"
         case .fetching(let batch): "multiget batch \(batch)"
         case .idle, .done: ""
         }
@@ -465,24 +535,20 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
 
     private func finishPass() {
         guard let sink else { return }
-        let changedNothing = changedOrder.isEmpty && deleted.isEmpty
         let outcome = SourceOutcome(
             listingComplete: mode != .incremental,
             requests: requests,
-            unchanged: mode == .incremental && changedNothing && token == plan.cursor
+            unchanged: mode == .incremental && changes.isEmpty && token == plan.cursor
         )
-        phase = .done
+        endRequests()
         self.sink = nil
-        session.cancelAll()
         sink.source(self, didFinishWith: outcome)
     }
 
     private func fail(_ error: SyncError) {
         guard let sink else { return }
-        phase = .done
+        endRequests()
         self.sink = nil
-        session.cancelAll()
-        inFlight.removeAll()
         sink.source(self, didFailWith: error)
     }
 

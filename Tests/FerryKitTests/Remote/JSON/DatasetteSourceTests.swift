@@ -3,7 +3,7 @@ import Logging
 import Testing
 @testable import FerryKit
 
-/// JSONCollectionSource against Datasette (pip, /work/venv) serving a SQLite file that the test
+/// JSONCollectionSource against Datasette (pip, $FERRY_VENV) serving a SQLite file that the test
 /// changes while it serves. Skipped when Datasette is not installed, a failure when CI=true.
 @Suite(.serialized) struct DatasetteSourceTests {
     static let datasette = TestTools.executable("datasette") ?? "datasette (not found in $FERRY_VENV/bin or PATH)"

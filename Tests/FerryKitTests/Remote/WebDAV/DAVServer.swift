@@ -14,6 +14,15 @@ final class DAVServer: @unchecked Sendable {
         var testDescription: String { rawValue }
     }
 
+    /// What the test proxy does to addressbook-query / calendar-query answers.
+    enum QueryFault: Sendable {
+        case refuse
+        /// Only the first `keep` members, nothing saying the answer is partial.
+        case subset(keep: Int)
+        /// Only the first `keep` members, and a 507 response saying so.
+        case truncate(keep: Int)
+    }
+
     static let username = "ferry"
     static let password = "secret"
 
@@ -32,7 +41,9 @@ final class DAVServer: @unchecked Sendable {
     ///   - withoutSyncCollection: a proxy in front refuses sync-collection (501).
     ///   - truncateSync: a proxy in front answers sync-collection with at most this many
     ///     members, marked partial the RFC 6578 way, with a continuation token.
-    init(_ kind: Kind, cards: Int, events: Int = 5, withoutSyncCollection: Bool = false, truncateSync: Int? = nil) throws {
+    ///   - queryFault: a proxy in front refuses collection queries (501), or cuts their
+    ///     answers to `keep` members, silently or marked partial.
+    init(_ kind: Kind, cards: Int, events: Int = 5, withoutSyncCollection: Bool = false, truncateSync: Int? = nil, queryFault: QueryFault? = nil) throws {
         self.kind = kind
         self.cards = cards
         self.events = events
@@ -43,6 +54,12 @@ final class DAVServer: @unchecked Sendable {
         if kind == .radicale { arguments += ["--auth", "\(Self.username):\(Self.password)"] }
         if withoutSyncCollection { arguments.append("--no-sync-collection") }
         if let truncateSync { arguments += ["--truncate-sync", "\(truncateSync)"] }
+        switch queryFault {
+        case nil: break
+        case .refuse: arguments += ["--query", "refuse"]
+        case .subset(let keep): arguments += ["--query", "subset", "--query-keep", "\(keep)"]
+        case .truncate(let keep): arguments += ["--query", "truncate", "--query-keep", "\(keep)"]
+        }
         server = try TestServer(executable: "/usr/bin/env", arguments: ["python3"] + arguments)
     }
 

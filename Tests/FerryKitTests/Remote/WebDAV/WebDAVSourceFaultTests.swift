@@ -40,7 +40,8 @@ final class WebDAVSourceFaultTests {
         #expect(error.kind == .malformedResponse)
         #expect(error.store == "contacts")
         #expect(error.url.hasSuffix("/html200/"))
-        #expect(error.position.hasPrefix("line "))
+        // Which request, and where in its body.
+        #expect(error.position == "sync report 1, line 1 column 6", "\(error.position)")
         expectNothingDelivered(pass)
     }
 
