@@ -228,9 +228,37 @@ extension ReplicaDatabase {
     /// unchanged record stores the same text).
     static func encodeFields(_ fields: [String: String]?) -> String? {
         guard let fields else { return nil }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(fields) else { return nil }
-        return String(decoding: data, as: UTF8.self)
+        // What JSONEncoder with sorted keys and unescaped slashes writes, without its cost per
+        // record (an encoder, a boxed container, a Data): a tenth of a first CardDAV sync's
+        // merge. FieldsEncodingTests compares the two.
+        var json: [UInt8] = [UInt8(ascii: "{")]
+        for (index, key) in fields.keys.sorted().enumerated() {
+            if index > 0 { json.append(UInt8(ascii: ",")) }
+            appendJSONString(key, to: &json)
+            json.append(UInt8(ascii: ":"))
+            appendJSONString(fields[key]!, to: &json)
+        }
+        json.append(UInt8(ascii: "}"))
+        return String(decoding: json, as: UTF8.self)
+    }
+
+    private static func appendJSONString(_ text: String, to json: inout [UInt8]) {
+        json.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): json += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): json += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 0x08: json += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
+            case 0x09: json += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0x0A: json += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0C: json += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
+            case 0x0D: json += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x00..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                json += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            default: json.append(byte)
+            }
+        }
+        json.append(UInt8(ascii: "\""))
     }
 }

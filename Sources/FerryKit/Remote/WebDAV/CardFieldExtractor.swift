@@ -31,12 +31,18 @@ public enum CardFieldExtractor {
         return kind == .caldav ? fields(iCalendar: text) : fields(vCard: text)
     }
 
+    /// The vCard properties ``fields(vCard:)`` reads; other lines are skipped unparsed.
+    static let vCardNames = ["UID", "FN", "EMAIL", "TEL", "ORG", "END"]
+    /// The iCalendar properties ``fields(iCalendar:)`` reads.
+    static let iCalendarNames = ["BEGIN", "END", "UID", "SUMMARY", "DTSTART", "DTEND", "RRULE"]
+
     /// Fields of the first vCard in `text`.
     public static func fields(vCard text: String) -> [String: String] {
         var fields: [String: String] = [:]
         var emails: [String] = []
         var phones: [String] = []
         for raw in ContentLine.unfold(text) {
+            if ContentLine.property(of: raw, isOneOf: vCardNames) == false { continue }
             guard let line = ContentLine(raw) else { continue }
             switch line.name {
             case "UID", "FN":
@@ -75,6 +81,7 @@ public enum CardFieldExtractor {
         var components: [String] = []
         var inside = false
         for raw in ContentLine.unfold(text) {
+            if ContentLine.property(of: raw, isOneOf: iCalendarNames) == false { continue }
             guard let line = ContentLine(raw) else { continue }
             switch line.name {
             case "BEGIN":

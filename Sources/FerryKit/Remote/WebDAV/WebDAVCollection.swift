@@ -24,16 +24,22 @@ public struct WebDAVCollection: Sendable, Equatable {
 
     /// The record id of a member href; `nil` for the collection itself or an empty href.
     public func id(forHref href: String) -> String? {
-        var encodedPath = href
-        if let schemeEnd = href.range(of: "://") {
-            // An absolute URL: keep its path only.
-            let afterAuthority = href[schemeEnd.upperBound...].firstIndex(of: "/") ?? href.endIndex
-            encodedPath = String(href[afterAuthority...])
+        // Called for every member of every answer, so it scans bytes rather than going through
+        // Foundation (range(of:), removingPercentEncoding were a tenth of a first sync's CPU).
+        let bytes = href.utf8
+        var start = bytes.startIndex
+        var colon = bytes.firstIndex(of: UInt8(ascii: ":"))
+        while let found = colon, !bytes[bytes.index(after: found)...].starts(with: "//".utf8) {
+            colon = bytes[bytes.index(after: found)...].firstIndex(of: UInt8(ascii: ":"))
         }
-        if let query = encodedPath.firstIndex(where: { $0 == "?" || $0 == "#" }) {
-            encodedPath = String(encodedPath[..<query])
+        if let colon {
+            // An absolute URL ("://"): keep its path only.
+            let authority = bytes.index(colon, offsetBy: 3)
+            start = bytes[authority...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.endIndex
         }
-        let decoded = encodedPath.removingPercentEncoding ?? encodedPath
+        let end = bytes[start...].firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.endIndex
+        let encodedPath = href[start..<end]
+        let decoded = Self.percentDecoded(encodedPath) ?? String(encodedPath)
         if decoded.isEmpty { return nil }
         if decoded.hasPrefix(path) {
             let relative = String(decoded.dropFirst(path.count))
@@ -41,5 +47,32 @@ public struct WebDAVCollection: Sendable, Equatable {
         }
         if decoded + "/" == path { return nil }
         return decoded
+    }
+
+    /// `%XX` sequences decoded as UTF-8; nil when a sequence is malformed or the result is not
+    /// UTF-8 (what Foundation's `removingPercentEncoding` does).
+    static func percentDecoded(_ text: Substring) -> String? {
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return String(text) }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                decoded.append(byte)
+                continue
+            }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+            decoded.append(high << 4 | low)
+        }
+        return String(validating: decoded, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 }
