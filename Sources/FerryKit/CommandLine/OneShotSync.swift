@@ -51,13 +51,19 @@ public final class OneShotSync {
         }
         let started = ContinuousClock.now
         let interrupt = cancelOnInterrupt(operations)
+        // Each finished pass wakes the wait below, so the command returns as soon as the last
+        // one is done, not at the next refresh.
+        let finished = DispatchSemaphore(value: 0)
+        for operation in operations {
+            operation.completionBlock = { finished.signal() }
+        }
         queue.addOperations(operations, waitUntilFinished: false)
         func snapshot() -> [Progress] {
             operations.map { Progress(store: $0.setup.store.name, progress: $0.progress, isRunning: $0.isExecuting, isFinished: $0.isFinished, elapsed: .now - started) }
         }
         while !operations.allSatisfy(\.isFinished) {
             progress(snapshot())
-            Thread.sleep(forTimeInterval: refresh.seconds)
+            _ = finished.wait(timeout: .now() + refresh.seconds)
         }
         progress(snapshot())
         interrupt.cancel()
