@@ -36,6 +36,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
 
 extension String {
     func caseInsensitiveEquals(_ other: String) -> Bool {
-        utf8.count == other.utf8.count && lowercased() == other.lowercased()
+        guard utf8.count == other.utf8.count else { return false }
+        // Field names are ASCII tokens (RFC 9110 §5.1): compare bytes, folding letters only.
+        var ascii = true
+        let equal = utf8.elementsEqual(other.utf8) { a, b in
+            if a >= 0x80 || b >= 0x80 { ascii = false }
+            return a == b || a | 0x20 == b | 0x20 && (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(a | 0x20)
+        }
+        return ascii ? equal : lowercased() == other.lowercased()
     }
 }

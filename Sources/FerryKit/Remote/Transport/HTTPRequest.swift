@@ -23,10 +23,16 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
 extension String {
     /// The URL with any `user:password@` part replaced, for logs and errors.
     public var redactingUserInfo: String {
-        guard let scheme = range(of: "://"),
-              let at = self[scheme.upperBound...].firstIndex(of: "@") else { return self }
-        let authorityEnd = self[scheme.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? endIndex
-        guard at < authorityEnd else { return self }
-        return String(self[..<scheme.upperBound]) + "REDACTED@" + String(self[index(after: at)...])
+        // On bytes, not through Foundation's range(of:): this runs for every response.
+        let bytes = utf8
+        var colon = bytes.firstIndex(of: UInt8(ascii: ":"))
+        while let found = colon, !bytes[bytes.index(after: found)...].starts(with: "//".utf8) {
+            colon = bytes[bytes.index(after: found)...].firstIndex(of: UInt8(ascii: ":"))
+        }
+        guard let colon else { return self }
+        let authority = bytes.index(colon, offsetBy: 3)
+        let authorityEnd = bytes[authority...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.endIndex
+        guard let at = bytes[authority..<authorityEnd].firstIndex(of: UInt8(ascii: "@")) else { return self }
+        return String(self[..<authority]) + "REDACTED@" + String(self[bytes.index(after: at)...])
     }
 }
