@@ -16,16 +16,20 @@ What it does, all on 127.0.0.1:
    Parse, multiget-batch for CardDAV) so one pass spans many requests.
 2. Runs `ferry sync` and SIGKILLs it at a random moment, --kills times, restarting it each time.
    Kill moments: 10% while the process opens and prepares the database (before its first "pass
-   started" line); 60% uniform over the first second after the pass starts (while the changes
+   started" line); 40% uniform over the first second after the pass starts (while the changes
    since the cursor are paged and merged; fetch and merge overlap, so a kill lands in either);
-   30% uniform over the measured length of a whole run (so kills also land in the reconciliation
-   listing and, early on, deep in the initial sync). Every 10th run is not killed: it measures a
+   20% inside a write transaction (the loop polls for one open, see write_transaction_open,
+   and kills as soon as it sees it); 30% uniform over the measured length of a whole run (so
+   kills also land in the reconciliation listing and, early on, deep in the initial sync). Every 10th run is not killed: it measures a
    whole run and is a pass that completes while both servers change under it. A run that ends
    before its kill counts as a completed pass, not as a kill. Where each kill landed is read from
    the Parse server's request log (before the first request, first changes page, changes paging
    with `order=updatedAt`, or the `keys=objectId` reconciliation listing) and from ferry's log
-   (whether the CardDAV pass had finished); a kill that leaves WAL frames after the last commit
-   frame (same salts as the WAL header) was caught while a transaction was being written.
+   (whether the CardDAV pass had finished). Just before each kill the loop also asks whether a
+   write transaction is open (another connection's BEGIN IMMEDIATE fails at once), and after it
+   whether the WAL holds frames past its last commit frame (same salts as the WAL header): a
+   kill in the middle of writing a commit, a far narrower window, since SQLite appends a
+   transaction's frames only when it commits.
    A mutator thread changes both servers between AND during the runs, and each run is preceded
    by one more Parse mutation: /__admin/mutate updates (new updatedAt, bumped `rev`), creates
    and deletes objects, one step in three with same_updated_at and about page-size updates, so
@@ -93,6 +97,7 @@ import os
 import random
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -326,6 +331,29 @@ def wal_tail(db_path):
         return committed, frames - committed
 
 
+def write_transaction_open(db_path):
+    """Whether a connection holds the replica's write lock right now, that is, a write
+    transaction is open: BEGIN IMMEDIATE from here fails at once. (SQLite appends a
+    transaction's frames to the WAL only when it commits, so the WAL alone cannot tell a kill
+    inside an open transaction from one between transactions.) The probe blocks no reader in
+    WAL mode and holds the lock only for the instant it checks; ferry's writes wait up to 5 s
+    for it."""
+    if not os.path.exists(db_path):
+        return False
+    try:
+        con = sqlite3.connect(db_path, timeout=0, isolation_level=None)
+    except sqlite3.Error:
+        return False
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("ROLLBACK")
+        return False
+    except sqlite3.OperationalError as error:
+        return "locked" in str(error) or "busy" in str(error)
+    finally:
+        con.close()
+
+
 def kill_phase(stats):
     """Where the Parse pass was when killed, from the server's request log of this run."""
     queries = stats.get("queries", [])
@@ -398,6 +426,7 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
     kills = 0
     hurried = 0  # runs drawn in --budget's cheap mode
     torn = 0     # kills that left frames after the WAL's last commit (mid-commit kills)
+    in_transaction = 0  # kills while a write transaction was open (probed just before)
     dav_kills = 0  # kills while the CardDAV pass was still running
     completed = 0
     failed_runs = 0
@@ -436,9 +465,12 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
         elif roll < 0.1:
             # While the process opens, verifies and prepares the database.
             mode, delay = "from-start", rng.uniform(0.005, startup)
-        elif roll < 0.7:
+        elif roll < 0.5:
             # While the changes since the cursor are paged and merged.
             mode, delay = "after-pass-start", rng.uniform(0.0, 1.0)
+        elif roll < 0.7:
+            # Inside a write transaction: as soon as one is seen open after the pass starts.
+            mode, delay = "while-writing", estimate
         else:
             # Anywhere in the run, the reconciliation listing included.
             mode, delay = "after-pass-start", rng.uniform(0.0, estimate)
@@ -449,17 +481,21 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
         code = None
         passed_start = None
         deadline = started + (delay if mode == "from-start" else 600)
+        db_path = os.path.join(workdir, "ferry.db")
         while code is None and time.monotonic() < deadline:
             code = p.poll()
             if passed_start is None and ferry.saw("pass started", offset):
                 passed_start = time.monotonic()
                 startups.append(passed_start - started)
-                if mode == "after-pass-start":
+                if mode in ("after-pass-start", "while-writing"):
                     deadline = passed_start + delay
-            time.sleep(0.005)
+            if mode == "while-writing" and passed_start is not None and write_transaction_open(db_path):
+                break
+            time.sleep(0.002 if mode == "while-writing" else 0.005)
         if code is None:
             code = p.poll()
         if code is None:
+            writing = passed_start is not None and write_transaction_open(db_path)
             os.kill(p.pid, signal.SIGKILL)
             p.wait()
             kills += 1
@@ -468,8 +504,10 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
             if passed_start is None:
                 phase = "opening the database (before any pass)"
             phases[phase] = phases.get(phase, 0) + 1
-            if wal_tail(os.path.join(workdir, "ferry.db"))[1]:
+            if wal_tail(db_path)[1]:
                 torn += 1
+            if writing:
+                in_transaction += 1
             if passed_start is not None and "store=contacts" not in \
                     "".join(l for l in ferry.output(offset).splitlines() if "pass finished" in l):
                 dav_kills += 1
@@ -515,6 +553,9 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
             if not (": unchanged;" in line or "0 inserted, 0 updated, 0 deleted;" in line):
                 cmp.bad("check pass changed %s: %r" % (store, line))
     log("compared in %.1f s" % (time.monotonic() - t))
+    if kills >= 10 and in_transaction == 0:
+        # The loop exists to cut writes short; a run where none was cut proves too little.
+        cmp.bad("none of the %d kills landed inside an open write transaction" % kills)
 
     print()
     print("crash loop: seed %d (rerun with --seed %d; the servers' timing still varies)" % (a.seed, a.seed))
@@ -522,7 +563,8 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
     for phase, n in sorted(phases.items(), key=lambda kv: -kv[1]):
         print("    %-36s %d" % (phase + ":", n))
     print("    %-36s %d" % ("and, of all kills, CardDAV pass running:", dav_kills))
-    print("    %-36s %d" % ("and, mid-write (uncommitted WAL tail):", torn))
+    print("    %-36s %d" % ("and, inside an open write transaction:", in_transaction))
+    print("    %-36s %d" % ("and, mid-commit (WAL tail past commit):", torn))
     if startups:
         print("  process start to first pass: median %.3f s" % sorted(startups)[len(startups) // 2])
     if delays:
