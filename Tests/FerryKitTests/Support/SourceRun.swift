@@ -53,14 +53,26 @@ final class SourceRun: RunLoopOperation<CollectedPass>, @unchecked Sendable {
         source.start(plan, sink: sink)
     }
 
+    /// What the quiet-finish timer uses, all on this loop.
+    private struct QuietFinish {
+        let sink: CollectingSink
+        let condition: () -> Bool
+        let run: SourceRun
+    }
+
     /// Finishes after a quiet period, so that any stray sink call would still be recorded.
     private func scheduleQuietFinish(after seconds: TimeInterval, sink: CollectingSink, onlyIf condition: @escaping () -> Bool) {
-        let box = UncheckedSendableBox((sink, condition, self))
+        // Fields, not a tuple: Swift 6.3.1 miscompiles `let (a, b, c) = box.value` in this
+        // closure (SILGen releases the elements it only borrowed; the ownership verifier
+        // reports it once anything else in the closure uses them), so every tick of this
+        // repeating timer over-released the sink, and a pass long enough for two ticks
+        // crashed the test run in a double deallocation.
+        let box = UncheckedSendableBox(QuietFinish(sink: sink, condition: condition, run: self))
         _ = Timer.scheduledTimer(withTimeInterval: seconds, repeats: true) { timer in
-            let (sink, condition, run) = box.value
-            if condition() {
+            let quiet = box.value
+            if quiet.condition() {
                 timer.invalidate()
-                run.finish(.success(sink.pass))
+                quiet.run.finish(.success(quiet.sink.pass))
             }
         }
     }

@@ -11,7 +11,8 @@ import Logging
 ///    and only the last token is ever handed out.
 /// 2. **Query.** When a full listing names more members than one multiget takes, one
 ///    addressbook-query / calendar-query fetches the whole collection's data (Xandikos: 0.9 s
-///    for 10,000 cards, where 100 multigets take 6 s). Only listed members are taken from it.
+///    for 10,000 cards, where 100 multigets take 6 s), merged in batches of 1,000 records.
+///    Only listed members are taken from it.
 ///    The listing's token was issued before the query ran, so anything the query shows newer
 ///    is reported again by the next pass, and nothing older can hide behind the token.
 /// 3. **Fetch.** Changed members not yet fetched (all of them in an incremental pass; in a full
@@ -101,6 +102,12 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private var unfetched: Set<String> = []
     private var queryBatch: [RecordChange] = []
     private var queryProblems: [RecordProblem] = []
+    private var queryBatchBytes = 0
+    /// Records merged per batch from the query: it carries the whole collection, so its
+    /// batches are sized for a bulk merge (fewer, larger transactions rewrite the same index
+    /// pages less often: 10,000 cards merged 0.1 s faster than in batches of 100), not by the
+    /// multiget size.
+    static let queryBatchLimit = (records: 1_000, bytes: 4 << 20)
 
     /// Multiget batches (hrefs); requested so far; answers being parsed and parsed answers
     /// waiting for their turn.
@@ -376,7 +383,8 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
             guard (200..<300).contains(response.effectiveStatus ?? 200), response.data != nil || response.dataTooLarge else { continue }
             unfetched.remove(id)
             append(response, id: id, to: &queryBatch, problems: &queryProblems)
-            if queryBatch.count + queryProblems.count >= batchSize {
+            queryBatchBytes += response.data?.utf8.count ?? 0
+            if queryBatch.count + queryProblems.count >= Self.queryBatchLimit.records || queryBatchBytes >= Self.queryBatchLimit.bytes {
                 guard handOverQueryBatch(cursor: nil) else { return }
             }
         }
@@ -386,6 +394,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         let batch = ChangeBatch(changes: takeDeletes() + queryBatch, cursor: cursor, problems: queryProblems, origin: builder.collection.url)
         queryBatch = []
         queryProblems = []
+        queryBatchBytes = 0
         return deliver(batch)
     }
 

@@ -86,6 +86,19 @@ final class DAVServer: @unchecked Sendable {
 
     private static let sharedServers = Mutex<[Kind: DAVServer]>([:])
 
+    /// A shared, never-mutated server per kind with 2,500 cards: a first sync hands the query's
+    /// records over in three batches (1,000, 1,000, 500).
+    static func sharedLarge(_ kind: Kind) throws -> DAVServer {
+        try sharedLargeServers.withLock { servers in
+            if let server = servers[kind] { return server }
+            let server = try DAVServer(kind, cards: 2_500, events: 0)
+            servers[kind] = server
+            return server
+        }
+    }
+
+    private static let sharedLargeServers = Mutex<[Kind: DAVServer]>([:])
+
     // MARK: - Store configurations
 
     func store(_ kind: StoreKind = .carddav, name: String = "contacts", batch: Int? = nil, password: String = DAVServer.password, url: String? = nil) -> StoreConfiguration {

@@ -23,7 +23,7 @@ struct WebDAVSourceServerTests {
         let store = server.store(batch: 7)
 
         // First sync: the listing, then one query for every member's data (25 members are
-        // more than one multiget of 7 takes), handed over in four batches of at most 7.
+        // more than one multiget of 7 takes), handed over in one batch with the token.
         let first = try server.pass(store, cursor: nil)
         #expect(first.error == nil, "\(String(describing: first.error))")
         expectWellBehaved(first)
@@ -31,8 +31,7 @@ struct WebDAVSourceServerTests {
         #expect(first.upsertCount == 25)
         #expect(first.outcome?.listingComplete == true)
         #expect(Set(first.listed) == Self.cardIDs)
-        #expect(first.batches.count == 4)
-        #expect(first.batches.allSatisfy { $0.changes.count <= 7 })
+        #expect(first.batches.count == 1)
         #expect(first.problems.isEmpty)
         let records = first.upserts
         #expect(Set(records.keys) == Self.cardIDs)
@@ -113,9 +112,23 @@ struct WebDAVSourceServerTests {
         #expect(pass.finalCursor != nil)
     }
 
+    /// The query's records are merged in batches of 1,000, only the last carrying the token.
+    @Test(arguments: DAVServer.Kind.allCases)
+    func aLargeCollectionArrivesInBatchesOfAThousand(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer.sharedLarge(kind)
+        let pass = try server.pass(server.store(), cursor: nil)
+        #expect(pass.error == nil, "\(String(describing: pass.error))")
+        expectWellBehaved(pass)
+        #expect(pass.outcome?.requests == 2)
+        #expect(pass.batches.map(\.changes.count) == [1_000, 1_000, 500])
+        #expect(pass.upsertCount == 2_500 && pass.upserts.count == 2_500)
+        #expect(pass.finalCursor != nil)
+        #expect(pass.upserts["card-2499.vcf"]?.fields == DAVServer.expectedCardFields(2_499))
+    }
+
     @Test(arguments: DAVServer.Kind.allCases)
     func cancelMidPassStopsEverySinkCall(_ kind: DAVServer.Kind) throws {
-        let server = try DAVServer.shared(kind)
+        let server = try DAVServer.sharedLarge(kind)
         let pass = try server.pass(server.store(batch: 3), cursor: nil) { $0.cancelAfterBatches = 1 }
         #expect(pass.batches.count == 1)
         #expect(pass.batches[0].cursor == nil)
@@ -125,7 +138,7 @@ struct WebDAVSourceServerTests {
 
     @Test(arguments: DAVServer.Kind.allCases)
     func aThrowingSinkEndsThePassSilently(_ kind: DAVServer.Kind) throws {
-        let server = try DAVServer.shared(kind)
+        let server = try DAVServer.sharedLarge(kind)
         let pass = try server.pass(server.store(batch: 4), cursor: nil) { $0.failAfterBatches = 2 }
         #expect(pass.batches.count == 2)
         #expect(pass.callsAfterEnd == 0)
