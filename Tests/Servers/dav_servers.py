@@ -290,19 +290,20 @@ def start_proxy(backend_port, refuse_sync=True, truncate=None, query=None, query
         def log_message(self, *_):
             pass
 
+        def refuse(self, message):
+            self.send_response(501)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(message)))
+            self.end_headers()
+            self.wfile.write(message)
+
         def handle_any(self):
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             rewrite = None
             is_query = self.command == "REPORT" and (b"addressbook-query" in body or b"calendar-query" in body)
             if is_query and query == "refuse":
-                message = b"queries not supported"
-                self.send_response(501)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(message)))
-                self.end_headers()
-                self.wfile.write(message)
-                return
+                return self.refuse(b"queries not supported")
             if self.command == "REPORT" and b"sync-collection" in body and truncate:
                 match = re.search(rb"sync-token>([^<]*)</", body)
                 sent = match.group(1).decode() if match else ""
@@ -310,13 +311,7 @@ def start_proxy(backend_port, refuse_sync=True, truncate=None, query=None, query
                 body = body.replace(b"sync-token>" + sent.encode() + b"</", b"sync-token>" + real.encode() + b"</")
                 rewrite = sent
             elif self.command == "REPORT" and b"sync-collection" in body and refuse_sync:
-                message = b"sync-collection not supported"
-                self.send_response(501)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(message)))
-                self.end_headers()
-                self.wfile.write(message)
-                return
+                return self.refuse(b"sync-collection not supported")
             connection = http.client.HTTPConnection("127.0.0.1", backend_port, timeout=60)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection", "content-length", "accept-encoding")}
             connection.request(self.command, self.path, body=body, headers=headers)

@@ -76,28 +76,32 @@ final class DAVServer: @unchecked Sendable {
 
     /// A shared, never-mutated server per kind with 25 cards and 5 events, for read-only tests.
     static func shared(_ kind: Kind) throws -> DAVServer {
-        try sharedServers.withLock { servers in
-            if let server = servers[kind] { return server }
-            let server = try DAVServer(kind, cards: 25, events: 5)
-            servers[kind] = server
-            return server
-        }
+        try shared(kind, cards: 25, events: 5)
     }
-
-    private static let sharedServers = Mutex<[Kind: DAVServer]>([:])
 
     /// A shared, never-mutated server per kind with 2,500 cards: a first sync hands the query's
     /// records over in three batches (1,000, 1,000, 500).
     static func sharedLarge(_ kind: Kind) throws -> DAVServer {
-        try sharedLargeServers.withLock { servers in
-            if let server = servers[kind] { return server }
-            let server = try DAVServer(kind, cards: 2_500, events: 0)
-            servers[kind] = server
+        try shared(kind, cards: 2_500, events: 0)
+    }
+
+    private struct SharedKey: Hashable {
+        var kind: Kind
+        var cards: Int
+        var events: Int
+    }
+
+    private static func shared(_ kind: Kind, cards: Int, events: Int) throws -> DAVServer {
+        try sharedServers.withLock { servers in
+            let key = SharedKey(kind: kind, cards: cards, events: events)
+            if let server = servers[key] { return server }
+            let server = try DAVServer(kind, cards: cards, events: events)
+            servers[key] = server
             return server
         }
     }
 
-    private static let sharedLargeServers = Mutex<[Kind: DAVServer]>([:])
+    private static let sharedServers = Mutex<[SharedKey: DAVServer]>([:])
 
     // MARK: - Store configurations
 
