@@ -23,16 +23,22 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
 extension String {
     /// The URL with any `user:password@` part replaced, for logs and errors.
     public var redactingUserInfo: String {
-        // On bytes, not through Foundation's range(of:): this runs for every response.
+        guard let authority = authorityStart else { return self }
+        let bytes = utf8
+        let authorityEnd = bytes[authority...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.endIndex
+        guard let at = bytes[authority..<authorityEnd].firstIndex(of: UInt8(ascii: "@")) else { return self }
+        return String(self[..<authority]) + "REDACTED@" + String(self[bytes.index(after: at)...])
+    }
+
+    /// Where an absolute URL's authority begins: just past its first `://`; nil without one.
+    /// On bytes, not through Foundation's range(of:): it runs for every response and every
+    /// WebDAV member href.
+    var authorityStart: String.Index? {
         let bytes = utf8
         var colon = bytes.firstIndex(of: UInt8(ascii: ":"))
         while let found = colon, !bytes[bytes.index(after: found)...].starts(with: "//".utf8) {
             colon = bytes[bytes.index(after: found)...].firstIndex(of: UInt8(ascii: ":"))
         }
-        guard let colon else { return self }
-        let authority = bytes.index(colon, offsetBy: 3)
-        let authorityEnd = bytes[authority...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.endIndex
-        guard let at = bytes[authority..<authorityEnd].firstIndex(of: UInt8(ascii: "@")) else { return self }
-        return String(self[..<authority]) + "REDACTED@" + String(self[bytes.index(after: at)...])
+        return colon.map { bytes.index($0, offsetBy: 3) }
     }
 }

@@ -28,13 +28,8 @@ public struct WebDAVCollection: Sendable, Equatable {
         // Foundation (range(of:), removingPercentEncoding were a tenth of a first sync's CPU).
         let bytes = href.utf8
         var start = bytes.startIndex
-        var colon = bytes.firstIndex(of: UInt8(ascii: ":"))
-        while let found = colon, !bytes[bytes.index(after: found)...].starts(with: "//".utf8) {
-            colon = bytes[bytes.index(after: found)...].firstIndex(of: UInt8(ascii: ":"))
-        }
-        if let colon {
-            // An absolute URL ("://"): keep its path only.
-            let authority = bytes.index(colon, offsetBy: 3)
+        if let authority = href.authorityStart {
+            // An absolute URL: keep its path only.
             start = bytes[authority...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.endIndex
         }
         let end = bytes[start...].firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.endIndex
