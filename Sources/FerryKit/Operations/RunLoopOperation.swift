@@ -28,16 +28,12 @@ open class RunLoopOperation<Output: Sendable>: AsyncOperation<Output>, @unchecke
     }
 
     public final override func execute() {
-        let thread = Thread { [self] in
+        Thread.start(named: name ?? "ferry-operation", stackSize: 1 << 20) { [self] in
             self.threadMain()
         }
-        thread.name = name ?? "ferry-operation"
-        thread.stackSize = 1 << 20
-        thread.start()
     }
 
     private func threadMain() {
-        Thread.current.setSystemName(name ?? "ferry-operation")
         let runLoop = RunLoop.current
         // The keep-alive timer is a plain CFRunLoopTimer: corelibs' block-based Timer is never
         // freed once invalidated (the daemon suite measured ~300 bytes per pass under load).

@@ -1,6 +1,19 @@
 import Foundation
 
 extension Thread {
+    /// Starts a thread that carries `name` for Foundation and for the kernel, running `body`.
+    @discardableResult
+    static func start(named name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) -> Thread {
+        let thread = Thread {
+            Thread.current.setSystemName(name)
+            body()
+        }
+        thread.name = name
+        if let stackSize { thread.stackSize = stackSize }
+        thread.start()
+        return thread
+    }
+
     /// Names the calling thread for the kernel, so `ps -L`, `top -H`, `perf` and core dumps show
     /// it. Call on the thread itself.
     ///

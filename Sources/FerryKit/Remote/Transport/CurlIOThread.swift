@@ -42,12 +42,9 @@ final class CurlIOThread: @unchecked Sendable {
         // Keep idle connections for many concurrent stores; the default (4 × handles) drops
         // them between the pages of a pass when only one transfer is active.
         Curl.checkMulti(ferry_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 64))
-        let thread = Thread { [self] in
-            Thread.current.setSystemName("ferry-curl-io")
+        Thread.start(named: "ferry-curl-io") { [self] in
             self.loop()
         }
-        thread.name = "ferry-curl-io"
-        thread.start()
     }
 
     /// Queues a command for the I/O thread and wakes it. Safe from any thread.

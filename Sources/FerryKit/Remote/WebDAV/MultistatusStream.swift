@@ -92,12 +92,9 @@ final class MultistatusStream: @unchecked Sendable {
             onDrained: { [flow] in flow?.resume() })
         // The thread keeps the stream alive until the parse ends, which feed's end, cancel()
         // or a failure always brings.
-        let thread = Thread { [self] in
-            Thread.current.setSystemName("xml \(name)")
+        Thread.start(named: "xml \(name)") { [self] in
             self.parse()
         }
-        thread.name = "ferry-xml-\(name)"
-        thread.start()
     }
 
     // MARK: - Owner's thread
