@@ -51,9 +51,9 @@ final class MultistatusHandler: NSObject, XMLParserDelegate {
     private var textOverflow = false
     private var response: Multistatus.Response?
     private var propstat: Propstat?
-    private(set) var result = Multistatus()
-    private(set) var failure: MultistatusParser.Failure?
-    private(set) var sawRoot = false
+    private var result = Multistatus()
+    private var failure: MultistatusParser.Failure?
+    private var sawRoot = false
 
     init(maxDataBytes: Int, maxTextBytes: Int, onResponse: ((Multistatus.Response) -> Void)?) {
         self.maxDataBytes = maxDataBytes
@@ -299,5 +299,5 @@ final class MultistatusHandler: NSObject, XMLParserDelegate {
     }
 
     /// Whether the document ended with every element closed.
-    var isComplete: Bool { stack.isEmpty }
+    private var isComplete: Bool { stack.isEmpty }
 }
