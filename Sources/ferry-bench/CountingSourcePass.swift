@@ -22,7 +22,7 @@ final class CountingSourcePass: RunLoopOperation<Int>, RemoteSourceSink, @unchec
 
     override func run() {
         do {
-            let source = try RemoteSourceFactory.make(RemoteSourceContext(store: store, logger: Logger(label: "ferry.bench")))
+            let source = try store.options.value.makeSource(RemoteSourceContext(store: store, logger: Logger(label: "ferry.bench")))
             self.source = source
             source.start(PassPlan(cursor: nil, reconcile: false), sink: self)
         } catch {

@@ -50,8 +50,9 @@ struct DAVBenchmark: ParsableCommand {
         let cold = try serverAlone(url: url, plan: .query, in: work)
         print(String(format: "server cold: the first listing + query after start took %.2f s (Xandikos parses every card once)", cold.seconds))
 
-        var store = StoreConfiguration(name: "bench", kind: .carddav, url: url, location: ConfigurationLocation(file: "bench", line: 1))
-        store.options["multiget-batch"] = ConfigurationValue("\(batch)", at: ConfigurationLocation(file: "bench", line: 2))
+        var options = WebDAVOptions(content: .addressBook)
+        options.multigetBatch = batch
+        let store = StoreConfiguration(name: "bench", url: url, options: options, location: ConfigurationLocation(file: "bench", line: 1))
 
         _ = try ferryRound(store, in: work, label: "warm-up")
         _ = try vdirsyncerRound(url: url, in: work, label: "warm-up")
@@ -138,7 +139,7 @@ struct DAVBenchmark: ParsableCommand {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         guard let collection = WebDAVCollection(url: url) else { throw ValidationError("not a collection URL: \(url)") }
-        let builder = WebDAVRequestBuilder(collection: collection, kind: .carddav, username: nil, password: nil)
+        let builder = WebDAVRequestBuilder(collection: collection, kind: .carddav)
         var requests = [builder.syncCollection(token: "")]
         switch plan {
         case .query:

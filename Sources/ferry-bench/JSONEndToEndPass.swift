@@ -33,19 +33,15 @@ struct JSONEndToEndPass: ParsableCommand {
     static let storeName = "e2e"
 
     func run() throws {
-        var store = StoreConfiguration(name: Self.storeName, kind: .json, url: url,
+        var options = JSONCollectionOptions()
+        options.recordsPath = "results"
+        options.idField = "objectId"
+        options.versionField = "updatedAt"
+        options.pagination = .nextURL(path: "next")
+        options.totalPath = "count"
+        var store = StoreConfiguration(name: Self.storeName, url: url, options: options,
                                        location: ConfigurationLocation(file: "json-e2e", line: 1))
-        let location = store.location
-        store.options = [
-            "records-path": ConfigurationValue("results", at: location),
-            "id-field": ConfigurationValue("objectId", at: location),
-            "version-field": ConfigurationValue("updatedAt", at: location),
-            "pagination": ConfigurationValue("next-url:next", at: location),
-            "total-path": ConfigurationValue("count", at: location),
-        ]
         if !reconcile { store.reconcileInterval = nil }
-        let problems = RemoteSourceFactory.validateOptions(of: store)
-        guard problems.isEmpty else { throw ValidationError(problems.joined(separator: "; ")) }
 
         var global = GlobalConfiguration(databasePath: database, runtimeDirectory: NSTemporaryDirectory())
         global.maxConcurrentPasses = 1

@@ -13,19 +13,12 @@ struct CheckConfigCommand: ParsableCommand {
     func run() throws {
         let path = file ?? ConfigurationLoader.defaultPath(environment: ProcessInfo.processInfo.environment)
         do {
+            // The same load ferryd runs at start and on reload: one validation everywhere.
             let configuration = try ConfigurationLoader.load(path: path)
-            var problems: [String] = []
-            for store in configuration.stores {
-                problems += RemoteSourceFactory.validateOptions(of: store).map { "\(store.location): store \(store.name): \($0)" }
-            }
-            guard problems.isEmpty else {
-                problems.forEach { FileHandle.standardError.write(Data("\($0)\n".utf8)) }
-                throw ExitCode(FerryExitCode.configuration.rawValue)
-            }
             print("\(path): ok, \(configuration.stores.count) store(s): \(configuration.stores.map(\.name).joined(separator: ", "))")
             print("database: \(configuration.global.databasePath)")
-        } catch let errors as ConfigurationErrors {
-            FileHandle.standardError.write(Data("\(errors)\n".utf8))
+        } catch {
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
             throw ExitCode(FerryExitCode.configuration.rawValue)
         }
     }

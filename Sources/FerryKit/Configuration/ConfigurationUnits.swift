@@ -83,3 +83,11 @@ public enum ConfigurationUnits {
         return "\(ms)ms"
     }
 }
+
+extension Array where Element == String {
+    /// "a", "a or b", "a, b or c": for messages that name a few choices.
+    func joinedAsList(conjunction: String) -> String {
+        guard count > 1 else { return first ?? "" }
+        return dropLast().joined(separator: ", ") + " \(conjunction) " + last!
+    }
+}

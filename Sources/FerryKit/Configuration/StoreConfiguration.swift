@@ -13,17 +13,6 @@ public struct ConfigurationLocation: Sendable, Equatable, CustomStringConvertibl
     public var description: String { "\(file):\(line)" }
 }
 
-/// A raw value of a key that only one remote-store kind understands, with its location.
-public struct ConfigurationValue: Sendable, Equatable {
-    public var value: String
-    public var location: ConfigurationLocation
-
-    public init(_ value: String, at location: ConfigurationLocation) {
-        self.value = value
-        self.location = location
-    }
-}
-
 /// A credential. Its value never appears in `description`, logs, status or errors.
 public struct Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The secret itself: pass it to the remote, never to a log.
@@ -87,15 +76,14 @@ public struct StoreConfiguration: Sendable, Equatable {
     /// Also the name of its table in the replica: `[a-z][a-z0-9_]*`, at most 63 characters,
     /// not starting with `ferry_` or `sqlite_`.
     public var name: String
-    public var kind: StoreKind
-    /// The remote's base URL (file:// allowed only where the kind says so).
+    /// The remote's base URL (file: only where the kind allows it).
     public var url: String
+    /// The kind's own settings, parsed and checked at load time; they say which kind this is.
+    public var options: AnyStoreOptions
     public var interval: Duration = .seconds(300)
     /// A random delay in 0...jitter added to each scheduled pass, so stores do not align.
     public var jitter: Duration = .seconds(30)
     public var priority: StorePriority = .normal
-    /// Records requested per page (kinds clamp to what the remote allows).
-    public var pageSize: Int = 1000
     public var deletion: DeletionPolicy = .hard
     /// How often a store without delete reporting lists all ids to sweep deleted records;
     /// `nil` never. DAV stores reconcile only after an invalid sync-token.
@@ -106,22 +94,20 @@ public struct StoreConfiguration: Sendable, Equatable {
     /// Records larger than this many bytes are bad records.
     public var maxRecordBytes: Int = 1 << 20
     public var columns: [TypedColumn] = []
-    /// Basic-auth user name, when the kind uses one.
-    public var username: String?
-    /// Secrets by key (`password`, `rest-api-key`, `bearer-token`...), resolved from
-    /// `$CREDENTIALS_DIRECTORY` or a private file.
-    public var secrets: [String: Secret] = [:]
-    /// Keys only this store's kind understands (see ``StoreKind/optionKeys``).
-    public var options: [String: ConfigurationValue] = [:]
+    /// Extra headers every request of the store carries (`header.NAME =`).
+    public var headers = ConfiguredHeaders()
     /// Transport limits for this store's requests.
     public var session = SessionConfiguration()
     /// Where the store's section starts, for errors found after loading.
     public var location: ConfigurationLocation
 
-    public init(name: String, kind: StoreKind, url: String, location: ConfigurationLocation) {
+    public init(name: String, url: String, options: some StoreOptions, location: ConfigurationLocation) {
         self.name = name
-        self.kind = kind
         self.url = url
+        self.options = AnyStoreOptions(options)
         self.location = location
     }
+
+    /// The remote-store protocol, from the options.
+    public var kind: StoreKind { options.kind }
 }

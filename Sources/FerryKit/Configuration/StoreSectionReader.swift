@@ -2,8 +2,9 @@ import Foundation
 
 /// Validates one `[store NAME]` section into a ``StoreConfiguration``.
 ///
-/// `kind` is read first, because it decides which further keys are known
-/// (``StoreKind/optionKeys`` and ``StoreKind/secretKeys``).
+/// `kind` is read first, because it decides which further keys are known; the keys every
+/// store takes are read here, and the kind's own keys by the kind (``StoreKind``), into its
+/// ``StoreOptions``.
 struct StoreSectionReader {
     let baseDirectory: String
     let secrets: SecretResolver
@@ -18,8 +19,8 @@ struct StoreSectionReader {
     }
 
     static let commonKeys: Set<String> = ConfigurationValueReader.sessionKeys.union([
-        "kind", "url", "interval", "jitter", "priority", "page-size", "deletion", "reconcile-interval",
-        "max-delete-share", "on-bad-record", "max-record-size", "username",
+        "kind", "url", "interval", "jitter", "priority", "deletion", "reconcile-interval",
+        "max-delete-share", "on-bad-record", "max-record-size",
     ])
 
     /// Why `name` cannot name a store (it becomes a table name), or nil when it can.
@@ -36,23 +37,39 @@ struct StoreSectionReader {
         return nil
     }
 
+    /// What the common keys set, before the kind's options exist.
+    private struct Common {
+        var interval: Duration = .seconds(300)
+        var jitter: Duration = .seconds(30)
+        var priority: StorePriority = .normal
+        var deletion: DeletionPolicy = .hard
+        var reconcileInterval: Duration? = .seconds(3600)
+        var maxDeleteShare = 0.5
+        var badRecordPolicy: BadRecordPolicy = .skip
+        var maxRecordBytes = 1 << 20
+        var columns: [TypedColumn] = []
+        var headers = ConfiguredHeaders()
+        var session: SessionConfiguration
+    }
+
     mutating func read(name: String, section: ConfigurationSyntax.Section) -> StoreConfiguration? {
         let entries = values.unique(section.entries)
         let location = ConfigurationLocation(file: values.file, line: section.line)
+        let names = StoreKind.registered.map(\.name).joinedAsList(conjunction: "or")
         var kind: StoreKind?
-        var url: String?
         var kindIsValid = true
         if let entry = entries.first(where: { $0.key == "kind" }) {
             kind = StoreKind(rawValue: entry.value)
             if kind == nil {
                 kindIsValid = false
-                values.problem(entry, "expected one of \(StoreKind.allCases.map(\.rawValue).joined(separator: ", ")), got '\(entry.value)'")
+                values.problem(entry, "expected one of \(names), got '\(entry.value)'")
             }
         } else {
             kindIsValid = false
             values.problems.append(.init(file: values.file, line: section.line, key: "kind",
-                                         message: "store '\(name)' needs kind = parse, json, carddav or caldav"))
+                                         message: "store '\(name)' needs kind = \(names)"))
         }
+        var url: String?
         if let entry = entries.first(where: { $0.key == "url" }) {
             url = readURL(entry, kind: kind)
         } else {
@@ -60,82 +77,139 @@ struct StoreSectionReader {
                                          message: "store '\(name)' needs a url"))
         }
 
-        var store = StoreConfiguration(name: name, kind: kind ?? .json, url: url ?? "", location: location)
-        store.session = defaults
+        var common = Common(session: defaults)
+        var kindEntries: [ConfigurationSyntax.Entry] = []
+        var resolved: [String: Secret] = [:]
         for entry in entries where entry.key != "kind" && entry.key != "url" {
-            apply(entry, to: &store, kind: kindIsValid ? kind : nil)
+            if values.applySessionKey(entry, to: &common.session, baseDirectory: baseDirectory) || apply(entry, to: &common) {
+                continue
+            }
+            guard let kind else {
+                // A key some kind knows, in a store whose kind is missing or wrong: the kind problem says it all.
+                if !StoreKind.registered.contains(where: { $0.knows(entry.key) }) { values.problem(entry, "unknown key") }
+                continue
+            }
+            if kind.secretKeys.contains(entry.key) {
+                kindEntries.append(entry)
+                switch secrets.resolve(entry.value) {
+                case .success(let secret): resolved[entry.key] = secret
+                case .failure(let problem): values.problem(entry, problem.message)
+                }
+            } else if kind.optionKeys.contains(entry.key) {
+                kindEntries.append(entry)
+            } else {
+                values.problem(entry, Self.unknownKeyMessage(entry.key, for: kind))
+            }
         }
-        if kind == .json, let url, url.hasPrefix("file:") {
-            store.session.allowedProtocols.insert("file")
+        guard kindIsValid, let kind, let url else { return nil }
+        if url.hasPrefix("file:") {
+            common.session.allowedProtocols.insert("file")
         }
-        guard kindIsValid, url != nil else { return nil }
+        var reader = StoreOptionReader(store: name, url: url, section: location, entries: kindEntries, secrets: resolved, values: values)
+        let options = kind.readOptions(&reader)
+        values = reader.values
+        guard let options else { return nil }
+        var store = StoreConfiguration(name: name, url: url, options: options, location: location)
+        store.interval = common.interval
+        store.jitter = common.jitter
+        store.priority = common.priority
+        store.deletion = common.deletion
+        store.reconcileInterval = common.reconcileInterval
+        store.maxDeleteShare = common.maxDeleteShare
+        store.badRecordPolicy = common.badRecordPolicy
+        store.maxRecordBytes = common.maxRecordBytes
+        store.columns = common.columns
+        store.headers = common.headers
+        store.session = common.session
         return store
     }
 
-    private mutating func apply(_ entry: ConfigurationSyntax.Entry, to store: inout StoreConfiguration, kind: StoreKind?) {
-        if values.applySessionKey(entry, to: &store.session, baseDirectory: baseDirectory) {
-            return
+    /// Why `key` is refused in a store of `kind`: another kind's key, or no key at all.
+    static func unknownKeyMessage(_ key: String, for kind: StoreKind) -> String {
+        let owners = StoreKind.registered.filter { $0.knows(key) }.map(\.name)
+        if !owners.isEmpty {
+            return "not a key of \(kind.name) stores (it is one of \(owners.joinedAsList(conjunction: "and")) stores)"
         }
+        let own = kind.optionKeys.union(kind.secretKeys).sorted().joined(separator: ", ")
+        return "unknown key; a \(kind.name) store takes \(own), the keys every store takes, column.NAME and header.NAME"
+    }
+
+    /// Applies a key every store takes; false when `entry` is not one.
+    private mutating func apply(_ entry: ConfigurationSyntax.Entry, to common: inout Common) -> Bool {
         switch entry.key {
         case "interval":
-            if let value = values.duration(entry) { store.interval = value }
+            if let value = values.duration(entry) { common.interval = value }
         case "jitter":
-            if let value = values.duration(entry, allowZero: true) { store.jitter = value }
+            if let value = values.duration(entry, allowZero: true) { common.jitter = value }
         case "priority":
             switch entry.value {
-            case "high": store.priority = .high
-            case "normal": store.priority = .normal
-            case "low": store.priority = .low
+            case "high": common.priority = .high
+            case "normal": common.priority = .normal
+            case "low": common.priority = .low
             default: values.problem(entry, "expected one of high, normal, low, got '\(entry.value)'")
             }
-        case "page-size":
-            if let value = values.integer(entry, in: 1...100_000) { store.pageSize = value }
         case "deletion":
-            if let value = values.choice(entry, DeletionPolicy.self, allowed: [.hard, .tombstone]) { store.deletion = value }
+            if let value = values.choice(entry, DeletionPolicy.self, allowed: [.hard, .tombstone]) { common.deletion = value }
         case "reconcile-interval":
             if entry.value == "never" {
-                store.reconcileInterval = nil
+                common.reconcileInterval = nil
             } else if let value = values.duration(entry) {
-                store.reconcileInterval = value
+                common.reconcileInterval = value
             }
         case "max-delete-share":
             if let value = ConfigurationUnits.share(entry.value) {
-                store.maxDeleteShare = value
+                common.maxDeleteShare = value
             } else {
                 values.problem(entry, "expected a share like 50% or 0.5 (0% to 100%), got '\(entry.value)'")
             }
         case "on-bad-record":
-            if let value = values.choice(entry, BadRecordPolicy.self, allowed: [.skip, .fail]) { store.badRecordPolicy = value }
+            if let value = values.choice(entry, BadRecordPolicy.self, allowed: [.skip, .fail]) { common.badRecordPolicy = value }
         case "max-record-size":
             if let value = values.size(entry) {
-                store.maxRecordBytes = Int(clamping: value)
+                common.maxRecordBytes = Int(clamping: value)
             }
-        case "username":
-            guard !entry.value.isEmpty else {
-                values.problem(entry, "needs a value (or remove the line)")
-                return
-            }
-            store.username = entry.value
         case let key where key.hasPrefix("column."):
             if let column = readColumn(entry, name: String(key.dropFirst("column.".count))) {
-                store.columns.append(column)
+                if common.columns.contains(where: { $0.name == column.name }) {
+                    values.problem(entry, "column \(column.name) is defined twice")
+                } else {
+                    common.columns.append(column)
+                }
             }
-        case let key where kind?.secretKeys.contains(key) == true:
-            switch secrets.resolve(entry.value) {
-            case .success(let secret): store.secrets[key] = secret
-            case .failure(let problem): values.problem(entry, problem.message)
+        case let key where key.hasPrefix("header."):
+            if let field = readHeader(entry, name: String(key.dropFirst("header.".count))) {
+                common.headers.fields.append(field)
             }
-        case let key where kind?.optionKeys.contains(key) == true || (kind == .json && key.hasPrefix("header.") && key.count > 7):
-            store.options[key] = ConfigurationValue(entry.value, at: ConfigurationLocation(file: values.file, line: entry.line))
         default:
-            if let kind {
-                let known = Self.commonKeys.union(kind.optionKeys).union(kind.secretKeys).union(["column.NAME"])
-                values.problem(entry, "unknown key for a \(kind.rawValue) store (known: \(known.sorted().joined(separator: ", ")))")
-            } else if !StoreKind.allCases.contains(where: { $0.optionKeys.contains(entry.key) || $0.secretKeys.contains(entry.key) }) {
-                values.problem(entry, "unknown key")
-            }
-            // A key some kind knows, in a store whose kind is missing or wrong: the kind problem says it all.
+            return false
         }
+        return true
+    }
+
+    /// `header.NAME = VALUE`: plain text, or a secret reference for a credential.
+    private mutating func readHeader(_ entry: ConfigurationSyntax.Entry, name: String) -> ConfiguredHeaders.Field? {
+        guard ConfiguredHeaders.isFieldName(name) else {
+            values.problem(entry, "'\(name)' is not an HTTP header name")
+            return nil
+        }
+        guard !ConfiguredHeaders.reserved.contains(name.lowercased()) else {
+            values.problem(entry, "\(name) is set by Ferry for each request and cannot be configured")
+            return nil
+        }
+        if entry.value.hasPrefix("credential:") || entry.value.hasPrefix("file:") {
+            switch secrets.resolve(entry.value) {
+            case .success(let secret): return .init(name: name, value: .secret(secret))
+            case .failure(let problem):
+                values.problem(entry, problem.message)
+                return nil
+            }
+        }
+        if ConfiguredHeaders.looksLikeCredential(name) {
+            // Never echo the value: it is probably the secret itself.
+            values.problem(entry, "\(name) carries a credential: write credential:NAME (systemd LoadCredential=) or file:/path/to/secret, not the value")
+            return nil
+        }
+        return .init(name: name, value: .text(entry.value))
     }
 
     /// `column.NAME = TYPE PATH [unindexed]`.
@@ -165,12 +239,13 @@ struct StoreSectionReader {
             && name.allSatisfy { ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "_" }
     }
 
-    /// An http(s) URL with a host, or for json stores a file: URL made absolute.
+    /// An http(s) URL with a host, or (for kinds that allow it) a file: URL made absolute.
     private mutating func readURL(_ entry: ConfigurationSyntax.Entry, kind: StoreKind?) -> String? {
         let text = entry.value
+        let fileKinds = StoreKind.registered.filter { $0.urlSchemes.contains("file") }.map { "kind = \($0.name)" }.joined(separator: " or ")
         if text.lowercased().hasPrefix("file:") {
-            guard kind == .json || kind == nil else {
-                values.problem(entry, "file: URLs are only allowed for kind = json")
+            guard kind.map({ $0.urlSchemes.contains("file") }) ?? true else {
+                values.problem(entry, "file: URLs are only allowed for \(fileKinds)")
                 return nil
             }
             var path = String(text.dropFirst("file:".count))
@@ -198,7 +273,7 @@ struct StoreSectionReader {
             return nil
         }
         guard scheme == "http" || scheme == "https" else {
-            values.problem(entry, "URL scheme must be http or https (file: only for kind = json), got '\(scheme)'")
+            values.problem(entry, "URL scheme must be http or https (file: only for \(fileKinds)), got '\(scheme)'")
             return nil
         }
         guard let host = components.host, !host.isEmpty else {

@@ -100,7 +100,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             "reconcile": "\(plan.reconcile)",
         ])
         do {
-            let source = try RemoteSourceFactory.make(RemoteSourceContext(store: store, logger: logger))
+            let source = try store.options.value.makeSource(RemoteSourceContext(store: store, logger: logger))
             state = .syncing(source)
             source.start(plan, sink: self)
         } catch {

@@ -22,9 +22,9 @@ import Testing
 
     @Test func minimalStore_getsEveryDefault() throws {
         let configuration = try parse("""
-            [store quotes]
-            kind = parse
-            url = https://parse.example.com/parse
+            [store items]
+            kind = json
+            url = https://api.example.com/items
             """)
         #expect(configuration.global.databasePath == "/var/lib/ferry/ferry.db")
         #expect(configuration.global.runtimeDirectory == "/run/ferry")
@@ -34,9 +34,10 @@ import Testing
         #expect(configuration.global.logLevel == .info)
         #expect(configuration.global.session == SessionConfiguration())
         let store = try #require(configuration.stores.first)
-        #expect(store.name == "quotes")
-        #expect(store.kind == .parse)
-        #expect(store.url == "https://parse.example.com/parse")
+        #expect(store.name == "items")
+        #expect(store.kind == .json)
+        #expect(store.options.as(JSONCollectionOptions.self) == JSONCollectionOptions())
+        #expect(store.url == "https://api.example.com/items")
         #expect(store.location == ConfigurationLocation(file: Self.file, line: 1))
         #expect(store.interval == .seconds(300))
         #expect(store.session == SessionConfiguration())
@@ -66,13 +67,13 @@ import Testing
             interval = 15m
             jitter = 0
             priority = high
-            page-size = 200
+            header.X-Client = ferry-test
             deletion = tombstone
             reconcile-interval = never
             max-delete-share = 20%
             on-bad-record = fail
             max-record-size = 2MiB
-            username = alice
+            header.Accept = text/vcard
             multiget-batch = 50
             column.email = text $.EMAIL
             column.rev = integer $.REV unindexed
@@ -97,14 +98,15 @@ import Testing
         #expect(store.interval == .seconds(900))
         #expect(store.jitter == .zero)
         #expect(store.priority == .high)
-        #expect(store.pageSize == 200)
         #expect(store.deletion == .tombstone)
         #expect(store.reconcileInterval == nil)
         #expect(store.maxDeleteShare == 0.2)
         #expect(store.badRecordPolicy == .fail)
         #expect(store.maxRecordBytes == 2 << 20)
-        #expect(store.username == "alice")
-        #expect(store.options["multiget-batch"] == ConfigurationValue("50", at: .init(file: Self.file, line: 30)))
+        #expect(store.headers == ConfiguredHeaders([.init(name: "X-Client", value: .text("ferry-test")), .init(name: "Accept", value: .text("text/vcard"))]))
+        var options = WebDAVOptions(content: .addressBook)
+        options.multigetBatch = 50
+        #expect(store.options.as(WebDAVOptions.self) == options)
         #expect(store.columns == [
             TypedColumn(name: "email", type: .text, path: "$.EMAIL"),
             TypedColumn(name: "rev", type: .integer, path: "$.REV", indexed: false),
@@ -121,9 +123,11 @@ import Testing
             [store demo]
             kind = json
             url = file:demo/quotes-0001.json
+            pagination = next-url:next
             [store absolute]
             kind = json
             url = file:///srv/data/page.json
+            pagination = none
             """)
         #expect(configuration.stores[0].url == "file:///etc/ferry/demo/quotes-0001.json")
         #expect(configuration.stores[0].session.allowedProtocols == ["http", "https", "file"])
@@ -178,10 +182,9 @@ import Testing
             .init(file: Self.file, line: 7, message: "unknown section '[network]' (expected [ferry] or [store NAME])"),
             .init(file: Self.file, line: 9, message: "invalid store name 'Bad-Name': use lowercase letters, digits and '_', starting with a letter, at most 63 characters"),
             .init(file: Self.file, line: 11, message: "invalid store name 'ferry_meta': names starting with ferry_ or sqlite_ are reserved"),
-            .init(file: Self.file, line: 13, key: "kind", message: "expected one of parse, json, carddav, caldav, got 'ftp'"),
+            .init(file: Self.file, line: 13, key: "kind", message: "expected one of parse, json, carddav or caldav, got 'ftp'"),
             .init(file: Self.file, line: 14, key: "url", message: "URL scheme must be http or https (file: only for kind = json), got 'ftp'"),
             .init(file: Self.file, line: 15, key: "interval", message: "expected a duration like 30s, 5m, 2h, 1d or 250ms, got '30'"),
-            .init(file: Self.file, line: 16, key: "page-size", message: "must be between 1 and 100000, got 0"),
             .init(file: Self.file, line: 17, key: "priority", message: "expected one of high, normal, low, got 'urgent'"),
             .init(file: Self.file, line: 18, key: "column.email", message: "column path must be a JSON path starting with '$', e.g. $.email"),
             .init(file: Self.file, line: 19, message: "duplicate store 'one' (already defined on line 12)"),
@@ -192,7 +195,7 @@ import Testing
             .init(file: Self.file, line: 28, key: "deletion", message: "expected one of hard, tombstone, got 'soft'"),
             .init(file: Self.file, line: 29, key: "on-bad-record", message: "expected one of skip, fail, got 'explode'"),
             .init(file: Self.file, line: 30, key: "max-record-size", message: "expected a size like 1048576, 512KiB, 256MiB or 1MB, got 'big'"),
-            .init(file: Self.file, line: 31, key: "unknown-key", message: "unknown key for a json store (known: bearer-token, ca-file, column.NAME, connect-timeout, deletion, id-field, interval, jitter, kind, low-speed-limit, low-speed-time, max-delete-share, max-record-size, max-response-size, on-bad-record, page-size, page-size-param, pagination, password, priority, reconcile-interval, records-path, total-path, total-timeout, updated-param, url, username, version-field)"),
+            .init(file: Self.file, line: 31, key: "unknown-key", message: "unknown key; a json store takes bearer-token, id-field, page-size, page-size-param, pagination, password, records-path, total-path, updated-param, username, version-field, the keys every store takes, column.NAME and header.NAME"),
             .init(file: Self.file, line: 32, message: "expected 'key = value', a [section] or a # comment"),
         ]
         #expect(found.count == expected.count)
@@ -221,7 +224,7 @@ import Testing
             """) == [
             .init(file: Self.file, line: 1, key: "url", message: "store 'a' needs a url"),
             .init(file: Self.file, line: 3, key: "multiget-batch",
-                  message: "unknown key for a parse store (known: application-id, ca-file, class, column.NAME, connect-timeout, deletion, interval, jitter, kind, lookback, low-speed-limit, low-speed-time, master-key, max-delete-share, max-record-size, max-response-size, on-bad-record, page-size, priority, reconcile-interval, rest-api-key, total-timeout, url, username)"),
+                  message: "not a key of parse stores (it is one of carddav and caldav stores)"),
         ])
     }
 
@@ -260,7 +263,7 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-load-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try Data("[ferry]\ndatabase = replica.db\n[store a]\nkind = json\nurl = file:pages/1.json\n".utf8)
+        try Data("[ferry]\ndatabase = replica.db\n[store a]\nkind = json\nurl = file:pages/1.json\npagination = none\n".utf8)
             .write(to: URL(fileURLWithPath: directory + "/ferry.conf"))
         let configuration = try ConfigurationLoader.load(path: directory + "/ferry.conf", environment: [:])
         #expect(configuration.global.databasePath == directory + "/replica.db")
@@ -281,21 +284,82 @@ import Testing
         #expect(demo.kind == .json)
         let directory = (path as NSString).deletingLastPathComponent
         #expect(demo.url == URL(fileURLWithPath: directory + "/demo/quotes-0001.json").absoluteString)
-        #expect(demo.options["pagination"]?.value == "next-url:next")
-        #expect(demo.options["records-path"]?.value == "results")
-        #expect(demo.options["id-field"]?.value == "id")
-        #expect(demo.options["version-field"]?.value == "updated_at")
+        let options = try #require(demo.options.as(JSONCollectionOptions.self))
+        #expect(options.pagination == .nextURL(path: "next"))
+        #expect(options.recordsPath == "results")
+        #expect(options.idField == "id")
+        #expect(options.versionField == "updated_at")
         #expect(demo.session.allowedProtocols.contains("file"))
         #expect(configuration.global.databasePath == "/var/lib/ferry/ferry.db")
     }
 
-    @Test func jsonHeaderKeys_areKeptAsOptions() throws {
+    @Test func headerKeys_areSentByEveryKind_andCredentialsOnlyByReference() throws {
         let configuration = try parse("""
             [store api]
             kind = json
             url = https://api.example.com/items
             header.Accept = application/vnd.github+json
             """)
-        #expect(configuration.stores[0].options["header.Accept"]?.value == "application/vnd.github+json")
+        #expect(configuration.stores[0].headers == ConfiguredHeaders([.init(name: "Accept", value: .text("application/vnd.github+json"))]))
+        #expect(problems("""
+            [store api]
+            kind = carddav
+            url = https://dav.example.com/book/
+            header.X-Api-Key = s3cr3t-value
+            header.Depth = 1
+            header.Bad Name = x
+            header.Authorization = credential:missing
+            """) == [
+            .init(file: Self.file, line: 4, key: "header.X-Api-Key", message: "X-Api-Key carries a credential: write credential:NAME (systemd LoadCredential=) or file:/path/to/secret, not the value"),
+            .init(file: Self.file, line: 5, key: "header.Depth", message: "Depth is set by Ferry for each request and cannot be configured"),
+            .init(file: Self.file, line: 6, key: "header.Bad Name", message: "'Bad Name' is not an HTTP header name"),
+            .init(file: Self.file, line: 7, key: "header.Authorization", message: "credential:missing needs $CREDENTIALS_DIRECTORY, which is not set (run under systemd with LoadCredential=missing:/path/to/secret, or use file:/path)"),
+        ])
+    }
+
+    @Test func kindOptions_areCheckedAtLoad_withFileLineAndKey() {
+        #expect(problems("""
+            [store quotes]
+            kind = parse
+            url = https://parse.example.com/parse
+            class = Bad/Name
+            lookback = 2d
+            page-size = 0
+            """) == [
+            .init(file: Self.file, line: 1, key: "application-id", message: "store 'quotes' needs application-id (the app's X-Parse-Application-Id)"),
+            .init(file: Self.file, line: 1, key: "rest-api-key", message: "store 'quotes' needs rest-api-key = credential:NAME (or master-key)"),
+            .init(file: Self.file, line: 4, key: "class", message: "\"Bad/Name\" is not a Parse class name (letters, digits and '_')"),
+            .init(file: Self.file, line: 5, key: "lookback", message: "must be at most 1d, got '2d'"),
+            .init(file: Self.file, line: 6, key: "page-size", message: "must be between 1 and 100000, got 0"),
+        ])
+        #expect(problems("""
+            [store items]
+            kind = json
+            url = file:items.json
+            id-field = a..b
+            pagination = sideways
+            """) == [
+            .init(file: Self.file, line: 4, key: "id-field", message: "\"a..b\" is not a dotted field path such as id or data.items"),
+            .init(file: Self.file, line: 5, key: "pagination", message: "\"sideways\" is not link, next-url:<path>, cursor:<param>=<path> or none"),
+        ])
+        #expect(problems("""
+            [store items]
+            kind = json
+            url = file:items.json
+            """) == [
+            .init(file: Self.file, line: 1, key: "pagination", message: "link pagination needs HTTP headers; a chain of file: pages uses next-url:<path>"),
+        ])
+        #expect(problems("""
+            [store book]
+            kind = carddav
+            url = https://dav.example.com/book/
+            multiget-batch = 0
+            username = alice
+            page-size = 10
+            """) == [
+            .init(file: Self.file, line: 4, key: "multiget-batch", message: "must be between 1 and 10000, got 0"),
+            .init(file: Self.file, line: 5, key: "username", message: "store 'book' has a username but no password (password = credential:NAME)"),
+            .init(file: Self.file, line: 6, key: "page-size", message: "not a key of carddav stores (it is one of parse and json stores)"),
+        ])
     }
 }

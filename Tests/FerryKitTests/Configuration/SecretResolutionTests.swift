@@ -25,7 +25,15 @@ import Testing
         kind = parse
         url = https://parse.example.com/parse
         rest-api-key = \(reference)
+        class = Quote
+        application-id = app
         """
+    }
+
+    /// The REST API key a loaded Parse store carries.
+    private func restKey(_ configuration: FerryConfiguration) -> Secret? {
+        guard case .restAPI(let key) = configuration.stores.first?.options.as(ParseOptions.self)?.key else { return nil }
+        return key
     }
 
     private func problems(_ text: String, file: String, environment: [String: String]) -> [ConfigurationProblem] {
@@ -45,7 +53,7 @@ import Testing
             try write(Self.secretValue + "\n", to: directory + "/parse-rest-key", mode: 0o400)
             let configuration = try ConfigurationLoader.parse(text: config("credential:parse-rest-key"), file: directory + "/f.conf",
                                                               environment: ["CREDENTIALS_DIRECTORY": directory])
-            let secret = try #require(configuration.stores.first?.secrets["rest-api-key"])
+            let secret = try #require(restKey(configuration))
             #expect(secret.value == Self.secretValue)
             #expect(secret.source == "credential parse-rest-key")
             // Neither the secret nor the whole configuration prints the value.
@@ -74,9 +82,9 @@ import Testing
         try withDirectory { directory in
             try write(Self.secretValue, to: directory + "/key", mode: 0o600)
             let absolute = try ConfigurationLoader.parse(text: config("file:\(directory)/key"), file: directory + "/f.conf", environment: [:])
-            #expect(absolute.stores.first?.secrets["rest-api-key"]?.value == Self.secretValue)
+            #expect(restKey(absolute)?.value == Self.secretValue)
             let relative = try ConfigurationLoader.parse(text: config("file:key"), file: directory + "/f.conf", environment: [:])
-            #expect(relative.stores.first?.secrets["rest-api-key"]?.source == "file \(directory)/key")
+            #expect(restKey(relative)?.source == "file \(directory)/key")
         }
     }
 
@@ -113,10 +121,41 @@ import Testing
     @Test func credentialsInURL_areRefusedWithoutEchoingThem() throws {
         let found = problems("""
             [store a]
-            kind = parse
-            url = https://admin:\(Self.secretValue)@parse.example.com/
+            kind = json
+            url = https://admin:\(Self.secretValue)@api.example.com/
             """, file: "/x.conf", environment: [:])
         #expect(found == [.init(file: "/x.conf", line: 3, key: "url",
                                 message: "credentials in the URL are refused; use username = and a password secret reference")])
+    }
+
+    @Test func basicAuthAndSecretHeaders_areReadByReference() throws {
+        try withDirectory { directory in
+            try write(Self.secretValue, to: directory + "/password", mode: 0o600)
+            try write(Self.secretValue, to: directory + "/api-key", mode: 0o600)
+            let configuration = try ConfigurationLoader.parse(text: """
+                [store book]
+                kind = carddav
+                url = https://dav.example.com/book/
+                username = alice
+                password = file:password
+                header.X-Api-Key = file:api-key
+                """, file: directory + "/f.conf", environment: [:])
+            let store = try #require(configuration.stores.first)
+            guard case .basic(let username, let password) = store.options.as(WebDAVOptions.self)?.authentication else {
+                Issue.record("no basic authentication: \(store.options)")
+                return
+            }
+            #expect(username == "alice")
+            #expect(password.value == Self.secretValue)
+            #expect(store.headers.fields.map(\.name) == ["X-Api-Key"])
+            guard case .secret(let key) = store.headers.fields.first?.value else {
+                Issue.record("X-Api-Key is not a secret: \(store.headers)")
+                return
+            }
+            #expect(key.value == Self.secretValue)
+            #expect(key.source == "file \(directory)/api-key")
+            #expect(!"\(configuration)".contains(Self.secretValue))
+            #expect(!String(reflecting: configuration).contains(Self.secretValue))
+        }
     }
 }

@@ -17,7 +17,10 @@ final class SourceRun: RunLoopOperation<CollectedPass>, @unchecked Sendable {
     private var source: (any RemoteSource)?
     private var sink: CollectingSink?
 
-    init(store: StoreConfiguration, plan: PassPlan, factory: @escaping Factory) {
+    /// `factory` defaults to what a pass does: the store's options make the source.
+    init(store: StoreConfiguration, plan: PassPlan, factory: @escaping Factory = { context throws(SyncError) in
+        try context.store.options.value.makeSource(context)
+    }) {
         self.store = store
         self.plan = plan
         self.factory = factory

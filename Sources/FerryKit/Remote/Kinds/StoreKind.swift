@@ -1,59 +1,66 @@
-/// The remote-store protocols Ferry speaks. Each kind declares the configuration keys it adds
-/// to a store section, so the loader can refuse unknown keys with file, line and key.
-public enum StoreKind: String, Sendable, Equatable, CaseIterable {
-    /// Parse Server REST: `GET /classes/<Class>`, incremental by updatedAt + objectId.
-    case parse
-    /// A paginated JSON collection (GitHub-style, Datasette-style, or a file:// page chain).
-    case json
-    /// CardDAV address book through WebDAV sync-collection (RFC 6578).
-    case carddav
-    /// CalDAV calendar through WebDAV sync-collection (RFC 6578).
-    case caldav
-
+/// A remote-store protocol Ferry speaks, as one value: the keys a `[store NAME]` section of
+/// this kind may hold, how its records behave in the replica, and how its options are read.
+///
+/// A kind lives in one folder under `Remote/Kinds/`: it declares itself as a static constant
+/// (`StoreKind.parse`), parses its keys into a ``StoreOptions`` value once, when the
+/// configuration is loaded (the same code for `ferry check-config`, ferryd's start and its
+/// reloads), and that value makes the kind's source for each pass. ``registered`` lists every
+/// kind; nothing else in Ferry switches over kinds.
+///
+///     extension StoreKind {
+///         static let example = StoreKind(
+///             name: "example", optionKeys: ["collection"], secretKeys: ["token"],
+///             reportsDeletions: false, versionComparison: .ordered,
+///             readOptions: { ExampleOptions(reading: &$0) })
+///     }
+public struct StoreKind: Sendable, Hashable, CustomStringConvertible {
+    /// The `kind =` value.
+    public let name: String
     /// Keys whose value is plain text, specific to this kind.
-    public var optionKeys: Set<String> {
-        switch self {
-        case .parse:
-            // application-id: X-Parse-Application-Id; class: the Parse class to sync;
-            // lookback: how far before the cursor each incremental pass re-reads.
-            ["application-id", "class", "lookback"]
-        case .json:
-            // records-path: JSON path of the record array ("" = the top-level array);
-            // id-field / version-field: JSON paths inside a record;
-            // pagination: link | next-url:<path> | cursor:<param>=<path> | none;
-            // updated-param: query parameter filtering on "updated after" (incremental);
-            // page-size-param: query parameter carrying the page size;
-            // header.<Name>: an extra request header.
-            ["records-path", "id-field", "version-field", "pagination", "updated-param", "page-size-param", "total-path"]
-        case .carddav, .caldav:
-            // multiget-batch: hrefs per addressbook-multiget / calendar-multiget REPORT.
-            ["multiget-batch"]
-        }
-    }
-
+    public let optionKeys: Set<String>
     /// Keys whose value is a secret reference (`credential:NAME` or `file:/path`).
-    public var secretKeys: Set<String> {
-        switch self {
-        case .parse: ["rest-api-key", "master-key"]
-        case .json: ["bearer-token", "password"]
-        case .carddav, .caldav: ["password"]
-        }
-    }
-
-    /// Whether the remote reports deletions itself (DAV sync-collection does; Parse and plain
-    /// JSON collections need periodic reconciliation against a full id listing).
-    public var reportsDeletions: Bool {
-        switch self {
-        case .parse, .json: false
-        case .carddav, .caldav: true
-        }
-    }
-
+    public let secretKeys: Set<String>
+    /// Whether the remote reports deletions itself (DAV sync-collection does); the others need
+    /// periodic reconciliation against a full id listing.
+    public let reportsDeletions: Bool
     /// How record versions compare (see ``VersionComparison``).
-    public var versionComparison: VersionComparison {
-        switch self {
-        case .parse, .json: .ordered
-        case .carddav, .caldav: .opaque
-        }
+    public let versionComparison: VersionComparison
+    /// URL schemes a store of this kind may name.
+    public let urlSchemes: Set<String>
+    /// Reads the kind's keys of one section; nil when a problem was reported.
+    let readOptions: @Sendable (inout StoreOptionReader) -> (any StoreOptions)?
+
+    init(
+        name: String, optionKeys: Set<String>, secretKeys: Set<String>, reportsDeletions: Bool,
+        versionComparison: VersionComparison, urlSchemes: Set<String> = ["http", "https"],
+        readOptions: @escaping @Sendable (inout StoreOptionReader) -> (any StoreOptions)?
+    ) {
+        self.name = name
+        self.optionKeys = optionKeys
+        self.secretKeys = secretKeys
+        self.reportsDeletions = reportsDeletions
+        self.versionComparison = versionComparison
+        self.urlSchemes = urlSchemes
+        self.readOptions = readOptions
     }
+
+    /// The registered kind called `name`.
+    public init?(rawValue name: String) {
+        guard let kind = Self.registered.first(where: { $0.name == name }) else { return nil }
+        self = kind
+    }
+
+    /// The `kind =` value, as for a raw-value enum.
+    public var rawValue: String { name }
+
+    public var description: String { name }
+
+    /// Whether `key` is one of this kind's own keys (plain or secret).
+    public func knows(_ key: String) -> Bool {
+        optionKeys.contains(key) || secretKeys.contains(key)
+    }
+
+    // A kind is its name: two values with one name are the same kind.
+    public static func == (lhs: StoreKind, rhs: StoreKind) -> Bool { lhs.name == rhs.name }
+    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
 }

@@ -41,15 +41,13 @@ import Testing
             if isCI { Issue.record("datasette did not answer on port \(port)") }
             return
         }
-        var store = StoreConfiguration(name: "items", kind: .json, url: server.baseURL + "/items/items.json?_shape=objects&_sort=updated_at",
-                                       location: ConfigurationLocation(file: "test", line: 1))
-        let here = ConfigurationLocation(file: "test", line: 2)
-        store.options = ["records-path": ConfigurationValue("rows", at: here), "pagination": ConfigurationValue("next-url:next_url", at: here),
-                         "updated-param": ConfigurationValue("updated_at__gt", at: here), "page-size-param": ConfigurationValue("_size", at: here)]
-        store.pageSize = 70
+        let store = try configuredStore(kind: "json", url: server.baseURL + "/items/items.json?_shape=objects&_sort=updated_at", [
+            "records-path": "rows", "pagination": "next-url:next_url", "updated-param": "updated_at__gt", "page-size-param": "_size",
+            "page-size": "70",
+        ])
         func sync(_ cursor: String?) throws -> CollectedPages {
             try SourcePassOperation.run(PassPlan(cursor: cursor, reconcile: false)) { () throws(SyncError) -> any RemoteSource in
-                try RemoteSourceFactory.make(RemoteSourceContext(store: store, logger: Logger(label: "test")))
+                try makeSource(for: store)
             }
         }
         let first = try sync(nil)

@@ -10,11 +10,8 @@ import Testing
         try KillableServer(script: "Tests/Servers/json_pages_server.py", arguments: ["--count", "250"])
     }
 
-    static func store(_ url: String, _ options: [String: String], pageSize: Int = 40) -> StoreConfiguration {
-        var store = StoreConfiguration(name: "items", kind: .json, url: url, location: ConfigurationLocation(file: "test", line: 1))
-        store.options = options.mapValues { ConfigurationValue($0, at: ConfigurationLocation(file: "test", line: 2)) }
-        store.pageSize = pageSize
-        return store
+    static func store(_ url: String, _ options: [String: String], pageSize: Int = 40) throws -> StoreConfiguration {
+        try configuredStore(kind: "json", url: url, options.merging(["page-size": "\(pageSize)"]) { $1 })
     }
 
     /// One pass; `batchTarget` (records per batch) defaults to one page per batch here, so
@@ -27,13 +24,13 @@ import Testing
             json?.maxBatchDelay = .seconds(3600)
             configure(sink, source)
         }) { () throws(SyncError) -> any RemoteSource in
-            try RemoteSourceFactory.make(RemoteSourceContext(store: store, logger: Logger(label: "test")))
+            try makeSource(for: store)
         }
     }
 
     @Test func linkHeaderPagination() throws {
         let server = try Self.startPages()
-        let store = Self.store(server.baseURL + "/link", ["pagination": "link", "page-size-param": "per_page"])
+        let store = try Self.store(server.baseURL + "/link", ["pagination": "link", "page-size-param": "per_page"])
         let pass = try Self.sync(store, reconcile: true)
         #expect(pass.error == nil)
         #expect(pass.records.map(\.id) == (1...250).map(String.init))
@@ -51,7 +48,7 @@ import Testing
 
     @Test func nextURLPaginationIncrementalByUpdatedParam() throws {
         let server = try Self.startPages()
-        let store = Self.store(server.baseURL + "/nexturl", ["records-path": "items", "pagination": "next-url:next",
+        let store = try Self.store(server.baseURL + "/nexturl", ["records-path": "items", "pagination": "next-url:next",
                                                            "page-size-param": "per_page", "updated-param": "since", "total-path": "total"])
         let first = try Self.sync(store)
         #expect(first.records.count == 250)
@@ -69,7 +66,7 @@ import Testing
 
     @Test func cursorTokenPaginationWithNestedPaths() throws {
         let server = try Self.startPages()
-        let store = Self.store(server.baseURL + "/cursor", ["records-path": "data.rows", "pagination": "cursor:after=meta.next_token",
+        let store = try Self.store(server.baseURL + "/cursor", ["records-path": "data.rows", "pagination": "cursor:after=meta.next_token",
                                                           "page-size-param": "limit"], pageSize: 100)
         let pass = try Self.sync(store)
         #expect(pass.error == nil)
@@ -80,12 +77,12 @@ import Testing
 
     @Test func rateLimitsBecomeRetryAfter() throws {
         let server = try Self.startPages()
-        let limited = try Self.sync(Self.store(server.baseURL + "/ratelimited", ["pagination": "none"]))
+        let limited = try Self.sync(try Self.store(server.baseURL + "/ratelimited", ["pagination": "none"]))
         #expect(limited.error?.kind == .rateLimited)
         #expect(limited.error?.retryAfter == .seconds(3))
         #expect(limited.batches.isEmpty)
         // A 200 page that exhausts the window: the page is merged, then the pass waits.
-        let exhausted = try Self.sync(Self.store(server.baseURL + "/exhausted", ["pagination": "link", "page-size-param": "per_page"]))
+        let exhausted = try Self.sync(try Self.store(server.baseURL + "/exhausted", ["pagination": "link", "page-size-param": "per_page"]))
         #expect(exhausted.batches.count == 1)
         #expect(exhausted.error?.kind == .rateLimited)
         let wait = try #require(exhausted.error?.retryAfter)
@@ -94,7 +91,7 @@ import Testing
 
     @Test func paginationLoopIsMalformed() throws {
         let server = try Self.startPages()
-        let pass = try Self.sync(Self.store(server.baseURL + "/loop", ["records-path": "items", "pagination": "next-url:next"]))
+        let pass = try Self.sync(try Self.store(server.baseURL + "/loop", ["records-path": "items", "pagination": "next-url:next"]))
         #expect(pass.error?.kind == .malformedResponse)
         #expect(pass.error?.message.contains("loops") == true)
         #expect(pass.batches.isEmpty)
@@ -105,7 +102,7 @@ import Testing
         // /etag's body is not a collection, so the first pass fails to parse it; the validators
         // are what matters: give the pass a cursor carrying them as a previous pass would.
         let url = server.baseURL + "/etag"
-        let store = Self.store(url, ["pagination": "none"])
+        let store = try Self.store(url, ["pagination": "none"])
         var cursor = JSONCollectionCursor(highWater: "5", etag: "\"v1\"", firstURL: url)
         _ = try server.control("/stats/reset")
         let pass = try Self.sync(store, cursor: cursor.stored)
@@ -131,7 +128,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         try Data(#"{"rows":[{"id":"a","v":1},{"id":"b","v":2}],"next":"page2.json"}"#.utf8).write(to: directory.appendingPathComponent("page1.json"))
         try Data(#"{"rows":[{"id":"c","v":3},{"v":4},{"id":"d","v":5}],"next":null}"#.utf8).write(to: directory.appendingPathComponent("page2.json"))
-        let store = Self.store(directory.appendingPathComponent("page1.json").absoluteString,
+        let store = try Self.store(directory.appendingPathComponent("page1.json").absoluteString,
                                ["records-path": "rows", "version-field": "v", "pagination": "next-url:next"])
         let pass = try Self.sync(store)
         #expect(pass.error == nil)
@@ -151,7 +148,7 @@ import Testing
     /// boundaries; sorted pages still commit a cursor with every batch, naming its last record.
     @Test func pagesAreGatheredIntoBatches() throws {
         let server = try Self.startPages()
-        let sorted = Self.store(server.baseURL + "/nexturl", ["records-path": "items", "pagination": "next-url:next",
+        let sorted = try Self.store(server.baseURL + "/nexturl", ["records-path": "items", "pagination": "next-url:next",
                                                             "page-size-param": "per_page", "updated-param": "since"])
         let pass = try Self.sync(sorted, batchTarget: 100)
         #expect(pass.error == nil)
@@ -162,7 +159,7 @@ import Testing
             #expect(cursor.highWater == batch.changes.last.map { String(format: "2024-01-01T00:00:00.%06d", Int($0.id)!) })
         }
         // Unsorted: only the last batch commits; the default target takes the whole collection.
-        let unsorted = Self.store(server.baseURL + "/link", ["pagination": "link", "page-size-param": "per_page"])
+        let unsorted = try Self.store(server.baseURL + "/link", ["pagination": "link", "page-size-param": "per_page"])
         let whole = try Self.sync(unsorted, reconcile: true, batchTarget: 10_000)
         #expect(whole.batches.count == 1)
         #expect(whole.batches.first?.cursor != nil)
@@ -173,7 +170,7 @@ import Testing
     /// While the sink merges, the producer fetches at most one batch of records ahead.
     @Test func producerWaitsForASlowMerge() throws {
         let server = try Self.startPages()
-        let store = Self.store(server.baseURL + "/link", ["pagination": "link", "page-size-param": "per_page"])
+        let store = try Self.store(server.baseURL + "/link", ["pagination": "link", "page-size-param": "per_page"])
         let requestsDuringMerge = RequestCount()
         let pass = try Self.sync(store, batchTarget: 40) { sink, _ in
             sink.afterBatch = { number in
@@ -193,7 +190,7 @@ import Testing
     /// A cancel between batches ends the pass: no sink call after it, the producer stops.
     @Test func cancelBetweenBatches() throws {
         let server = try Self.startPages()
-        let store = Self.store(server.baseURL + "/link", ["pagination": "link", "page-size-param": "per_page"])
+        let store = try Self.store(server.baseURL + "/link", ["pagination": "link", "page-size-param": "per_page"])
         let pass = try Self.sync(store, batchTarget: 40) { sink, source in
             sink.afterBatch = { [weak sink, weak source] number in
                 guard number == 2 else { return }
@@ -214,7 +211,7 @@ import Testing
         try Data(#"{"rows":[{"id":"a","v":1}],"next":"page2.json"}"#.utf8).write(to: directory.appendingPathComponent("page1.json"))
         try Data(#"{"rows":[{"id":"b","v":2}],"next":"page3.json"}"#.utf8).write(to: directory.appendingPathComponent("page2.json"))
         try Data(#"{"rows":[{"id":"c","v":3}"#.utf8).write(to: directory.appendingPathComponent("page3.json"))
-        let store = Self.store(directory.appendingPathComponent("page1.json").absoluteString,
+        let store = try Self.store(directory.appendingPathComponent("page1.json").absoluteString,
                                ["records-path": "rows", "version-field": "v", "pagination": "next-url:next"])
         let pass = try Self.sync(store, batchTarget: 10_000)
         #expect(pass.batches.count == 1)
@@ -231,7 +228,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         try Data(#"{"rows":[{"id":"a","v":1}],"next":"page2.json"}"#.utf8).write(to: directory.appendingPathComponent("page1.json"))
         try Data(#"{"rows":[{"id":"b","v":2},{"id":"","v":3}],"next":null}"#.utf8).write(to: directory.appendingPathComponent("page2.json"))
-        let store = Self.store(directory.appendingPathComponent("page1.json").absoluteString,
+        let store = try Self.store(directory.appendingPathComponent("page1.json").absoluteString,
                                ["records-path": "rows", "version-field": "v", "pagination": "next-url:next"])
         let pass = try Self.sync(store, batchTarget: 10_000)
         #expect(pass.error == nil)
@@ -241,16 +238,6 @@ import Testing
         // The page with the problem went out alone, its origin naming it.
         #expect(pass.batches.map(\.changes.count) == [1, 1])
         #expect(pass.batches.last?.origin.hasSuffix("page2.json") == true)
-    }
-
-    @Test func optionProblems() {
-        let bad = Self.store("ftp://x", ["pagination": "sometimes", "id-field": "a..b"])
-        let problems = RemoteSourceFactory.validateOptions(of: bad)
-        #expect(problems.contains { $0.contains("pagination") })
-        #expect(problems.contains { $0.contains("id-field") })
-        #expect(problems.contains { $0.contains("url") })
-        #expect(RemoteSourceFactory.validateOptions(of: Self.store("http://h/x", ["pagination": "cursor:after=meta.next"])).isEmpty)
-        #expect(throws: SyncError.self) { try RemoteSourceFactory.make(RemoteSourceContext(store: bad, logger: Logger(label: "t"))) }
     }
 }
 

@@ -134,14 +134,4 @@ import Testing
         #expect(pass.batches.count == 1)
         #expect(pass.callsAfterEnd == 0)
     }
-
-    @Test func configurationProblemsAreReported() {
-        var store = StoreConfiguration(name: "q", kind: .parse, url: "ftp://x", location: ConfigurationLocation(file: "f", line: 3))
-        let problems = RemoteSourceFactory.validateOptions(of: store)
-        #expect(problems.contains { $0.contains("application-id") })
-        #expect(problems.contains { $0.contains("class") })
-        #expect(problems.contains { $0.contains("rest-api-key") })
-        store.options["class"] = ConfigurationValue("Bad/Name", at: store.location)
-        #expect(RemoteSourceFactory.validateOptions(of: store).contains { $0.contains("not a valid class name") })
-    }
 }

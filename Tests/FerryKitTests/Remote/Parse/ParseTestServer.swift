@@ -45,20 +45,17 @@ final class ParseTestServer: @unchecked Sendable {
 
     /// A Parse store on this server. `lookback` defaults to "0", so the tests of keyset paging see
     /// exactly the changes after the cursor; the lookback tests set it.
-    func store(pageSize: Int = 1000, key: String = "rest-secret", className: String = "Quote", lookback: String = "0") -> StoreConfiguration {
-        var store = StoreConfiguration(name: "quotes", kind: .parse, url: mount, location: ConfigurationLocation(file: "test", line: 1))
-        let here = ConfigurationLocation(file: "test", line: 2)
-        store.options = ["application-id": ConfigurationValue("ferry-test", at: here), "class": ConfigurationValue(className, at: here),
-                         "lookback": ConfigurationValue(lookback, at: here)]
-        store.secrets = ["rest-api-key": Secret(key, source: "test")]
-        store.pageSize = pageSize
-        return store
+    func store(pageSize: Int = 1000, key: String = "rest-secret", className: String = "Quote", lookback: Duration = .zero) -> StoreConfiguration {
+        var options = ParseOptions(applicationID: "ferry-test", className: className, key: .restAPI(Secret(key, source: "test")))
+        options.pageSize = pageSize
+        options.lookback = lookback
+        return StoreConfiguration(name: "quotes", url: mount, options: options, location: ConfigurationLocation(file: "test", line: 1))
     }
 
     func sync(_ store: StoreConfiguration, cursor: String? = nil, reconcile: Bool = false,
               configure: @escaping (PageCollectingSink, any RemoteSource) -> Void = { _, _ in }) throws -> CollectedPages {
         try SourcePassOperation.run(PassPlan(cursor: cursor, reconcile: reconcile), configure: configure) { () throws(SyncError) -> any RemoteSource in
-            try ParseSource(RemoteSourceContext(store: store, logger: Logger(label: "test")))
+            try makeSource(for: store)
         }
     }
 

@@ -106,18 +106,16 @@ final class DAVServer: @unchecked Sendable {
     // MARK: - Store configurations
 
     func store(_ kind: StoreKind = .carddav, name: String = "contacts", batch: Int? = nil, password: String = DAVServer.password, url: String? = nil) -> StoreConfiguration {
-        var store = StoreConfiguration(name: name, kind: kind, url: url ?? (kind == .caldav ? calendarURL : addressBookURL), location: ConfigurationLocation(file: "test.conf", line: 1))
-        store.username = Self.username
-        store.secrets["password"] = Secret(password, source: "test")
-        if let batch { store.options["multiget-batch"] = ConfigurationValue("\(batch)", at: ConfigurationLocation(file: "test.conf", line: 2)) }
-        return store
+        var options = WebDAVOptions(content: kind == .caldav ? .calendar : .addressBook)
+        options.authentication = .basic(username: Self.username, password: Secret(password, source: "test"))
+        if let batch { options.multigetBatch = batch }
+        return StoreConfiguration(name: name, url: url ?? (kind == .caldav ? calendarURL : addressBookURL), options: options,
+                                  location: ConfigurationLocation(file: "test.conf", line: 1))
     }
 
     /// Runs one pass of a WebDAVSource.
     func pass(_ store: StoreConfiguration, cursor: String?, configure: (SourceRun) -> Void = { _ in }) throws -> CollectedPass {
-        let run = SourceRun(store: store, plan: PassPlan(cursor: cursor, reconcile: false)) { context throws(SyncError) in
-            try WebDAVSource(context)
-        }
+        let run = SourceRun(store: store, plan: PassPlan(cursor: cursor, reconcile: false))
         configure(run)
         return try run.runToCompletion()
     }

@@ -21,10 +21,10 @@ final class WebDAVSourceFaultTests {
     }
 
     func pass(_ path: String) throws -> CollectedPass {
-        var store = StoreConfiguration(name: "contacts", kind: .carddav, url: server.baseURL + path, location: ConfigurationLocation(file: "t", line: 1))
-        store.username = "ferry"
-        store.secrets["password"] = Secret("hunter2", source: "test")
-        let run = SourceRun(store: store, plan: PassPlan(cursor: "some-token", reconcile: false)) { context throws(SyncError) in try WebDAVSource(context) }
+        var options = WebDAVOptions(content: .addressBook)
+        options.authentication = .basic(username: "ferry", password: Secret("hunter2", source: "test"))
+        let store = StoreConfiguration(name: "contacts", url: server.baseURL + path, options: options, location: ConfigurationLocation(file: "t", line: 1))
+        let run = SourceRun(store: store, plan: PassPlan(cursor: "some-token", reconcile: false))
         return try run.runToCompletion()
     }
 

@@ -249,25 +249,20 @@ struct WebDAVSourceServerTests {
         let socket = try ListenBacklogBlackhole()
         let port = socket.port
         socket.close()
-        var store = StoreConfiguration(name: "contacts", kind: .carddav, url: "http://127.0.0.1:\(port)/book/", location: ConfigurationLocation(file: "t", line: 1))
+        var store = StoreConfiguration(name: "contacts", url: "http://127.0.0.1:\(port)/book/", options: WebDAVOptions(content: .addressBook),
+                                       location: ConfigurationLocation(file: "t", line: 1))
         store.session.connectTimeout = 2
-        let run = SourceRun(store: store, plan: PassPlan(cursor: nil, reconcile: false)) { context throws(SyncError) in try WebDAVSource(context) }
+        let run = SourceRun(store: store, plan: PassPlan(cursor: nil, reconcile: false))
         let pass = try run.runToCompletion()
         let error = try #require(pass.error)
         #expect(error.kind == .transport(.connection) || error.kind == .transport(.connectTimeout))
         #expect(error.url.contains("127.0.0.1:\(port)"))
     }
 
-    @Test func configurationIsValidated() throws {
-        var store = StoreConfiguration(name: "contacts", kind: .carddav, url: "ftp://x/", location: ConfigurationLocation(file: "t", line: 1))
-        #expect(throws: SyncError.self) { try WebDAVSource(RemoteSourceContext(store: store, logger: .init(label: "t"))) }
-        store.url = "http://127.0.0.1/b/"
-        store.options["multiget-batch"] = ConfigurationValue("0", at: ConfigurationLocation(file: "t", line: 3))
-        let error = #expect(throws: SyncError.self) { try WebDAVSource(RemoteSourceContext(store: store, logger: .init(label: "t"))) }
+    @Test func aStoreBuiltInCodeWithoutACollectionURLIsAConfigurationError() throws {
+        let store = StoreConfiguration(name: "contacts", url: "ftp://x/", options: WebDAVOptions(content: .addressBook),
+                                       location: ConfigurationLocation(file: "t", line: 1))
+        let error = #expect(throws: SyncError.self) { try makeSource(for: store) }
         #expect(error?.kind == .configuration)
-        #expect(error?.message.contains("t:3") == true)
-        store.kind = .json
-        store.options = [:]
-        #expect(throws: SyncError.self) { try WebDAVSource(RemoteSourceContext(store: store, logger: .init(label: "t"))) }
     }
 }

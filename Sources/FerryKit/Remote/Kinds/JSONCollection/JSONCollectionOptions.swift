@@ -1,9 +1,9 @@
 import Foundation
 
-/// A JSON collection store's options, parsed and checked.
-struct JSONCollectionOptions: Equatable {
+/// A JSON collection store's settings (`kind = json`), checked when the configuration is loaded.
+public struct JSONCollectionOptions: StoreOptions, Equatable {
     /// How the next page is found.
-    enum Pagination: Equatable {
+    public enum Pagination: Sendable, Equatable {
         /// RFC 8288 `Link: <url>; rel="next"`.
         case link
         /// A page field holding the next page's URL (relative URLs resolve against the current one).
@@ -14,47 +14,70 @@ struct JSONCollectionOptions: Equatable {
         case singlePage
     }
 
-    var recordsPath = ""
-    var idField = "id"
-    var versionField = "updated_at"
-    var pagination = Pagination.link
-    var updatedParam: String?
-    var pageSizeParam: String?
-    var totalPath: String?
+    /// Where the record array is in a page ("" = the page is the array).
+    public var recordsPath = ""
+    public var idField = "id"
+    public var versionField = "updated_at"
+    public var pagination = Pagination.link
+    /// The query parameter asking for "updated after" (incremental passes).
+    public var updatedParam: String?
+    /// The query parameter carrying ``pageSize``.
+    public var pageSizeParam: String?
+    /// Where the first page states the total count (progress and ETA).
+    public var totalPath: String?
+    public var pageSize = 1000
+    public var authentication = HTTPAuthentication.none
 
-    /// Parses the options; throws the list of problems.
-    init(_ store: StoreConfiguration) throws(JSONCollectionOptionsError) {
-        var problems: [String] = []
-        func value(_ key: String) -> String? { store.options[key]?.value }
-        recordsPath = value("records-path") ?? ""
-        idField = value("id-field") ?? "id"
-        versionField = value("version-field") ?? "updated_at"
-        for (key, path) in [("id-field", idField), ("version-field", versionField)] where path.isEmpty || path.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
-            problems.append("\(key) \(path.debugDescription) is not a dotted field path")
-        }
-        if recordsPath.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty), !recordsPath.isEmpty {
-            problems.append("records-path \(recordsPath.debugDescription) is not a dotted field path")
-        }
-        if let spec = value("pagination") {
-            switch Self.pagination(spec) {
-            case .some(let parsed): pagination = parsed
-            case .none: problems.append("pagination \(spec.debugDescription) is not link, next-url:<path>, cursor:<param>=<path> or none")
+    public init() {}
+
+    public var kind: StoreKind { .json }
+
+    public func makeSource(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteSource {
+        JSONCollectionSource(context, options: self)
+    }
+
+    /// Reads the JSON keys of one section.
+    init?(reading reader: inout StoreOptionReader) {
+        var valid = true
+        for (key, keyPath) in [("records-path", \Self.recordsPath), ("id-field", \Self.idField), ("version-field", \Self.versionField)] {
+            guard let value = reader.text(key) else { continue }
+            // The records path may be empty (the page is the array); a field path may not.
+            if value.isEmpty ? key != "records-path" : value.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
+                reader.problem(key, "\(value.debugDescription) is not a dotted field path such as id or data.items")
+                valid = false
+            } else {
+                self[keyPath: keyPath] = value
             }
         }
-        updatedParam = value("updated-param").flatMap { $0.isEmpty ? nil : $0 }
-        pageSizeParam = value("page-size-param").flatMap { $0.isEmpty ? nil : $0 }
-        totalPath = value("total-path").flatMap { $0.isEmpty ? nil : $0 }
-        let url = store.url.lowercased()
-        if !(url.hasPrefix("http://") || url.hasPrefix("https://") || url.hasPrefix("file://")) {
-            problems.append("json url must be http://, https:// or file://")
+        if let spec = reader.text("pagination") {
+            if let parsed = Self.pagination(spec) {
+                pagination = parsed
+            } else {
+                reader.problem("pagination", "\(spec.debugDescription) is not link, next-url:<path>, cursor:<param>=<path> or none")
+                valid = false
+            }
         }
-        if store.username != nil, store.secrets["password"] == nil {
-            problems.append("json store has a username but no password secret")
+        updatedParam = reader.optional("updated-param")
+        pageSizeParam = reader.optional("page-size-param")
+        totalPath = reader.optional("total-path")
+        if let size = reader.integer("page-size", default: 1000, in: 1...100_000) { pageSize = size } else { valid = false }
+        if reader.url.lowercased().hasPrefix("file:"), case .link = pagination, valid {
+            reader.problem("pagination", "link pagination needs HTTP headers; a chain of file: pages uses next-url:<path>")
+            valid = false
         }
-        if case .link = pagination, url.hasPrefix("file://") {
-            problems.append("pagination link needs HTTP headers; a file:// chain uses next-url:<path>")
+        let basic = reader.basicAuthentication()
+        switch (basic, reader.secret("bearer-token")) {
+        case (nil, _):
+            valid = false
+        case (.some(.none), let token?):
+            authentication = .bearer(token)
+        case (.some(let basic), nil):
+            authentication = basic
+        case (.some, _?):
+            reader.problem("bearer-token", "set either bearer-token or username and password, not both")
+            valid = false
         }
-        guard problems.isEmpty else { throw JSONCollectionOptionsError(problems: problems) }
+        guard valid else { return nil }
     }
 
     static func pagination(_ spec: String) -> Pagination? {
@@ -86,6 +109,12 @@ struct JSONCollectionOptions: Equatable {
     }
 }
 
-struct JSONCollectionOptionsError: Error {
-    var problems: [String]
+extension StoreKind {
+    /// A paginated JSON collection: GitHub style, Datasette style, or a chain of `file:` pages.
+    public static let json = StoreKind(
+        name: "json",
+        optionKeys: ["records-path", "id-field", "version-field", "pagination", "updated-param", "page-size-param",
+                     "total-path", "page-size", "username"],
+        secretKeys: ["bearer-token", "password"], reportsDeletions: false, versionComparison: .ordered,
+        urlSchemes: ["http", "https", "file"], readOptions: { JSONCollectionOptions(reading: &$0) })
 }

@@ -62,35 +62,21 @@ public final class JSONCollectionSource: RemoteSource {
     /// API still commits (and shows progress) page by page.
     var maxBatchDelay: Duration = .milliseconds(500)
 
-    public init(_ context: RemoteSourceContext) throws(SyncError) {
+    /// A source for one pass of `context.store`, whose options were checked at load time.
+    init(_ context: RemoteSourceContext, options: JSONCollectionOptions) {
         store = context.store
         logger = context.logger
-        do {
-            options = try JSONCollectionOptions(context.store)
-        } catch {
-            throw SyncError(.configuration, store: store.name, url: store.url, message: error.problems.joined(separator: "; "))
-        }
+        self.options = options
         scanner = JSONRecordScanner(layout: .init(recordsPath: options.recordsPath, idPath: options.idField,
                                                   versionPath: options.versionField, fieldPaths: options.fieldPaths,
                                                   allowsIntegerIDs: true))
         var headers = HTTPHeaders()
         headers.set("Accept", "application/json")
-        if let username = store.username, let password = store.secrets["password"] {
-            headers.set("Authorization", "Basic " + Data("\(username):\(password.value)".utf8).base64EncodedString())
-        } else if let token = store.secrets["bearer-token"] {
-            headers.set("Authorization", "Bearer " + token.value)
+        if let authorization = options.authentication.authorization {
+            headers.set("Authorization", authorization)
         }
+        store.headers.apply(to: &headers)
         self.headers = headers
-    }
-
-    /// Problems with a JSON store's options (empty when usable).
-    public static func validate(_ store: StoreConfiguration) -> [String] {
-        do {
-            _ = try JSONCollectionOptions(store)
-            return []
-        } catch {
-            return error.problems
-        }
     }
 
     /// Whether each page commits the cursor (pages sorted by version) or only the last one.
@@ -108,7 +94,7 @@ public final class JSONCollectionSource: RemoteSource {
             }
         }
         var url = store.url
-        if let param = options.pageSizeParam { url = Self.setting(param, to: String(store.pageSize), in: url) }
+        if let param = options.pageSizeParam { url = Self.setting(param, to: String(options.pageSize), in: url) }
         if let param = options.updatedParam, !plan.reconcile, let mark = stored.highWater {
             url = Self.setting(param, to: mark, in: url)
         }

@@ -34,64 +34,31 @@ public final class ParseSource: RemoteSource {
     private let lookback: Duration
     /// The cursor stored when the pass began: batches never carry an earlier one.
     private var storedCursor: ParseCursor?
-    static let defaultLookback = Duration.seconds(30)
     private let loader: HTTPPageLoader
     private var state = State.idle
     private var plan = PassPlan(cursor: nil, reconcile: false)
     private let changeScanner: JSONRecordScanner
     private let listScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId"))
 
-    /// Validates the store's Parse options and secrets.
-    public init(_ context: RemoteSourceContext) throws(SyncError) {
+    /// A source for one pass of `context.store`, whose options were checked at load time.
+    init(_ context: RemoteSourceContext, options: ParseOptions) {
         store = context.store
         logger = context.logger
-        let problems = Self.validate(context.store)
-        guard problems.isEmpty else {
-            throw SyncError(.configuration, store: store.name, url: store.url, message: problems.joined(separator: "; "))
-        }
-        let className = store.options["class"]!.value
-        classURL = store.url.trimmingTrailingSlashes + "/classes/" + RemoteResponseErrors.queryEncode(className)
+        classURL = store.url.trimmingTrailingSlashes + "/classes/" + RemoteResponseErrors.queryEncode(options.className)
         var headers = HTTPHeaders()
-        headers.set("X-Parse-Application-Id", store.options["application-id"]!.value)
-        // The master key reads objects regardless of ACLs, which a full replica wants.
-        if let master = store.secrets["master-key"] {
-            headers.set("X-Parse-Master-Key", master.value)
-        } else if let rest = store.secrets["rest-api-key"] {
-            headers.set("X-Parse-REST-API-Key", rest.value)
+        headers.set("X-Parse-Application-Id", options.applicationID)
+        switch options.key {
+        case .master(let key): headers.set("X-Parse-Master-Key", key.value)
+        case .restAPI(let key): headers.set("X-Parse-REST-API-Key", key.value)
         }
         headers.set("Accept", "application/json")
+        store.headers.apply(to: &headers)
         self.headers = headers
-        pageSize = max(1, min(store.pageSize, 1000))
-        lookback = store.options["lookback"].flatMap { ConfigurationUnits.duration($0.value) } ?? Self.defaultLookback
+        pageSize = options.pageSize
+        lookback = options.lookback
         loader = HTTPPageLoader(configuration: store.session)
         changeScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId", versionPath: "updatedAt",
                                                         fieldPaths: ["count"]))
-    }
-
-    /// Problems with a Parse store's configuration (empty when usable).
-    public static func validate(_ store: StoreConfiguration) -> [String] {
-        var problems: [String] = []
-        if (store.options["application-id"]?.value ?? "").isEmpty { problems.append("parse store needs application-id") }
-        let className = store.options["class"]?.value ?? ""
-        if className.isEmpty {
-            problems.append("parse store needs class")
-        } else if className.contains(where: { !($0.isLetter || $0.isNumber || $0 == "_") }) {
-            problems.append("parse class \(className.debugDescription) is not a valid class name")
-        }
-        if store.secrets["rest-api-key"] == nil, store.secrets["master-key"] == nil {
-            problems.append("parse store needs the secret rest-api-key or master-key")
-        }
-        if !(store.url.hasPrefix("http://") || store.url.hasPrefix("https://")) {
-            problems.append("parse url must be http:// or https://")
-        }
-        if let option = store.options["lookback"] {
-            if let duration = ConfigurationUnits.duration(option.value) {
-                if duration > .seconds(86_400) { problems.append("lookback \(option.value) is more than a day (\(option.location))") }
-            } else {
-                problems.append("lookback \(option.value.debugDescription) is not a duration such as 30s or 5m (\(option.location))")
-            }
-        }
-        return problems
     }
 
     public func start(_ plan: PassPlan, sink: any RemoteSourceSink) {

@@ -7,26 +7,24 @@ import Foundation
 public struct WebDAVRequestBuilder: Sendable {
     public let collection: WebDAVCollection
     public let kind: StoreKind
-    /// The `Authorization` header value, or nil. Never logged: ``HTTPRequest`` leaves headers
-    /// out of its description.
-    private let authorization: String?
+    /// Headers every request carries: `Authorization` and the store's configured headers.
+    /// Never logged: ``HTTPRequest`` leaves headers out of its description.
+    private let commonHeaders: HTTPHeaders
 
-    public init(collection: WebDAVCollection, kind: StoreKind, username: String?, password: String?) {
+    public init(collection: WebDAVCollection, kind: StoreKind, authentication: HTTPAuthentication = .none,
+                headers configured: ConfiguredHeaders = ConfiguredHeaders()) {
         self.collection = collection
         self.kind = kind
-        if let username {
-            let credentials = Data("\(username):\(password ?? "")".utf8).base64EncodedString()
-            authorization = "Basic " + credentials
-        } else {
-            authorization = nil
-        }
+        var headers = HTTPHeaders()
+        if let authorization = authentication.authorization { headers.set("Authorization", authorization) }
+        configured.apply(to: &headers)
+        commonHeaders = headers
     }
 
     private func request(method: String, depth: String, body: String) -> HTTPRequest {
-        var headers = HTTPHeaders()
+        var headers = commonHeaders
         headers.set("Content-Type", "application/xml; charset=utf-8")
         headers.set("Depth", depth)
-        if let authorization { headers.set("Authorization", authorization) }
         return HTTPRequest(method: method, url: collection.url, headers: headers, body: Data(body.utf8))
     }
 

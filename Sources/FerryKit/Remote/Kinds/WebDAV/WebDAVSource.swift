@@ -122,25 +122,16 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
 
     /// Builds the source for a `carddav` or `caldav` store. Call on the pass's thread: the
     /// session is created here and delivers on this thread's run loop.
-    public init(_ context: RemoteSourceContext) throws(SyncError) {
+    init(_ context: RemoteSourceContext, options: WebDAVOptions) throws(SyncError) {
         let store = context.store
         self.store = store
         self.logger = context.logger
-        guard store.kind == .carddav || store.kind == .caldav else {
-            throw SyncError(.configuration, store: store.name, message: "WebDAVSource needs a carddav or caldav store, not \(store.kind.rawValue)")
-        }
         guard let collection = WebDAVCollection(url: store.url) else {
+            // The configuration checked the URL already; a store built in code may not have.
             throw SyncError(.configuration, store: store.name, url: store.url, message: "url must be an absolute http or https URL (\(store.location))")
         }
-        var batchSize = 100
-        if let option = store.options["multiget-batch"] {
-            guard let value = Int(option.value), (1...10_000).contains(value) else {
-                throw SyncError(.configuration, store: store.name, message: "multiget-batch must be an integer in 1...10000 (\(option.location))")
-            }
-            batchSize = value
-        }
-        self.batchSize = batchSize
-        builder = WebDAVRequestBuilder(collection: collection, kind: store.kind, username: store.username, password: store.secrets["password"]?.value)
+        batchSize = options.multigetBatch
+        builder = WebDAVRequestBuilder(collection: collection, kind: options.kind, authentication: options.authentication, headers: store.headers)
         parser = MultistatusParser(maxDataBytes: store.maxRecordBytes)
         session = RemoteSession(configuration: store.session, delegate: self)
     }

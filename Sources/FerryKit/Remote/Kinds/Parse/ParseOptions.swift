@@ -1,0 +1,68 @@
+/// A Parse store's settings (`kind = parse`), checked when the configuration is loaded.
+public struct ParseOptions: StoreOptions, Equatable {
+    /// Which key the requests carry. The master key reads objects regardless of ACLs, which a
+    /// full replica wants; the REST API key reads what the class's ACLs allow.
+    public enum Key: Sendable, Equatable {
+        case master(Secret)
+        case restAPI(Secret)
+    }
+
+    /// `X-Parse-Application-Id`.
+    public var applicationID: String
+    /// The class to sync (`GET /classes/<className>`).
+    public var className: String
+    public var key: Key
+    /// How far before the cursor each incremental pass re-reads (see ``ParseSource``).
+    public var lookback: Duration = Self.defaultLookback
+    public static let defaultLookback = Duration.seconds(30)
+    /// Objects per request (Parse caps it at 1,000).
+    public var pageSize: Int = 1000
+
+    public init(applicationID: String, className: String, key: Key) {
+        self.applicationID = applicationID
+        self.className = className
+        self.key = key
+    }
+
+    public var kind: StoreKind { .parse }
+
+    public func makeSource(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteSource {
+        ParseSource(context, options: self)
+    }
+
+    /// Reads `application-id`, `class`, `lookback`, `page-size` and the key secret.
+    init?(reading reader: inout StoreOptionReader) {
+        let applicationID = reader.required("application-id", "the app's X-Parse-Application-Id")
+        var className = reader.required("class", "the Parse class to sync")
+        if let name = className, name.contains(where: { !($0.isLetter || $0.isNumber || $0 == "_") }) {
+            reader.problem("class", "\(name.debugDescription) is not a Parse class name (letters, digits and '_')")
+            className = nil
+        }
+        let key: Key? = if let master = reader.secret("master-key") {
+            .master(master)
+        } else if let rest = reader.secret("rest-api-key") {
+            .restAPI(rest)
+        } else {
+            nil
+        }
+        if key == nil, reader.text("master-key") == nil, reader.text("rest-api-key") == nil {
+            reader.problem("rest-api-key", "store '\(reader.store)' needs rest-api-key = credential:NAME (or master-key)")
+        }
+        let lookback = reader.duration("lookback", default: Self.defaultLookback, allowZero: true, atMost: .seconds(86_400))
+        // Parse serves at most 1,000 objects a request; a larger page-size is clamped to that.
+        let pageSize = reader.integer("page-size", default: 1000, in: 1...100_000)
+        guard let applicationID, let className, let key, let lookback, let pageSize else { return nil }
+        self.init(applicationID: applicationID, className: className, key: key)
+        self.lookback = lookback
+        self.pageSize = min(pageSize, 1000)
+    }
+}
+
+extension StoreKind {
+    /// Parse Server REST: `GET /classes/<Class>`, incremental by updatedAt and objectId,
+    /// deletions found by reconciling the full objectId listing.
+    public static let parse = StoreKind(
+        name: "parse", optionKeys: ["application-id", "class", "lookback", "page-size"],
+        secretKeys: ["rest-api-key", "master-key"], reportsDeletions: false, versionComparison: .ordered,
+        readOptions: { ParseOptions(reading: &$0) })
+}

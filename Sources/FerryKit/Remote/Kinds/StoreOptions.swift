@@ -1,0 +1,39 @@
+/// A store's kind-specific settings, parsed and validated when the configuration is loaded,
+/// so a pass never reads raw configuration text.
+///
+/// The value knows its kind, and makes the kind's ``RemoteSource`` for each pass.
+public protocol StoreOptions: Sendable {
+    /// The kind these options configure.
+    var kind: StoreKind { get }
+    /// A source for one pass. Called on the pass's run-loop thread: the source creates its
+    /// session there and delivers every sink call on that loop.
+    func makeSource(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteSource
+    /// Equality across kinds, so a reload can tell which stores changed.
+    func isEqual(to other: any StoreOptions) -> Bool
+}
+
+extension StoreOptions where Self: Equatable {
+    public func isEqual(to other: any StoreOptions) -> Bool {
+        (other as? Self) == self
+    }
+}
+
+/// A store's options of whatever kind, comparable (``StoreConfiguration`` stays `Equatable`).
+public struct AnyStoreOptions: Sendable, Equatable {
+    public let value: any StoreOptions
+
+    public init(_ value: any StoreOptions) {
+        self.value = value
+    }
+
+    public var kind: StoreKind { value.kind }
+
+    /// The options as one kind's type, or nil for another kind.
+    public func `as`<Options: StoreOptions>(_ type: Options.Type) -> Options? {
+        value as? Options
+    }
+
+    public static func == (lhs: AnyStoreOptions, rhs: AnyStoreOptions) -> Bool {
+        lhs.value.isEqual(to: rhs.value)
+    }
+}
