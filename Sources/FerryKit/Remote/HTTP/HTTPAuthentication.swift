@@ -18,6 +18,12 @@ public enum HTTPAuthentication: Sendable, Equatable {
         }
     }
 
-    /// Whether any credentials are configured (a 401 then means they were refused, not missing).
-    var isConfigured: Bool { self != .none }
+    /// The secrets it sends.
+    var secrets: [Secret] {
+        switch self {
+        case .none: []
+        case .basic(_, let password): [password]
+        case .bearer(let token): [token]
+        }
+    }
 }

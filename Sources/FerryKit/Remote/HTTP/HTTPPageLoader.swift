@@ -114,3 +114,16 @@ private struct LoopBound: @unchecked Sendable {
         self.completion = completion
     }
 }
+
+extension HTTPPageLoader.Page {
+    /// The error this non-2xx page stands for (``HTTPStatusClassifier``).
+    func statusError(target: HTTPStatusClassifier.Target, position: String = "", context: HTTPStatusClassifier.Context) -> SyncError {
+        HTTPStatusClassifier.error(status: head.status, headers: head.headers, body: body, url: request.url, target: target,
+                                   position: position, context: context)
+    }
+
+    /// The error for a 2xx page whose body is not the JSON expected.
+    func malformedJSON(_ error: JSONScanError, store: String) -> SyncError {
+        SyncError(malformedJSON: error, status: head.status, contentType: head.headers["Content-Type"], url: request.url, store: store)
+    }
+}

@@ -1,24 +1,100 @@
 import Foundation
 
-/// Turns HTTP answers the JSON kinds cannot use into ``SyncError``s, the same way for each kind.
-enum RemoteResponseErrors {
+/// What an HTTP answer a kind cannot use means, decided the same way for every kind, so the
+/// same failure has the same kind, backoff, `ferry status` cause and exit code whatever the
+/// remote speaks. Kinds first claim the answers only they understand (a Parse error code, a
+/// DAV precondition), then ask here.
+///
+/// | answer                                             | kind                          |
+/// |----------------------------------------------------|-------------------------------|
+/// | 429; or 403 with `X-RateLimit-Remaining: 0`        | `.rateLimited` (retry after)  |
+/// | 401 with credentials configured                    | `.unauthorized` (refused)     |
+/// | 401 without credentials                            | `.unauthorized` (needed)      |
+/// | 403                                                | `.unauthorized` (no access)   |
+/// | 404, 410 on the configured URL                     | `.configuration`              |
+/// | 5xx, 408 (503 alike with or without Retry-After)   | `.httpStatus`, retried        |
+/// | anything else                                      | `.httpStatus`                 |
+///
+/// `Retry-After` (seconds or an HTTP date) and `X-RateLimit-Reset` (epoch seconds, when the
+/// remaining count is 0) become ``SyncError/retryAfter`` on every answer that carries them.
+enum HTTPStatusClassifier {
+    /// Who asked, for the error's words.
+    struct Context: Sendable {
+        var store: String
+        /// Whether the store sends credentials (a 401 then means refused, not missing).
+        var credentialsConfigured: Bool
+        /// Values that must never appear in an error, even if a server echoes them.
+        var secrets: [String]
+
+        init(store: String, credentialsConfigured: Bool, secrets: [String] = []) {
+            self.store = store
+            self.credentialsConfigured = credentialsConfigured
+            self.secrets = secrets
+        }
+
+        /// The context of `store`'s requests: its kind's credentials and its secret headers.
+        init(_ store: StoreConfiguration) {
+            let secrets = store.options.value.credentials + store.headers.fields.compactMap {
+                if case .secret(let secret) = $0.value { secret } else { nil }
+            }
+            self.init(store: store.name, credentialsConfigured: !secrets.isEmpty, secrets: secrets.map(\.value))
+        }
+    }
+
+    /// Whether the request was for the URL the configuration names (a collection, a class, a
+    /// first page), where a 404 means the configuration is wrong rather than the remote broken.
+    enum Target: Sendable {
+        case configuredURL
+        case derivedURL
+    }
+
+    /// The error for a non-2xx answer.
+    static func error(status: Int, headers: HTTPHeaders, body: Data, url: String, target: Target, position: String = "",
+                      context: Context, now: Date = Date()) -> SyncError {
+        let wait = retryAfter(headers, now: now)
+        let detail = ErrorBodySnippet.summary(of: body, contentType: headers["Content-Type"], redacting: context.secrets)
+        let said = detail.map { ": \($0)" } ?? ""
+        func make(_ kind: SyncError.Kind, _ message: String) -> SyncError {
+            SyncError(kind, store: context.store, url: url, position: position, message: message, retryAfter: wait)
+        }
+        switch status {
+        case 429:
+            return make(.rateLimited, "rate limited (HTTP 429)\(said)")
+        case 403 where isRateLimitExhausted(headers):
+            return make(.rateLimited, "rate limit exhausted (HTTP 403, X-RateLimit-Remaining: 0)")
+        case 401 where context.credentialsConfigured:
+            return make(.unauthorized, "the remote refused the credentials (HTTP 401)\(said)")
+        case 401:
+            return make(.unauthorized, "the remote asks for credentials (HTTP 401) and the store configures none (add username and password, bearer-token or a key)")
+        case 403:
+            return make(.unauthorized, "the remote refused access (HTTP 403)\(said)")
+        case 404 where target == .configuredURL, 410 where target == .configuredURL:
+            return make(.configuration, "nothing at the configured url (HTTP \(status)); check url = in the store's section\(said)")
+        default:
+            return make(.httpStatus(status), "HTTP \(status)\(said)")
+        }
+    }
+
     /// How long the server asked us to wait: `Retry-After` (seconds or an HTTP date), or
     /// `X-RateLimit-Remaining: 0` with `X-RateLimit-Reset` (epoch seconds).
     static func retryAfter(_ headers: HTTPHeaders, now: Date = Date()) -> Duration? {
         if let value = headers["Retry-After"]?.trimmingCharacters(in: .whitespaces) {
-            if let seconds = Double(value), seconds >= 0 { return .milliseconds(Int64(seconds * 1000)) }
+            if let seconds = Double(value), seconds >= 0, seconds.isFinite { return .milliseconds(Int64(min(seconds, 86_400 * 365) * 1000)) }
             if let date = httpDate(value) { return .milliseconds(Int64(max(0, date.timeIntervalSince(now)) * 1000)) }
         }
-        if isRateLimitExhausted(headers), let reset = headers["X-RateLimit-Reset"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }) {
-            return .milliseconds(Int64(max(0, reset - now.timeIntervalSince1970) * 1000))
+        if isRateLimitExhausted(headers),
+           let reset = headers["X-RateLimit-Reset"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), reset.isFinite {
+            return .milliseconds(Int64(max(0, min(reset - now.timeIntervalSince1970, 86_400 * 365)) * 1000))
         }
         return nil
     }
 
+    /// `X-RateLimit-Remaining: 0` (GitHub and many others): the next request will be refused.
     static func isRateLimitExhausted(_ headers: HTTPHeaders) -> Bool {
         headers["X-RateLimit-Remaining"]?.trimmingCharacters(in: .whitespaces) == "0"
     }
 
+    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form RFC 9110 requires senders to use.
     static func httpDate(_ text: String) -> Date? {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -26,59 +102,12 @@ enum RemoteResponseErrors {
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         return formatter.date(from: text)
     }
+}
 
-    /// The error for a non-2xx answer that no kind-specific rule claimed.
-    static func status(_ page: HTTPPageLoader.Page, store: String) -> SyncError {
-        let status = page.head.status
-        let url = page.request.url
-        let wait = retryAfter(page.head.headers)
-        if status == 429 || (status == 503 && wait != nil) || ((status == 403 || status == 429) && isRateLimitExhausted(page.head.headers)) {
-            return SyncError(.rateLimited, store: store, url: url, message: "rate limited (HTTP \(status))", retryAfter: wait)
-        }
-        if status == 401 || status == 403 {
-            return SyncError(.unauthorized, store: store, url: url, message: "the remote refused the credentials (HTTP \(status))")
-        }
-        return SyncError(.httpStatus(status), store: store, url: url, message: "unexpected HTTP status \(status)\(snippet(page.body))")
-    }
-
-    static func transport(_ error: TransferError, store: String) -> SyncError {
-        SyncError(.transport(error.kind), store: store, url: error.url, message: "transfer failed: \(error.kind): \(error.detail)")
-    }
-
-    static func malformed(_ error: JSONScanError, page: HTTPPageLoader.Page, store: String) -> SyncError {
-        let contentType = page.head.headers["Content-Type"] ?? "no content type"
-        let what = contentType.lowercased().contains("html") ? "an HTML page (\(contentType)) instead of JSON" : "malformed JSON (\(error.reason))"
-        return SyncError(.malformedResponse, store: store, url: page.request.url, position: "byte \(error.offset)",
-                         message: "HTTP \(page.head.status) carried \(what)")
-    }
-
-    /// A short, printable start of a body for error messages (never headers: they carry secrets).
-    static func snippet(_ body: Data) -> String {
-        guard !body.isEmpty else { return "" }
-        let text = String(decoding: body.prefix(160), as: UTF8.self)
-            .replacingOccurrences(of: "\n", with: " ")
-        return ": " + text
-    }
-
-    /// Builds a RemoteRecord body or a problem for one scanned record.
-    enum Scanned {
-        case record(RemoteRecord)
-        case problem(RecordProblem)
-    }
-
-    static func change(for record: JSONScannedRecord, in body: Data, maxBytes: Int, position: Int) -> Scanned {
-        if let problem = record.problem { return .problem(problem) }
-        guard let id = record.id else { return .problem(RecordProblem(position: position, reason: "record has no id")) }
-        guard record.range.count <= maxBytes else {
-            return .problem(RecordProblem(position: position, id: id, reason: "record is \(record.range.count) bytes, more than max-record-bytes \(maxBytes)"))
-        }
-        return .record(RemoteRecord(id: id, version: record.version ?? "", body: body.subdata(in: record.range)))
-    }
-
-    /// Percent-encodes a query parameter value (RFC 3986 unreserved characters pass).
-    static func queryEncode(_ value: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
+extension SyncError {
+    /// A transfer that failed before any usable answer (DNS, TLS, reset, timeout...).
+    init(_ transfer: TransferError, store: String, position: String = "") {
+        self.init(.transport(transfer.kind), store: store, url: transfer.url, position: position,
+                  message: "transfer failed: \(transfer.kind): \(transfer.detail)")
     }
 }

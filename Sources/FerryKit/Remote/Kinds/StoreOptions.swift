@@ -8,6 +8,9 @@ public protocol StoreOptions: Sendable {
     /// A source for one pass. Called on the pass's run-loop thread: the source creates its
     /// session there and delivers every sink call on that loop.
     func makeSource(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteSource
+    /// The secrets the options send: a 401 means they were refused (none: they are missing),
+    /// and no error text may contain them, even echoed by a server.
+    var credentials: [Secret] { get }
     /// Equality across kinds, so a reload can tell which stores changed.
     func isEqual(to other: any StoreOptions) -> Bool
 }

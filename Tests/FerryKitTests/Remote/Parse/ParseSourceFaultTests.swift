@@ -12,7 +12,8 @@ import Testing
     }
 
     static let cases: [Case] = [
-        Case(fault: ["status": 503, "retry_after": 2]) { $0.kind == .rateLimited && $0.retryAfter == .seconds(2) },
+        // A 503 is the same failure with or without Retry-After; the wait it names is kept.
+        Case(fault: ["status": 503, "retry_after": 2]) { $0.kind == .httpStatus(503) && $0.isRetryable && $0.retryAfter == .seconds(2) },
         Case(fault: ["status": 429, "retry_after": 1]) { $0.kind == .rateLimited && $0.retryAfter != nil },
         Case(fault: ["status": 500]) { $0.kind == .httpStatus(500) && $0.isRetryable },
         Case(fault: ["status": 400, "body": #"{"code":102,"error":"Invalid parameter"}"#]) { $0.kind == .remote(code: "parse-102") && $0.message.contains("Invalid parameter") },

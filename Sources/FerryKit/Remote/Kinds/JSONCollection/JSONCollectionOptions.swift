@@ -36,6 +36,8 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         JSONCollectionSource(context, options: self)
     }
 
+    public var credentials: [Secret] { authentication.secrets }
+
     /// Reads the JSON keys of one section.
     init?(reading reader: inout StoreOptionReader) {
         var valid = true

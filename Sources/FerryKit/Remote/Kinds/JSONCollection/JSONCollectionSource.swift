@@ -94,9 +94,9 @@ public final class JSONCollectionSource: RemoteSource {
             }
         }
         var url = store.url
-        if let param = options.pageSizeParam { url = Self.setting(param, to: String(options.pageSize), in: url) }
+        if let param = options.pageSizeParam { url = URLQuery.setting(param, to: String(options.pageSize), in: url) }
         if let param = options.updatedParam, !plan.reconcile, let mark = stored.highWater {
-            url = Self.setting(param, to: mark, in: url)
+            url = URLQuery.setting(param, to: mark, in: url)
         }
         var request = HTTPRequest(url: url, headers: headers)
         if !plan.reconcile, stored.firstURL == url {
@@ -107,7 +107,7 @@ public final class JSONCollectionSource: RemoteSource {
         let setup = JSONPageProducer.Setup(store: store, logger: logger, options: options, scanner: scanner, headers: headers,
                                            session: store.session, reconcile: plan.reconcile, firstURL: url, firstRequest: request,
                                            cursor: JSONCollectionCursor(highWater: plan.reconcile ? nil : stored.highWater),
-                                           maxUnconsumedRecords: batchTarget)
+                                           maxUnconsumedRecords: batchTarget, errorContext: HTTPStatusClassifier.Context(store))
         // Events are posted to this loop; the source is touched only here.
         let loop = RunLoopHandle.current()
         let box = LoopBoundSource(self)
@@ -189,17 +189,6 @@ public final class JSONCollectionSource: RemoteSource {
         guard flush(to: sink, producer: producer) else { return }
         state = .done
         sink.source(self, didFailWith: error)
-    }
-
-    /// `url` with query parameter `name` set to `value` (replacing any existing one).
-    static func setting(_ name: String, to value: String, in url: String) -> String {
-        let fragmentless = url.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
-        let parts = fragmentless.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        let encodedName = RemoteResponseErrors.queryEncode(name)
-        var items = parts.count > 1 ? parts[1].split(separator: "&").map(String.init) : []
-        items.removeAll { $0 == encodedName || $0.hasPrefix(encodedName + "=") }
-        items.append(encodedName + "=" + RemoteResponseErrors.queryEncode(value))
-        return String(parts[0]) + "?" + items.joined(separator: "&")
     }
 }
 

@@ -57,6 +57,8 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         /// The cursor the pass starts from (its high-water mark carried over when incremental).
         var cursor: JSONCollectionCursor
         var maxUnconsumedRecords: Int
+        /// How HTTP errors of this store are worded and what they must never contain.
+        var errorContext: HTTPStatusClassifier.Context
     }
 
     private enum State {
@@ -136,19 +138,22 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         guard case .loading(let number) = state, let loader else { return }
         let page: HTTPPageLoader.Page
         switch result {
-        case .failure(let error): return end(with: .failed(RemoteResponseErrors.transport(error, store: store.name)))
+        case .failure(let error): return end(with: .failed(SyncError(error, store: store.name, position: "page \(number)")))
         case .success(let loaded): page = loaded
         }
         let status = page.head.status
         if status == 304, number == 1 {
             return end(with: .notModified(requests: loader.requestCount))
         }
-        guard (200..<300).contains(status) else { return end(with: .failed(RemoteResponseErrors.status(page, store: store.name))) }
+        guard (200..<300).contains(status) else {
+            return end(with: .failed(page.statusError(target: number == 1 ? .configuredURL : .derivedURL, position: "page \(number)",
+                                                      context: setup.errorContext)))
+        }
         let scanned: JSONPage
         do {
             scanned = try setup.scanner.scan(page.body)
         } catch {
-            return end(with: .failed(RemoteResponseErrors.malformed(error, page: page, store: store.name)))
+            return end(with: .failed(page.malformedJSON(error, store: store.name)))
         }
         if number == 1 {
             next.firstURL = setup.firstURL
@@ -163,7 +168,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         var bodyBytes = 0
         let committedMark = next.highWater
         for (position, record) in scanned.records.enumerated() {
-            switch RemoteResponseErrors.change(for: record, in: page.body, maxBytes: store.maxRecordBytes, position: position) {
+            switch record.outcome(in: page.body, maxBytes: store.maxRecordBytes, position: position) {
             case .record(let remote):
                 changes.append(.upsert(remote))
                 bodyBytes += remote.body.count
@@ -187,11 +192,11 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         case .failure(let error): return end(with: .failed(error))
         case .success(let url): nextURL = url
         }
-        let exhausted = nextURL != nil && RemoteResponseErrors.isRateLimitExhausted(page.head.headers)
+        let exhausted = nextURL != nil && HTTPStatusClassifier.isRateLimitExhausted(page.head.headers)
         let rateLimit = exhausted
             ? SyncError(.rateLimited, store: store.name, url: page.request.url, position: "page \(number)",
                         message: "rate limit exhausted (X-RateLimit-Remaining: 0)",
-                        retryAfter: RemoteResponseErrors.retryAfter(page.head.headers))
+                        retryAfter: HTTPStatusClassifier.retryAfter(page.head.headers))
             : nil
         let total = number == 1 ? setup.options.totalPath.flatMap { scanned.fields[$0]?.text }.flatMap { Int64($0) } : nil
         let scannedPage = ScannedPage(number: number, changes: changes, problems: problems, ids: ids, bodyBytes: bodyBytes,
@@ -227,7 +232,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             }
         case .cursor(let param, let path):
             if let token = scanned.fields[path]?.text, !token.isEmpty {
-                target = JSONCollectionSource.setting(param, to: token, in: setup.firstURL)
+                target = URLQuery.setting(param, to: token, in: setup.firstURL)
             }
         }
         guard let target else { return .success(nil) }

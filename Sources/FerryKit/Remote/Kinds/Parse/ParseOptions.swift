@@ -30,6 +30,12 @@ public struct ParseOptions: StoreOptions, Equatable {
         ParseSource(context, options: self)
     }
 
+    public var credentials: [Secret] {
+        switch key {
+        case .master(let secret), .restAPI(let secret): [secret]
+        }
+    }
+
     /// Reads `application-id`, `class`, `lookback`, `page-size` and the key secret.
     init?(reading reader: inout StoreOptionReader) {
         let applicationID = reader.required("application-id", "the app's X-Parse-Application-Id")

@@ -39,12 +39,14 @@ public final class ParseSource: RemoteSource {
     private var plan = PassPlan(cursor: nil, reconcile: false)
     private let changeScanner: JSONRecordScanner
     private let listScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId"))
+    private let errorContext: HTTPStatusClassifier.Context
 
     /// A source for one pass of `context.store`, whose options were checked at load time.
     init(_ context: RemoteSourceContext, options: ParseOptions) {
         store = context.store
         logger = context.logger
-        classURL = store.url.trimmingTrailingSlashes + "/classes/" + RemoteResponseErrors.queryEncode(options.className)
+        errorContext = HTTPStatusClassifier.Context(context.store)
+        classURL = store.url.trimmingTrailingSlashes + "/classes/" + URLQuery.encode(options.className)
         var headers = HTTPHeaders()
         headers.set("X-Parse-Application-Id", options.applicationID)
         switch options.key {
@@ -107,7 +109,7 @@ public final class ParseSource: RemoteSource {
             let date = #"{"__type":"Date","iso":"# + Self.jsonString(after.updatedAt) + "}"
             let condition = #"{"$or":[{"updatedAt":{"$gt":"# + date + #"}},{"updatedAt":"# + date
                 + #","objectId":{"$gt":"# + Self.jsonString(after.objectId) + "}}]}"
-            query.insert("where=" + RemoteResponseErrors.queryEncode(condition), at: 0)
+            query.insert("where=" + URLQuery.encode(condition), at: 0)
         }
         // The first page of a pass also asks for the number of matching objects (progress).
         if firstPage { query.append("count=1") }
@@ -117,7 +119,7 @@ public final class ParseSource: RemoteSource {
     func listingRequest(after: String?) -> HTTPRequest {
         var query = ["keys=objectId", "order=objectId", "limit=\(pageSize)"]
         if let after {
-            query.insert("where=" + RemoteResponseErrors.queryEncode(#"{"objectId":{"$gt":"# + Self.jsonString(after) + "}}"), at: 0)
+            query.insert("where=" + URLQuery.encode(#"{"objectId":{"$gt":"# + Self.jsonString(after) + "}}"), at: 0)
         }
         return HTTPRequest(url: classURL + "?" + query.joined(separator: "&"), headers: headers)
     }
@@ -162,7 +164,7 @@ public final class ParseSource: RemoteSource {
                 if let after, key <= after { continue }
                 if last == nil || last! < key { last = key }
             }
-            switch RemoteResponseErrors.change(for: record, in: page.body, maxBytes: store.maxRecordBytes, position: position) {
+            switch record.outcome(in: page.body, maxBytes: store.maxRecordBytes, position: position) {
             case .record(let remote): changes.append(.upsert(remote))
             case .problem(let problem): problems.append(problem)
             }
@@ -235,7 +237,7 @@ public final class ParseSource: RemoteSource {
     private func check(_ result: Result<HTTPPageLoader.Page, TransferError>) -> Result<(HTTPPageLoader.Page, JSONPage), SyncError> {
         let page: HTTPPageLoader.Page
         switch result {
-        case .failure(let error): return .failure(RemoteResponseErrors.transport(error, store: store.name))
+        case .failure(let error): return .failure(SyncError(error, store: store.name))
         case .success(let loaded): page = loaded
         }
         let status = page.head.status
@@ -244,28 +246,24 @@ public final class ParseSource: RemoteSource {
         do {
             return .success((page, try scanner.scan(page.body)))
         } catch {
-            return .failure(RemoteResponseErrors.malformed(error, page: page, store: store.name))
+            return .failure(page.malformedJSON(error, store: store.name))
         }
     }
 
-    /// Parse's error answers: 403 `{"error":"unauthorized"}` is a bad key; `{"code":N,"error":...}`
-    /// is a Parse error; rate limits and 5xx as for any HTTP store.
+    /// Parse's own error answers (`{"code":N,"error":"..."}` with a 4xx other than the
+    /// credentials and rate-limit statuses) become `.remote(code: "parse-N")`; every other
+    /// answer is classified as for any HTTP store.
     private func statusError(_ page: HTTPPageLoader.Page) -> SyncError {
         let status = page.head.status
-        let object = try? JSONSerialization.jsonObject(with: page.body) as? [String: Any]
-        let message = object?["error"] as? String
-        if status == 403 || status == 401, object?["code"] == nil {
-            return SyncError(.unauthorized, store: store.name, url: page.request.url,
-                             message: "Parse refused the application id or key (HTTP \(status)\(message.map { ": \($0)" } ?? ""))")
-        }
-        if status == 429 || status >= 500 {
-            return RemoteResponseErrors.status(page, store: store.name)
-        }
-        if let code = object?["code"] as? Int {
+        if (400..<500).contains(status), ![401, 403, 429].contains(status),
+           let object = try? JSONSerialization.jsonObject(with: page.body) as? [String: Any], let code = object["code"] as? Int {
+            let message = ErrorBodySnippet.summary(of: Data((object["error"] as? String ?? "no message").utf8), contentType: "text/plain",
+                                                   redacting: errorContext.secrets) ?? "no message"
             return SyncError(.remote(code: "parse-\(code)"), store: store.name, url: page.request.url,
-                             message: "Parse error \(code): \(message ?? "no message")")
+                             message: "Parse error \(code): \(message)")
         }
-        return RemoteResponseErrors.status(page, store: store.name)
+        // Every request goes to the configured mount and class: a 404 means the url is wrong.
+        return page.statusError(target: .configuredURL, context: errorContext)
     }
 
     private func fail(_ error: SyncError, sink: any RemoteSourceSink) {

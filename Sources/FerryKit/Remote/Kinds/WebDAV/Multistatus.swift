@@ -75,5 +75,7 @@ public enum DAVName {
     public static let cardDAV = "urn:ietf:params:xml:ns:carddav"
     public static let calDAV = "urn:ietf:params:xml:ns:caldav"
     public static let validSyncToken = "DAV:valid-sync-token"
+    /// RFC 3253 §3.6: the REPORT is not supported on this resource.
+    public static let supportedReport = "DAV:supported-report"
     public static let numberOfMatchesWithinLimits = "DAV:number-of-matches-within-limits"
 }

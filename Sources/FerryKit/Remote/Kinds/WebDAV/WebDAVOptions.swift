@@ -29,6 +29,8 @@ public struct WebDAVOptions: StoreOptions, Equatable {
         try WebDAVSource(context, options: self)
     }
 
+    public var credentials: [Secret] { authentication.secrets }
+
     /// Reads `username`, `password` and `multiget-batch`.
     init?(content: Content, reading reader: inout StoreOptionReader) {
         self.init(content: content)

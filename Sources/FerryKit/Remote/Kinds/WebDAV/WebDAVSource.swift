@@ -84,6 +84,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private let builder: WebDAVRequestBuilder
     private let parser: MultistatusParser
     private let batchSize: Int
+    private let errorContext: HTTPStatusClassifier.Context
     private var session: RemoteSession!
     private var sink: (any RemoteSourceSink)?
     private var phase = Phase.idle
@@ -131,6 +132,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
             throw SyncError(.configuration, store: store.name, url: store.url, message: "url must be an absolute http or https URL (\(store.location))")
         }
         batchSize = options.multigetBatch
+        errorContext = HTTPStatusClassifier.Context(store)
         builder = WebDAVRequestBuilder(collection: collection, kind: options.kind, authentication: options.authentication, headers: store.headers)
         parser = MultistatusParser(maxDataBytes: store.maxRecordBytes)
         session = RemoteSession(configuration: store.session, delegate: self)
@@ -220,7 +222,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     public func session(_ session: RemoteSession, task: TransferTask, didFailWith error: TransferError) {
         guard let request = inFlight.removeValue(forKey: ObjectIdentifier(task)) else { return }
         request.stream?.cancel()
-        fail(SyncError(.transport(error.kind), store: store.name, url: error.url, position: positionDescription, message: "transfer failed: \(error.detail)"))
+        fail(SyncError(error, store: store.name, position: positionDescription))
     }
 
     // MARK: - Parsed answers
@@ -265,14 +267,9 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private func answered(_ head: ResponseHead, errorBody: Data, for purpose: Purpose) {
         switch purpose {
         case .sync(let token):
-            switch head.status {
-            case 400, 403, 405, 412, 501:
-                // The body may say why (valid-sync-token); an unparseable body says nothing.
-                let errors = (try? parser.parse(errorBody))?.errors ?? []
-                handleSyncRefusal(status: head.status, errors: errors, sentToken: token, url: head.url)
-            default:
-                fail(statusError(head, body: errorBody))
-            }
+            // The body may say why (valid-sync-token, supported-report); an unparseable body says nothing.
+            let errors = (400..<500).contains(head.status) ? (try? parser.parse(errorBody))?.errors ?? [] : []
+            handleSyncRefusal(head, errors: errors, body: errorBody, sentToken: token)
         case .query:
             let error = statusError(head, body: errorBody)
             switch error.kind {
@@ -293,7 +290,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
 
     private func endSync(_ status: Multistatus, head: ResponseHead, sentToken: String) {
         if status.root == "error" || status.hasInvalidSyncToken {
-            return handleSyncRefusal(status: head.status, errors: status.errors, sentToken: sentToken, url: head.url)
+            return handleSyncRefusal(head, errors: status.errors, body: Data(), sentToken: sentToken)
         }
         guard let newToken = status.syncToken, !newToken.isEmpty else {
             if head.status != 507 {
@@ -315,25 +312,28 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         beginFetching()
     }
 
-    private func handleSyncRefusal(status: Int, errors: [String], sentToken: String, url: String) {
-        if errors.contains(DAVName.validSyncToken) {
-            guard !sentToken.isEmpty, mode == .incremental else {
-                return fail(SyncError(.remote(code: "valid-sync-token"), store: store.name, url: url, position: positionDescription, message: "the server refused even an empty sync-token (\(status))"))
-            }
+    private func handleSyncRefusal(_ head: ResponseHead, errors: [String], body: Data, sentToken: String) {
+        switch SyncReportRefusal.decide(status: head.status, errors: errors, sentToken: sentToken, incremental: mode == .incremental) {
+        case .resync:
             // The token expired or the server lost its history: resync everything and list
             // every member so records deleted meanwhile are swept.
-            logger.notice("sync-token refused, full resync with reconciliation", metadata: ["store": "\(store.name)", "status": "\(status)"])
+            logger.notice("sync-token refused, full resync with reconciliation", metadata: ["store": "\(store.name)", "status": "\(head.status)"])
             mode = .resync
             resetSyncState()
-            return startSync(token: "", round: 1)
-        }
-        switch status {
-        case 400, 403, 405, 501:
-            logger.info("sync-collection not supported (\(status)), falling back to PROPFIND", metadata: ["store": "\(store.name)"])
+            startSync(token: "", round: 1)
+        case .fallBack:
+            logger.info("sync-collection not supported (\(head.status)), falling back to PROPFIND", metadata: ["store": "\(store.name)"])
             startFallback()
-        default:
-            // A 412 without valid-sync-token, or a 207 whose root is DAV:error.
-            fail(SyncError(.httpStatus(status), store: store.name, url: url, position: positionDescription, message: "sync-collection REPORT answered \(status)"))
+        case .fail where errors.contains(DAVName.validSyncToken):
+            fail(SyncError(.remote(code: "valid-sync-token"), store: store.name, url: head.url, position: positionDescription,
+                           message: "the server refused even an empty sync-token (HTTP \(head.status))"))
+        case .fail where (200..<300).contains(head.status):
+            // A 207 whose root is DAV:error.
+            let named = errors.isEmpty ? "" : ": " + errors.joined(separator: ", ")
+            fail(SyncError(.remote(code: errors.first ?? "DAV:error"), store: store.name, url: head.url, position: positionDescription,
+                           message: "the sync-collection REPORT was answered with a DAV error\(named)"))
+        case .fail:
+            fail(statusError(head, body: body))
         }
     }
 
@@ -552,18 +552,10 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         sink.source(self, didFailWith: error)
     }
 
+    /// Every request goes to the configured collection, so a 404 means the url is wrong.
     private func statusError(_ head: ResponseHead, body: Data) -> SyncError {
-        let status = head.status
-        let retryAfter = head.headers["Retry-After"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { Duration.seconds($0) }
-        let kind: SyncError.Kind
-        switch status {
-        case 401: kind = .unauthorized
-        case 429: kind = .rateLimited
-        case 503 where retryAfter != nil: kind = .rateLimited
-        default: kind = .httpStatus(status)
-        }
-        let snippet = String(decoding: body.prefix(200), as: UTF8.self).replacingOccurrences(of: "\n", with: " ")
-        return SyncError(kind, store: store.name, url: head.url, position: positionDescription, message: "HTTP \(status)" + (snippet.isEmpty ? "" : ": \(snippet)"), retryAfter: retryAfter)
+        HTTPStatusClassifier.error(status: head.status, headers: head.headers, body: body, url: head.url, target: .configuredURL,
+                                   position: positionDescription, context: errorContext)
     }
 }
 
