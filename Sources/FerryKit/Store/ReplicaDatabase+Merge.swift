@@ -5,17 +5,17 @@ extension ReplicaDatabase {
     /// `batch.cursor` replaces the stored one) and the change-log entries. Either all of it is
     /// committed or none of it; the first error wins and the rollback always runs.
     ///
-    /// Semantics, per change (a batch is first reduced to the last change of each id; the
-    /// superseded ones count as unchanged, so the counts add up to the batch size):
-    /// - upsert of an unknown id: insert. Of a known id: update when the incoming version wins
-    ///   (``VersionComparison``), else unchanged, so a stale or replayed page is harmless.
-    ///   An upsert that wins over a tombstone brings the row back (logged as an insert).
-    /// - delete: removes the row (or tombstones it); a delete of an unknown id changes nothing.
-    /// - Bad records (empty id, invalid UTF-8, larger than `maxRecordBytes`, and the parser's
-    ///   `batch.problems`): policy `.skip` counts and reports them; `.fail` throws `.badRecord`
-    ///   naming the store and record before anything is written.
+    /// What each change does is ``MergePlan``'s table (a batch is first reduced to the last
+    /// change of each id; the superseded ones count as unchanged, so the counts add up to the
+    /// batch size). Bad records (``MergePlan/problem(with:maxBytes:)`` and the parser's
+    /// `batch.problems`): policy `.skip` counts and reports them; `.fail` throws `.badRecord`
+    /// naming the store and record before anything is written.
     ///
     /// Only real changes (insert, update, delete) are logged in `ferry_changes`.
+    ///
+    /// Most changes take a fast path, one statement deciding in SQL what the table decides
+    /// (`INSERT ... ON CONFLICT DO NOTHING` for a new id, `UPDATE ... WHERE` newer for a known
+    /// one); when it changes nothing, the stored row is read and ``MergePlan`` decides.
     public func apply(_ batch: ChangeBatch, to store: String) throws(StoreError) -> MergeCounts {
         requireWritable()
         let prepared = try preparedStore(store)
@@ -36,7 +36,7 @@ extension ReplicaDatabase {
             switch changes[position] {
             case .upsert(let record):
                 id = record.id
-                reason = Self.problem(with: record, maxBytes: definition.maxRecordBytes)
+                reason = MergePlan.problem(with: record, maxBytes: definition.maxRecordBytes)
             case .delete(let deleted):
                 id = deleted
                 reason = deleted.isEmpty ? "empty id" : nil
@@ -122,32 +122,26 @@ extension ReplicaDatabase {
         let select = store.select
         try select.bind(record.id, at: 1)
         defer { select.reset() }
-        let operation: ChangeLogBuffer.Operation
+        var stored: MergePlan.Stored?
         if try select.step() {
-            let stored = select.string(at: 0) ?? ""
-            let wasDeleted = select.int64(at: 1) != 0
-            select.reset()
-            guard Self.replaces(incoming: record.version, stored: stored, comparison: store.definition.comparison) else {
-                counts.unchanged += 1
-                return
-            }
-            try bindRecord(record, to: store.update, at: now)
-            try store.update.run(borrowingText: record.body, at: 3)
-            if wasDeleted {
-                counts.inserted += 1
-                operation = .insert
-            } else {
-                counts.updated += 1
-                operation = .update
-            }
-        } else {
-            select.reset()
+            stored = MergePlan.Stored(version: select.string(at: 0) ?? "", deleted: select.int64(at: 1) != 0)
+        }
+        select.reset()
+        let action = MergePlan.upsertAction(incoming: record.version, stored: stored, comparison: store.definition.comparison)
+        switch action {
+        case .insert:
             try bindRecord(record, to: store.insert, at: now)
             try store.insert.run(borrowingText: record.body, at: 3)
-            counts.inserted += 1
-            operation = .insert
+        case .update, .resurrect:
+            try bindRecord(record, to: store.update, at: now)
+            try store.update.run(borrowingText: record.body, at: 3)
+        case .unchanged:
+            break
+        case .delete, .tombstone, .problem:
+            preconditionFailure("MergePlan.upsertAction returned \(action) for an upsert")
         }
-        try store.changeLog.add(operation, id: record.id)
+        counts.add(action)
+        if let operation = action.logged { try store.changeLog.add(operation, id: record.id) }
     }
 
     private func bindRecord(_ record: RemoteRecord, to statement: Statement, at now: Double) throws(SQLiteError) {
@@ -176,52 +170,6 @@ extension ReplicaDatabase {
         }
         counts.deleted += 1
         try store.changeLog.add(.delete, id: id)
-    }
-
-    /// Why a record cannot be stored, or nil.
-    static func problem(with record: RemoteRecord, maxBytes: Int) -> String? {
-        if record.id.isEmpty { return "empty id" }
-        if record.body.count > maxBytes { return "record is \(record.body.count) bytes, more than the limit of \(maxBytes)" }
-        if !isValidUTF8(record.body) { return "body is not valid UTF-8" }
-        return nil
-    }
-
-    /// Most bodies are ASCII JSON: checking 8 bytes at a time for a high bit is far cheaper than
-    /// building a String; only bodies with non-ASCII bytes get the full validation.
-    static func isValidUTF8(_ body: Data) -> Bool {
-        let ascii = body.withUnsafeBytes { raw -> Bool in
-            var index = 0
-            let count = raw.count
-            // 32 bytes per test: one branch per four loads.
-            while index + 32 <= count {
-                let any = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                    | raw.loadUnaligned(fromByteOffset: index + 8, as: UInt64.self)
-                    | raw.loadUnaligned(fromByteOffset: index + 16, as: UInt64.self)
-                    | raw.loadUnaligned(fromByteOffset: index + 24, as: UInt64.self)
-                if any & 0x8080_8080_8080_8080 != 0 { return false }
-                index += 32
-            }
-            while index + 8 <= count {
-                if raw.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
-                index += 8
-            }
-            while index < count {
-                if raw[index] & 0x80 != 0 { return false }
-                index += 1
-            }
-            return true
-        }
-        return ascii || String(validating: body, as: UTF8.self) != nil
-    }
-
-    /// Whether an incoming version replaces the stored one.
-    static func replaces(incoming: String, stored: String, comparison: VersionComparison) -> Bool {
-        switch comparison {
-        case .opaque:
-            return incoming != stored
-        case .ordered:
-            return VersionOrder.isNewer(incoming, than: stored)
-        }
     }
 
     /// Extracted vCard/iCalendar fields as a JSON object with sorted keys (stable bytes, so an
