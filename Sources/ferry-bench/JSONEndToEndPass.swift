@@ -89,7 +89,8 @@ struct JSONEndToEndPass: ParsableCommand {
         do {
             database = try SharedDatabase(path: databasePath)
         } catch {
-            return .failure(SyncError(.store, store: store.name, message: "\(error)"))
+            return .failure((error as? StoreError).map { SyncError($0, store: store.name) }
+                ?? SyncError(.store(.io), store: store.name, message: "\(error)"))
         }
         defer { database.close() }
         let operation = SyncPassOperation(.init(store: store, database: database, trigger: .onDemand, reconcile: false, pass: 1, logger: logger))
@@ -99,8 +100,8 @@ struct JSONEndToEndPass: ParsableCommand {
         switch operation.result {
         case .success(let report): return .success(report)
         case .failure(let error as SyncError): return .failure(error)
-        case .failure(let error): return .failure(SyncError(.store, store: store.name, message: "\(error)"))
-        case nil: return .failure(SyncError(.store, store: store.name, message: "the pass finished without a result"))
+        case .failure(let error): preconditionFailure("a pass failed with \(error), not a SyncError")
+        case nil: preconditionFailure("the pass finished without a result")
         }
     }
 

@@ -147,7 +147,8 @@ public final class Scheduler: @unchecked Sendable {
                 snapshot.failing.append(name)
                 if let error = schedule.lastError {
                     // A database failure on an unwritable replica: say what is wrong with it.
-                    snapshot.causes[name] = error.kind == .store ? replicaProblem ?? error.kind.statusCause : error.kind.statusCause
+                    // SQLite may say only "disk I/O error" where the volume probe knows better.
+                    snapshot.causes[name] = if case .store = error.kind { replicaProblem ?? error.kind.statusCause } else { error.kind.statusCause }
                 }
             }
             if let running = schedule.running {
@@ -231,7 +232,7 @@ public final class Scheduler: @unchecked Sendable {
         case .failure(let error):
             let failure = error as? SyncError ?? SyncError(.configuration, store: name, message: "\(error)")
             outcome = .failure(failure)
-            if failure.kind == .store { diagnoseReplica(store: name) }
+            if case .store = failure.kind { diagnoseReplica(store: name) }
             schedule.consecutiveFailures += 1
             schedule.lastError = failure
             let delay = backoff.delay(afterFailures: schedule.consecutiveFailures, error: failure, unit: Double.random(in: 0..<1))

@@ -10,7 +10,7 @@ extension SyncError.Kind {
         case .malformedResponse: "malformed response"
         case .badRecord: "bad record"
         case .remote(let code): "remote error \(code)"
-        case .store: "database error"
+        case .store(let store): store.summary
         case .configuration: "configuration"
         case .cancelled: "cancelled"
         }

@@ -21,8 +21,9 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         case badRecord
         /// A protocol-level answer the kind knows (a Parse error code, a DAV precondition).
         case remote(code: String)
-        /// The local database failed (full disk, read-only, locked).
-        case store
+        /// The local database failed: a full disk, a read-only file system, a lock held too
+        /// long... (`catch SyncError.Kind.store(.full)`).
+        case store(StoreError.Kind)
         /// The configuration does not work against this remote.
         case configuration
         case cancelled
@@ -53,15 +54,41 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         switch kind {
         case .transport(let transport): TransferError(kind: transport, url: "", detail: "").isTransient
         case .httpStatus(let status): status >= 500 || status == 408
-        case .rateLimited, .malformedResponse, .remote, .store: true
+        case .store(let store): store.isTransient
+        case .rateLimited, .malformedResponse, .remote: true
         case .unauthorized, .badRecord, .configuration, .cancelled: false
         }
     }
 
+    /// One line for people: the store, the message, a shortened URL (the whole URL is in
+    /// ``url``, which the journal keeps in a field of its own) and the position.
     public var description: String {
         var text = "store \(store): \(message)"
-        if !url.isEmpty { text += " (\(url)" + (position.isEmpty ? ")" : ", \(position))") }
+        if !url.isEmpty { text += " (\(url.shortenedForDisplay)" + (position.isEmpty ? ")" : ", \(position))") }
         return text
+    }
+}
+
+extension SyncError {
+    /// A replica failure during a pass, keeping its kind (`.store(.full)`) and its words.
+    public init(_ error: StoreError, store: String, url: String = "") {
+        // A record the policy refuses is the record's fault, not the replica's.
+        self.init(error.kind == .badRecord ? .badRecord : .store(error.kind), store: store, url: url, message: error.description)
+    }
+}
+
+extension String {
+    /// A URL short enough to read in one line: scheme, host and path kept (the path's middle
+    /// elided past 80 characters), a long query cut with "…". Errors use it; logs keep the URL.
+    var shortenedForDisplay: String {
+        guard utf8.count > 120 else { return self }
+        let query = firstIndex(of: "?")
+        var base = String(self[..<(query ?? endIndex)])
+        if base.count > 100 { base = String(base.prefix(60)) + "…" + String(base.suffix(39)) }
+        guard let query else { return base }
+        let rest = self[index(after: query)...]
+        let room = max(0, 119 - base.count)
+        return base + "?" + (rest.count > room ? String(rest.prefix(room)) + "…" : String(rest))
     }
 }
 

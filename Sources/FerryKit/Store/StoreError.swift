@@ -87,6 +87,31 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 }
 
 extension StoreError.Kind {
+    /// Whether a later attempt may succeed without anyone repairing the file: space or write
+    /// access may come back, a lock is released; a damaged or foreign file stays so.
+    public var isTransient: Bool {
+        switch self {
+        case .full, .readOnly, .busy, .io, .other: true
+        case .corrupt, .notFerryDatabase, .newerSchema, .outdatedSchema, .badRecord: false
+        }
+    }
+
+    /// A few words for STATUS= and `ferry status`.
+    public var summary: String {
+        switch self {
+        case .full: "replica disk is full"
+        case .readOnly: "replica is read-only"
+        case .busy: "replica locked by another writer"
+        case .corrupt: "replica is damaged"
+        case .notFerryDatabase: "replica file is not Ferry's"
+        case .newerSchema: "replica written by a newer Ferry"
+        case .outdatedSchema: "replica needs migrating (start ferryd)"
+        case .badRecord: "bad record"
+        case .io: "replica I/O error"
+        case .other: "database error"
+        }
+    }
+
     /// Lets `catch StoreError.Kind.full` match a thrown ``StoreError``.
     public static func ~= (pattern: StoreError.Kind, value: any Error) -> Bool {
         (value as? StoreError)?.kind == pattern

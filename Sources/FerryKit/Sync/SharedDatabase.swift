@@ -19,7 +19,7 @@ public final class SharedDatabase: @unchecked Sendable {
     public var path: String { database.path }
 
     /// Runs `body` with exclusive use of the writer connection.
-    public func write<T>(_ body: (ReplicaDatabase) throws -> T) rethrows -> T {
+    public func write<T, Failure: Error>(_ body: (ReplicaDatabase) throws(Failure) -> T) throws(Failure) -> T {
         lock.lock()
         defer { lock.unlock() }
         return try body(database)

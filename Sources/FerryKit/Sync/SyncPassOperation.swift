@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import Synchronization
 
 /// One sync pass of one store: a run-loop operation that drives the store's ``RemoteSource``
 /// on its own thread and merges every batch into the replica as it arrives.
@@ -30,27 +29,34 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         }
     }
 
+    /// Where the pass is. What a pass changes on the shared connection (reconciliation marks,
+    /// bulk pragmas) is recorded in the `syncing` value, so every way out undoes exactly that.
     private enum State {
         case idle
-        case syncing(any RemoteSource)
+        case syncing(Pass)
         case done
     }
 
+    /// A running pass.
+    private struct Pass {
+        var source: any RemoteSource
+        var plan: PassPlan
+        /// The connection is tuned for a first sync (``ReplicaDatabase/setBulkMode(_:)``).
+        var bulk: Bool
+        /// A reconciliation listing is being marked (``ReplicaDatabase/beginReconciliation(of:)``).
+        var marking = false
+    }
+
     public let setup: Setup
-    private var logger: Logger
+    private let journal: PassJournal
     // Touched only on the operation's thread.
     private var state = State.idle
     private var report: PassReport
-    private var listing = false
     private var started = ContinuousClock.now
-    private var bulk = false
 
     public init(_ setup: Setup) {
         self.setup = setup
-        var logger = setup.logger
-        logger[metadataKey: "store"] = "\(setup.store.name)"
-        logger[metadataKey: "pass"] = "\(setup.pass)"
-        self.logger = logger
+        self.journal = PassJournal(logger: setup.logger, store: setup.store.name, pass: setup.pass)
         self.report = PassReport(store: setup.store.name, pass: setup.pass, trigger: setup.trigger)
         super.init()
         // The thread's system name keeps 15 bytes: "pass " and the store's first ten.
@@ -74,45 +80,48 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         let store = setup.store
         let plan: PassPlan
         do {
-            plan = try setup.database.write { database in
+            plan = try setup.database.write { database throws(StoreError) in
                 try database.prepare(StoreDefinition(store))
                 try database.recordAttempt(of: store.name, at: Date())
                 let cursor = try database.syncState(of: store.name)?.cursor
-                if cursor == nil {
-                    // A first sync writes the whole store: tune the connection for it.
-                    try database.setBulkMode(true)
-                    bulk = true
-                }
                 // An empty store has nothing to sweep: a first sync skips reconciliation, whose
                 // listing of every id would cost about as much as the sync itself.
-                let reconcile = try setup.reconcile && !store.kind.reportsDeletions && database.hasRecords(in: store.name)
-                return PassPlan(cursor: cursor, reconcile: reconcile)
+                let wanted = setup.reconcile && !store.kind.reportsDeletions
+                return PassPlan(cursor: cursor, reconcile: wanted ? try database.hasRecords(in: store.name) : false)
             }
         } catch {
-            fail(SyncError(.store, store: store.name, message: "\(error)"))
+            end(.failure(SyncError(error, store: store.name)))
             return
         }
         report.wasFullSync = plan.cursor == nil
-        logger.info("pass started", metadata: [
-            "message_id": "\(MessageID.passStarted.rawValue)",
-            "trigger": "\(setup.trigger.rawValue)",
-            "full_sync": "\(plan.cursor == nil)",
-            "reconcile": "\(plan.reconcile)",
-        ])
+        journal.started(trigger: setup.trigger, plan: plan)
+        let source: any RemoteSource
         do {
-            let source = try store.options.value.makeSource(RemoteSourceContext(store: store, logger: logger))
-            state = .syncing(source)
-            source.start(plan, sink: self)
+            source = try store.options.value.makeSource(RemoteSourceContext(store: store, logger: journal.logger))
         } catch {
-            fail(error)
+            end(.failure(error))
+            return
         }
+        var pass = Pass(source: source, plan: plan, bulk: false)
+        if plan.cursor == nil {
+            // A first sync writes the whole store: tune the connection for it.
+            do {
+                try setup.database.write { database throws(StoreError) in try database.setBulkMode(true) }
+                pass.bulk = true
+            } catch {
+                end(.failure(SyncError(error, store: store.name)))
+                return
+            }
+        }
+        state = .syncing(pass)
+        source.start(plan, sink: self)
     }
 
     public override func cancelRun() {
-        if case .syncing(let source) = state {
-            source.cancel()
+        if case .syncing(let pass) = state {
+            pass.source.cancel()
         }
-        fail(SyncError(.cancelled, store: setup.store.name, message: "pass cancelled"))
+        end(.failure(SyncError(.cancelled, store: setup.store.name, message: "pass cancelled")))
     }
 
     // MARK: - RemoteSourceSink
@@ -120,11 +129,11 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     public func source(_ source: any RemoteSource, didProduce batch: ChangeBatch) throws {
         guard case .syncing = state else { return }
         let store = setup.store.name
-        let counts = try write(url: batch.origin) { try $0.apply(batch, to: store) }
+        let counts = try write(url: batch.origin) { database throws(StoreError) in try database.apply(batch, to: store) }
         report.counts += counts
         report.pages += batch.pageCount
         for problem in counts.problems {
-            logger.warning("skipped a bad record: \(problem)", metadata: ["url": "\(batch.origin)"])
+            journal.skipped(problem, origin: batch.origin)
         }
         updateProgress { progress in
             progress.completedUnits += Int64(batch.changes.count)
@@ -135,27 +144,31 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     }
 
     public func source(_ source: any RemoteSource, didList ids: [String]) throws {
-        guard case .syncing = state else { return }
+        guard case .syncing(var pass) = state else { return }
         let store = setup.store.name
-        let beginning = !listing
-        try write { database in
+        let beginning = !pass.marking
+        try write { database throws(StoreError) in
             if beginning {
                 try database.beginReconciliation(of: store)
             }
             try database.markPresent(ids, in: store)
         }
-        listing = true
+        pass.marking = true
+        state = .syncing(pass)
         updateProgress { $0.lastAdvance = .now }
     }
 
     public func source(_ source: any RemoteSource, didFinishWith outcome: SourceOutcome) {
-        guard case .syncing = state else { return }
+        guard case .syncing(var pass) = state else { return }
         let store = setup.store
         report.requests = outcome.requests
         report.unchanged = outcome.unchanged
         do {
-            try setup.database.write { database in
-                if listing {
+            try setup.database.write { database throws(StoreError) in
+                if pass.marking {
+                    // The marks are gone once finished or cancelled, whatever follows.
+                    pass.marking = false
+                    state = .syncing(pass)
                     if outcome.listingComplete {
                         let result = try database.finishReconciliation(of: store.name, maxDeleteShare: store.maxDeleteShare)
                         report.reconciliation = result
@@ -165,87 +178,71 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                     } else {
                         database.cancelReconciliation(of: store.name)
                     }
-                    listing = false
                 }
                 try database.recordSuccess(of: store.name, at: Date(), counts: report.counts)
                 report.recordCount = try database.recordCount(of: store.name)
-                if bulk {
-                    try database.setBulkMode(false)
-                    bulk = false
-                }
             }
         } catch {
-            fail(SyncError(.store, store: store.name, message: "\(error)"))
+            end(.failure(SyncError(error, store: store.name)))
             return
         }
         if case .refused(let wouldDelete, let total) = report.reconciliation {
-            logger.warning("refused to delete \(wouldDelete) of \(total) records: more than max-delete-share \(Int(store.maxDeleteShare * 100))% (raise it if the remote really lost them)", metadata: [
-                "message_id": "\(MessageID.reconcileRefused.rawValue)",
-            ])
+            journal.refusedSweep(wouldDelete: wouldDelete, of: total, maxDeleteShare: store.maxDeleteShare)
         }
-        report.duration = .now - started
-        state = .done
-        logger.info("pass finished: \(report.summary)", metadata: [
-            "message_id": "\(MessageID.passFinished.rawValue)",
-            "inserted": "\(report.counts.inserted)",
-            "updated": "\(report.counts.updated)",
-            "deleted": "\(report.counts.deleted)",
-            "skipped": "\(report.counts.skipped)",
-            "records": "\(report.recordCount)",
-            "pages": "\(report.pages)",
-            "duration_ms": "\(Int(report.duration.seconds * 1000))",
-        ])
-        finish(.success(report))
+        end(.success(report))
     }
 
     public func source(_ source: any RemoteSource, didFailWith error: SyncError) {
         guard case .syncing = state else { return }
-        fail(error)
+        end(.failure(error))
     }
 
-    /// Runs a write for a sink call; a store failure fails the pass and is rethrown, so the
+    /// Runs a write for a sink call; a replica failure ends the pass and is rethrown, so the
     /// source stops.
-    private func write<T>(url: String = "", _ body: (ReplicaDatabase) throws -> T) throws -> T {
+    private func write<T>(url: String = "", _ body: (ReplicaDatabase) throws(StoreError) -> T) throws(SyncError) -> T {
         do {
             return try setup.database.write(body)
         } catch {
-            let failure = SyncError(.store, store: setup.store.name, url: url, message: "\(error)")
-            fail(failure)
+            let failure = SyncError(error, store: setup.store.name, url: url)
+            end(.failure(failure))
             throw failure
         }
     }
 
-    // MARK: - Failure
+    // MARK: - Ending
 
-    /// Records the failure, leaves the replica at its last committed batch, and finishes.
-    private func fail(_ error: any Error) {
-        if case .done = state { return }
+    /// The one way out: undoes what the pass set up on the connection, records a failure
+    /// (never a cancellation) in the replica, tells the journal, and finishes.
+    private func end(_ result: Result<PassReport, SyncError>) {
+        let pass: Pass?
+        switch state {
+        case .done: return
+        case .idle: pass = nil
+        case .syncing(let running): pass = running
+        }
         state = .done
         let store = setup.store.name
-        let failure = error as? SyncError ?? SyncError(.configuration, store: store, message: "\(error)")
         setup.database.write { database in
-            if listing {
-                database.cancelReconciliation(of: store)
-                listing = false
-            }
-            if bulk {
-                try? database.setBulkMode(false)
-                bulk = false
-            }
-            if failure.kind != .cancelled {
+            if pass?.marking == true { database.cancelReconciliation(of: store) }
+            // Restoring the pragmas cannot fail in a way that would change the outcome.
+            if pass?.bulk == true { try? database.setBulkMode(false) }
+            if case .failure(let failure) = result, failure.kind != .cancelled {
                 // A failure to record the failure (a full disk) must not hide the first error.
                 try? database.recordFailure(of: store, at: Date(), message: failure.description)
             }
         }
-        if failure.kind == .cancelled {
-            logger.notice("pass cancelled after \(report.pages) pages")
-        } else {
-            logger.error("pass failed: \(failure)", metadata: [
-                "message_id": "\(MessageID.passFailed.rawValue)",
-                "error_kind": "\(failure.kind)",
-                "pages": "\(report.pages)",
-            ])
+        switch result {
+        case .success(var report):
+            report.duration = .now - started
+            self.report = report
+            journal.finished(report)
+            finish(.success(report))
+        case .failure(let failure) where failure.kind == .cancelled:
+            journal.cancelled(afterPages: report.pages)
+            finish(.failure(failure))
+        case .failure(let failure):
+            journal.failed(failure, afterPages: report.pages)
+            finish(.failure(failure))
         }
-        finish(.failure(failure))
     }
 }
