@@ -60,8 +60,10 @@ public final class Daemon: @unchecked Sendable {
             logger.warning("cannot write to the runtime directory \(runtime): \(error); `ferry reload` will not work")
         }
 
-        let scheduler = Scheduler(configuration: configuration, database: database, logger: logger)
-        scheduler.onPassFinished = { [weak self] _ in self?.refreshStatus() }
+        let environment = LiveSchedulerEnvironment(database: database, logger: logger)
+        let scheduler = Scheduler(configuration: configuration, environment: environment, logger: logger)
+        environment.scheduler = scheduler
+        scheduler.onPassFinished = { [weak self] _, _ in self?.refreshStatus() }
         state = .running(scheduler)
         logger.info("ferryd \(FerryVersion.current) ready: \(configuration.stores.count) store(s), database \(database.path)", metadata: MessageID.ready.metadata)
         notifier.ready(status: statusLine(scheduler.snapshot))
@@ -130,7 +132,10 @@ public final class Daemon: @unchecked Sendable {
             logger.info("reloaded: \(loaded.stores.count) store(s), resyncing all", metadata: MessageID.reload.metadata)
         } catch {
             let message = "\(error)"
-            reloadProblem = message.split(separator: "\n").first.map(String.init) ?? message
+            // STATUS= gets the first problem, short; the journal and `ferry reload` get them all.
+            let count = error.problems.count
+            let first = error.problems.first.map { "\($0)" } ?? message
+            reloadProblem = StoreStatus.shorten(first, to: 120) + (count > 1 ? " (and \(count - 1) more)" : "")
             logger.error("reload failed, keeping the running configuration: \(message)", metadata: MessageID.reloadFailed.metadata)
             publishReload(.error, message: message, directory: runtime)
         }
@@ -184,18 +189,20 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
-    /// Pings only while the loop runs (this timer fires) and no pass is stuck, so a wedged
-    /// main loop or a stuck operation ends in a watchdog restart.
+    /// Pings while the main loop runs (this timer fires). A pass that makes no progress is the
+    /// scheduler's to cancel, and other stores go on; only a pass that ignores its cancellation
+    /// for a whole stuck-pass timeout (a thread wedged in a call that never returns) withholds
+    /// the ping, because then only a restart frees it.
     private func watchdogTick() {
         guard case .running(let scheduler) = state else { return }
-        let stuck = scheduler.snapshot.stuck
-        if stuck.isEmpty {
+        let wedged = scheduler.snapshot.wedged
+        if wedged.isEmpty {
             reportedStuck.removeAll()
             notifier.watchdog()
             return
         }
-        for store in stuck where !reportedStuck.contains(store) {
-            logger.critical("pass made no progress for longer than stuck-pass-timeout; withholding the watchdog ping", metadata: MessageID.watchdogStuck.metadata.merging(["store": "\(store)"]) { $1 })
+        for store in wedged where !reportedStuck.contains(store) {
+            logger.critical("store \(store): its pass ignored its cancellation for a whole stuck-pass-timeout; withholding the watchdog ping so systemd restarts ferryd", metadata: MessageID.watchdogStuck.metadata.merging(["store": "\(store)"]) { $1 })
             reportedStuck.insert(store)
         }
     }
@@ -209,21 +216,33 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
-    /// One line: a replica that cannot be written first, then each store and whether it is
-    /// ok (with why it fails; a count past eight stores), running passes, the last pass, records.
+    /// One line: a replica that cannot be written first; then each store and how it is (ok,
+    /// FAILING with why, never synced, syncing its first pass), or past eight stores how many
+    /// are in each state; running passes; the last pass; records; a refused reload.
     func statusLine(_ snapshot: Scheduler.Snapshot) -> String {
-        let ok = snapshot.stores - snapshot.failing.count
-        let failing = { (name: String) in snapshot.causes[name].map { "\(name) (\($0))" } ?? name }
+        let running = Set(snapshot.running)
+        let failing = Set(snapshot.failing)
+        let never = Set(snapshot.neverSynced)
+        func state(_ name: String) -> String {
+            if failing.contains(name) { return "\(name) FAILING" + (snapshot.causes[name].map { " (\($0))" } ?? "") }
+            if never.contains(name) { return running.contains(name) ? "\(name) first sync running" : "\(name) never synced" }
+            return "\(name) ok"
+        }
         var parts: [String]
-        if snapshot.names.count <= 8 {
-            parts = [snapshot.names.map { snapshot.failing.contains($0) ? "\($0) FAILING" + (snapshot.causes[$0].map { " (\($0))" } ?? "") : "\($0) ok" }.joined(separator: ", ")]
-            if snapshot.names.isEmpty { parts = ["no stores"] }
+        if snapshot.stores == 0 {
+            parts = ["no stores"]
+        } else if !snapshot.names.isEmpty {
+            parts = [snapshot.names.map(state).joined(separator: ", ")]
         } else {
-            parts = ["\(snapshot.stores) stores: \(ok) ok"]
-            if !snapshot.failing.isEmpty { parts[0] += ", \(snapshot.failing.count) failing (\(snapshot.failing.prefix(8).map(failing).joined(separator: ", ")))" }
+            var summary = "\(snapshot.stores) stores: \(snapshot.stores - failing.count - never.count) ok"
+            if !failing.isEmpty { summary += ", \(failing.count) FAILING (\(snapshot.failing.prefix(8).map(state).joined(separator: ", "))\(failing.count > 8 ? ", ..." : ""))" }
+            if !never.isEmpty { summary += ", \(never.count) not synced yet" }
+            parts = [summary]
         }
         if let problem = snapshot.replicaProblem { parts.insert("\(problem.uppercased()) (\(database.path))", at: 0) }
-        if !snapshot.running.isEmpty { parts.append("syncing \(snapshot.running.prefix(8).joined(separator: ", "))") }
+        if !snapshot.running.isEmpty {
+            parts.append("syncing \(snapshot.running.prefix(8).joined(separator: ", "))" + (snapshot.running.count > 8 ? " and \(snapshot.running.count - 8) more" : ""))
+        }
         if let last = snapshot.lastPassFinished {
             parts.append("last pass \(Int((ContinuousClock.now - last).seconds)) s ago")
         }

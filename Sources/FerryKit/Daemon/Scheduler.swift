@@ -1,317 +1,382 @@
 import Foundation
 import Logging
 
-/// Decides when each store syncs and runs its passes, on the run loop of the thread that
-/// created it (the daemon's main thread).
+/// Decides when each store syncs, and runs its passes through a ``SchedulerEnvironment``.
 ///
-/// One timer, re-armed for the earliest due store, so an idle daemon sleeps in the kernel.
-/// Passes run as ``SyncPassOperation``s on one queue capped at `max-concurrent-passes`; the
-/// scheduler keeps what is waiting in its own list and hands the queue at most that many more,
-/// because a corelibs `OperationQueue` rescans every waiting operation on each finish.
+/// Confined to one thread (ferryd's main thread; a test's): every entry point is called there
+/// and every pass completion comes back there. Nothing polls: the scheduler asks its
+/// environment to wake it when the earliest store is due (or a running pass would become
+/// stuck), and a finishing pass dispatches what is waiting.
 ///
-/// Confined to that thread: every entry point asserts it, which is what makes the
-/// `@unchecked Sendable` (needed to post back to it from completion blocks and timers) sound.
-public final class Scheduler: @unchecked Sendable {
-    /// What the daemon reads for STATUS=, the watchdog and `ferry status`.
-    public struct Snapshot: Sendable {
-        public var stores: Int
-        /// Every configured store, sorted.
-        public var names: [String]
-        public var failing: [String]
-        public var running: [String]
-        public var lastPassFinished: ContinuousClock.Instant?
-        public var records: Int
-        /// Running passes that made no progress for longer than the stuck-pass timeout.
-        public var stuck: [String]
-        /// Why each failing store failed, in a few words ("HTTP 503", "replica disk is full").
-        public var causes: [String: String] = [:]
-        /// The replica's file system is read-only or full (from the last database failure,
-        /// until a pass succeeds again).
-        public var replicaProblem: String?
+/// Due stores start in ``ReadyKey`` order, at most twice `max-concurrent-passes` handed to the
+/// environment at once (a corelibs `OperationQueue` rescans every waiting operation on each
+/// finish, so the rest wait here). Both queues are heaps with lazy deletion (``DueQueue``): a
+/// pass costs O(log stores), not a sort of every store.
+///
+/// Failures back off (``Backoff``), never sooner than a server's Retry-After, which also holds
+/// across reloads and SIGHUP resyncs. A reload keeps the history of stores that still name the
+/// same remote; a pass a reload cancels is not a failure. A pass that makes no progress for
+/// `stuck-pass-timeout` is cancelled and counted as a failure; one that does not even end then
+/// is reported in ``Snapshot/wedged``, for the daemon to withhold its watchdog.
+public final class Scheduler {
+    private let environment: any SchedulerEnvironment
+    private let logger: Logger
+    private var schedules: [String: StoreSchedule] = [:]
+    /// Idle stores by the instant they may start.
+    private var waiting = DueQueue<ContinuousClock.Instant>()
+    /// Stores that may start, in start order.
+    private var ready = DueQueue<ReadyKey>()
+    /// Passes handed to the environment and not yet completed.
+    private var inFlight = 0
+    private var backoff: Backoff
+    private var stuckPassTimeout: Duration
+    private var passCounter = 0
+    private var life = Life.running
+    /// What the environment found wrong with the replica after the last database failure,
+    /// until a pass succeeds again.
+    private var replicaProblem: String?
+    /// Whether the scheduler still starts passes.
+    private enum Life {
+        case running
+        /// Every pass was cancelled; `completion` runs when the last one ends, or at `deadline`.
+        case stopping(deadline: ContinuousClock.Instant, completion: (_ drained: Bool) -> Void)
+        case stopped
     }
 
-    private var schedules: [String: StoreSchedule] = [:]
-    private var database: SharedDatabase
-    private var stuckPassTimeout: Duration
-    private let queue = OperationQueue()
-    private let owner: RunLoopHandle
-    private let logger: Logger
-    private var backoff: Backoff
-    private var timer: Timer?
-    private var passCounter = 0
-    private var stopping = false
-    /// What ``ReplicaVolume`` found after the last pass that failed in the database.
-    private var replicaProblem: String?
-    /// Called on the owner's loop after every pass (the daemon refreshes STATUS).
-    public var onPassFinished: ((Result<PassReport, SyncError>) -> Void)?
+    /// Called after every pass (the daemon refreshes STATUS).
+    public var onPassFinished: ((String, Result<PassReport, SyncError>) -> Void)?
 
-    /// Creates a scheduler on the calling thread's run loop. Nothing runs until ``start()``.
-    public init(configuration: FerryConfiguration, database: SharedDatabase, logger: Logger) {
-        self.database = database
+    /// A scheduler with every store of `configuration` due now. Nothing runs until ``start()``.
+    public init(configuration: FerryConfiguration, environment: any SchedulerEnvironment, logger: Logger) {
+        self.environment = environment
         self.logger = logger
         self.backoff = configuration.global.backoff
-        self.owner = RunLoopHandle.current()
         self.stuckPassTimeout = configuration.global.stuckPassTimeout
-        queue.name = "ferry-passes"
-        queue.maxConcurrentOperationCount = configuration.global.maxConcurrentPasses
-        let now = ContinuousClock.now
+        environment.maxConcurrentPasses = configuration.global.maxConcurrentPasses
+        let now = environment.now
         for store in configuration.stores {
             schedules[store.name] = StoreSchedule(configuration: store, dueAt: now, trigger: .onDemand)
+            enqueue(store.name)
         }
     }
 
     /// Syncs every store now, then on its interval.
     public func start() {
-        assertOwner()
-        dispatchDuePasses()
+        dispatch()
     }
 
-    /// Applies a reloaded configuration: added stores sync now, removed ones are cancelled and
-    /// forgotten, changed ones restart with the new settings. Rows of removed stores stay in
-    /// the database (removing a table is the admin's decision, not a reload's).
+    /// What the environment calls when the wake-up it was asked for comes.
+    public func tick() {
+        let now = environment.now
+        switch life {
+        case .running:
+            cancelStuckPasses(now: now)
+            dispatch()
+        case .stopping(let deadline, _) where now >= deadline:
+            finishStopping(drained: false)
+        case .stopping, .stopped:
+            break
+        }
+    }
+
+    // MARK: - Reload and resync
+
+    /// Applies a reloaded configuration. Added stores sync now; removed ones are cancelled and
+    /// forgotten (their rows stay: dropping a table is the admin's decision, not a reload's);
+    /// a store that now names another remote starts afresh; a store only synced differently
+    /// keeps its failures and Retry-After. Only real changes are logged.
     public func apply(_ configuration: FerryConfiguration) {
-        assertOwner()
-        queue.maxConcurrentOperationCount = configuration.global.maxConcurrentPasses
+        environment.maxConcurrentPasses = configuration.global.maxConcurrentPasses
         stuckPassTimeout = configuration.global.stuckPassTimeout
         backoff = configuration.global.backoff
-        let now = ContinuousClock.now
-        let incoming = Dictionary(uniqueKeysWithValues: configuration.stores.map { ($0.name, $0) })
-        for (name, schedule) in schedules where incoming[name] == nil {
-            schedule.running?.cancel()
+        let now = environment.now
+        let incoming = Dictionary(configuration.stores.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        for name in schedules.keys.sorted() where incoming[name] == nil {
+            schedules[name]?.running?.cancel()
             schedules[name] = nil
-            logger.notice("store removed from the configuration; its table stays in the database", metadata: ["store": "\(name)"])
+            logger.notice("store \(name): removed from the configuration; its table stays in the database", metadata: ["store": "\(name)"])
         }
-        for (name, store) in incoming {
-            if var schedule = schedules[name] {
-                if schedule.configuration != store {
-                    schedule.running?.cancel()
-                    schedule.configuration = store
-                    schedule.consecutiveFailures = 0
-                    schedule.lastError = nil
-                    logger.notice("store configuration changed", metadata: ["store": "\(name)"])
-                }
+        for store in configuration.stores {
+            guard var schedule = schedules[store.name] else {
+                schedules[store.name] = StoreSchedule(configuration: store, dueAt: now, trigger: .onDemand)
+                enqueue(store.name)
+                logger.notice("store \(store.name): added", metadata: ["store": "\(store.name)"])
+                continue
+            }
+            guard schedule.configuration != store else { continue }
+            if StoreSchedule.isSameRemote(schedule.configuration, store) {
+                logger.notice("store \(store.name): configuration changed", metadata: ["store": "\(store.name)"])
+            } else {
+                // Another remote: what the old one did (failures, Retry-After, a sweep) says
+                // nothing about it. A running pass of the old one stops.
+                schedule.running?.cancel()
+                schedule.consecutiveFailures = 0
+                schedule.lastError = nil
+                schedule.notBefore = nil
+                schedule.lastReconcile = nil
+                logger.notice("store \(store.name): now syncs another remote (url, kind or options changed); starting afresh",
+                              metadata: ["store": "\(store.name)"])
+            }
+            schedule.configuration = store
+            schedules[store.name] = schedule
+        }
+        dispatch()
+    }
+
+    /// Makes every store due now (SIGHUP, a reload), except that none starts before its
+    /// remote's Retry-After; a store already syncing runs again once its pass ends.
+    public func resyncAll() {
+        for name in schedules.keys {
+            guard var schedule = schedules[name] else { continue }
+            if schedule.running != nil {
+                schedule.rerunRequested = true
                 schedules[name] = schedule
             } else {
-                schedules[name] = StoreSchedule(configuration: store, dueAt: now, trigger: .onDemand)
-                logger.notice("store added", metadata: ["store": "\(name)"])
+                schedule.nextDue = environment.now
+                schedule.trigger = .onDemand
+                schedules[name] = schedule
+                enqueue(name)
             }
         }
-        dispatchDuePasses()
+        dispatch()
     }
 
-    /// Makes every store due now (SIGHUP, `ferry reload`); a store already syncing runs again
-    /// once its pass ends.
-    public func resyncAll() {
-        assertOwner()
-        let now = ContinuousClock.now
-        for name in schedules.keys {
-            if schedules[name]!.running != nil {
-                schedules[name]!.rerunRequested = true
-            } else {
-                schedules[name]!.nextDue = now
-                schedules[name]!.trigger = .onDemand
-            }
+    // MARK: - Stopping
+
+    /// Cancels every pass; `completion` runs on the scheduler's thread once all have ended
+    /// (each rolls back its open transaction) or at `timeout`, whichever is first.
+    public func stop(timeout: Duration, completion: @escaping (_ drained: Bool) -> Void) {
+        guard case .running = life else { preconditionFailure("Scheduler.stop called twice") }
+        let deadline = environment.now + timeout
+        life = .stopping(deadline: deadline, completion: completion)
+        for schedule in schedules.values { schedule.running?.cancel() }
+        if inFlight == 0 {
+            finishStopping(drained: true)
+        } else {
+            environment.wake(at: deadline)
         }
-        dispatchDuePasses()
     }
 
-    /// Cancels every pass; `completion` runs on the owner's loop once all have finished (each
-    /// rolls back its open transaction) or after `timeout`, whichever is first.
-    public func stop(timeout: Duration, completion: @escaping @Sendable (_ drained: Bool) -> Void) {
-        assertOwner()
-        stopping = true
-        timer?.invalidate()
-        timer = nil
-        queue.cancelAllOperations()
-        waitForPasses(until: .now + timeout, completion: completion)
-    }
-
-    private func waitForPasses(until deadline: ContinuousClock.Instant, completion: @escaping @Sendable (Bool) -> Void) {
-        let busy = schedules.values.contains { $0.running != nil }
-        if !busy || ContinuousClock.now >= deadline {
-            completion(!busy)
-            return
-        }
-        let timer = Timer(timeInterval: 0.01, repeats: false) { [self] _ in
-            self.waitForPasses(until: deadline, completion: completion)
-        }
-        RunLoop.current.add(timer, forMode: .default)
-    }
-
-    public var snapshot: Snapshot {
-        assertOwner()
-        let now = ContinuousClock.now
-        var snapshot = Snapshot(stores: schedules.count, names: schedules.keys.sorted(), failing: [], running: [], lastPassFinished: nil, records: 0, stuck: [])
-        for (name, schedule) in schedules.sorted(by: { $0.key < $1.key }) {
-            if schedule.isFailing {
-                snapshot.failing.append(name)
-                if let error = schedule.lastError {
-                    // A database failure on an unwritable replica: say what is wrong with it.
-                    // SQLite may say only "disk I/O error" where the volume probe knows better.
-                    snapshot.causes[name] = if case .store = error.kind { replicaProblem ?? error.kind.statusCause } else { error.kind.statusCause }
-                }
-            }
-            if let running = schedule.running {
-                snapshot.running.append(name)
-                if now - running.progress.lastAdvance > stuckPassTimeout, running.isExecuting {
-                    snapshot.stuck.append(name)
-                }
-            }
-            if let finished = schedule.lastFinished, finished > (snapshot.lastPassFinished ?? finished - .seconds(1)) {
-                snapshot.lastPassFinished = finished
-            }
-            snapshot.records += schedule.lastReport?.recordCount ?? 0
-        }
-        snapshot.replicaProblem = replicaProblem
-        return snapshot
+    private func finishStopping(drained: Bool) {
+        guard case .stopping(_, let completion) = life else { return }
+        life = .stopped
+        environment.wake(at: nil)
+        completion(drained)
     }
 
     // MARK: - Dispatching
 
-    private func dispatchDuePasses() {
-        guard !stopping else { return }
-        let now = ContinuousClock.now
-        let due = schedules.values
-            .filter { $0.running == nil && $0.nextDue <= now }
-            .sorted { lhs, rhs in
-                if lhs.trigger != rhs.trigger { return lhs.trigger > rhs.trigger }
-                if lhs.configuration.priority != rhs.configuration.priority { return lhs.configuration.priority > rhs.configuration.priority }
-                return lhs.nextDue < rhs.nextDue
-            }
-        // The queue holds at most two passes per slot; the rest wait here, ordered.
-        let queued = schedules.values.filter { $0.running != nil }.count
-        let room = max(0, queue.maxConcurrentOperationCount * 2 - queued)
-        for schedule in due.prefix(room) {
-            startPass(for: schedule.configuration.name, now: now)
-        }
-        armTimer()
+    /// Pushes `name` into the waiting queue under a new generation (older entries go stale).
+    private func enqueue(_ name: String) {
+        guard var schedule = schedules[name] else { return }
+        schedule.generation += 1
+        schedules[name] = schedule
+        guard schedule.running == nil else { return }
+        waiting.push(schedule.startsAt, store: name, generation: schedule.generation)
     }
 
-    private func startPass(for name: String, now: ContinuousClock.Instant) {
+    private func isCurrent<Key>(_ entry: DueQueue<Key>.Entry) -> Bool {
+        guard let schedule = schedules[entry.store] else { return false }
+        return schedule.generation == entry.generation && schedule.running == nil
+    }
+
+    private var capacity: Int { environment.maxConcurrentPasses * 2 }
+
+    /// Moves due stores to the ready queue, starts as many as there is room for, and asks to
+    /// be woken for the next one.
+    private func dispatch() {
+        guard case .running = life else { return }
+        let now = environment.now
+        while let top = waiting.peek(isCurrent: isCurrent), top.key <= now {
+            _ = waiting.pop(isCurrent: isCurrent)
+            guard let schedule = schedules[top.store] else { continue }
+            ready.push(ReadyKey(trigger: schedule.trigger, priority: schedule.configuration.priority, due: schedule.nextDue, name: top.store),
+                       store: top.store, generation: top.generation)
+        }
+        while inFlight < capacity, let entry = ready.pop(isCurrent: isCurrent) {
+            startPass(entry.store, now: now)
+        }
+        waiting.compact(currentCount: schedules.count, isCurrent: isCurrent)
+        ready.compact(currentCount: schedules.count, isCurrent: isCurrent)
+        armWake(now: now)
+    }
+
+    /// The next instant anything can happen: a store becoming due (when there is room to start
+    /// it; otherwise a finishing pass dispatches), or a running pass becoming stuck.
+    private func armWake(now: ContinuousClock.Instant) {
+        var next: ContinuousClock.Instant?
+        if inFlight < capacity, let top = waiting.peek(isCurrent: isCurrent) { next = top.key }
+        for schedule in schedules.values {
+            guard let running = schedule.running, running.isRunning else { continue }
+            let limit = (schedule.cancelledAsStuck ?? running.lastAdvance) + stuckPassTimeout
+            next = min(next ?? limit, limit)
+        }
+        environment.wake(at: next)
+    }
+
+    private func startPass(_ name: String, now: ContinuousClock.Instant) {
         guard var schedule = schedules[name] else { return }
         passCounter += 1
+        let number = passCounter
         let reconcile = schedule.needsReconciliation(now: now)
-        let operation = SyncPassOperation(.init(
-            store: schedule.configuration, database: database, trigger: schedule.trigger,
-            reconcile: reconcile, pass: passCounter, logger: logger))
-        let pass = passCounter
-        // Identify the pass by store and number: capturing the operation in its own completion
-        // block would be a retain cycle.
-        operation.completionBlock = { [owner, weak self] in
-            owner.perform { [weak self] in
-                self?.passFinished(store: name, pass: pass, reconciled: reconcile)
-            }
-        }
-        schedule.running = operation
+        let request = PassRequest(store: schedule.configuration, trigger: schedule.trigger, reconcile: reconcile, number: number)
+        schedule.runningNumber = number
         schedule.rerunRequested = false
+        schedule.cancelledAsStuck = nil
+        schedule.generation += 1
+        inFlight += 1
+        // Stored before starting, so a completion can never find the store idle.
         schedules[name] = schedule
-        queue.addOperation(operation)
+        let pass = environment.startPass(request) { [weak self] result in
+            self?.passFinished(name, number: number, reconciled: reconcile, result: result)
+        }
+        schedules[name]?.running = pass
     }
 
-    private func passFinished(store name: String, pass: Int, reconciled: Bool) {
-        guard var schedule = schedules[name], let operation = schedule.running, operation.setup.pass == pass else { return }
-        let now = ContinuousClock.now
+    private func passFinished(_ name: String, number: Int, reconciled: Bool, result: Result<PassReport, SyncError>) {
+        inFlight -= 1
+        defer {
+            if case .stopping = life, inFlight == 0 { finishStopping(drained: true) }
+        }
+        // A pass of a store removed, or restarted by a reload, since it began.
+        guard var schedule = schedules[name], schedule.runningNumber == number else {
+            dispatch()
+            return
+        }
+        let now = environment.now
         schedule.running = nil
+        schedule.runningNumber = nil
         schedule.lastFinished = now
-        let outcome: Result<PassReport, SyncError>
-        switch operation.result {
+        var outcome = result
+        if case .failure(let error) = result, error.kind == .cancelled, schedule.cancelledAsStuck != nil {
+            outcome = .failure(SyncError(.transport(.stalled), store: name,
+                                         message: "no progress for \(ConfigurationUnits.format(stuckPassTimeout)) (stuck-pass-timeout); the pass was cancelled"))
+        }
+        schedule.cancelledAsStuck = nil
+        switch outcome {
         case .success(let report):
-            outcome = .success(report)
             schedule.lastReport = report
             schedule.consecutiveFailures = 0
             schedule.lastError = nil
+            schedule.notBefore = nil
             replicaProblem = nil
             if reconciled, case .swept = report.reconciliation { schedule.lastReconcile = now }
-            let jitter = schedule.configuration.jitter * Double.random(in: 0..<1)
-            schedule.nextDue = now + schedule.configuration.interval + jitter
+            schedule.nextDue = now + schedule.configuration.interval + schedule.configuration.jitter * environment.randomUnit()
             schedule.trigger = .scheduled
-        case .failure(let error as SyncError) where error.kind == .cancelled:
-            outcome = .failure(error)
+        case .failure(let error) where error.kind == .cancelled:
+            // Cancelled by a reload, a stop or a person: not the store's failure. Run again soon.
             schedule.nextDue = now
             schedule.trigger = .onDemand
         case .failure(let error):
-            let failure = error as? SyncError ?? SyncError(.configuration, store: name, message: "\(error)")
-            outcome = .failure(failure)
-            if case .store = failure.kind { diagnoseReplica(store: name) }
+            if case .store = error.kind { noteReplicaProblem(store: name) }
             schedule.consecutiveFailures += 1
-            schedule.lastError = failure
-            let delay = backoff.delay(afterFailures: schedule.consecutiveFailures, error: failure, unit: Double.random(in: 0..<1))
+            schedule.lastError = error
+            let delay = backoff.delay(afterFailures: schedule.consecutiveFailures, error: error, unit: environment.randomUnit())
             schedule.nextDue = now + delay
+            schedule.notBefore = error.retryAfter.map { now + $0 }
             schedule.trigger = .scheduled
-            logger.warning("backing off \(String(format: "%.1f", delay.seconds)) s after \(schedule.consecutiveFailures) failure(s)", metadata: [
+            logger.warning("store \(name): backing off \(String(format: "%.1f", delay.seconds)) s after \(schedule.consecutiveFailures) failure(s)", metadata: [
                 "store": "\(name)",
-                "message_id": "\(MessageID.backoff.rawValue)",
+                MessageID.metadataKey: "\(MessageID.backoff.rawValue)",
                 "failures": "\(schedule.consecutiveFailures)",
                 "delay_ms": "\(Int(delay.seconds * 1000))",
             ])
-        case nil:
-            preconditionFailure("\(operation) completed without a result")
         }
         if schedule.rerunRequested {
-            schedule.nextDue = now
+            schedule.rerunRequested = false
+            schedule.nextDue = min(schedule.nextDue, now)
             schedule.trigger = .onDemand
         }
         schedules[name] = schedule
-        onPassFinished?(outcome)
-        dispatchDuePasses()
+        enqueue(name)
+        onPassFinished?(name, outcome)
+        dispatch()
     }
 
-    /// A pass failed in the database: find out whether the file system took the replica away
-    /// (read-only, full), since SQLite may only say "disk I/O error", and say so once.
-    private func diagnoseReplica(store name: String) {
-        let problem: String?
-        do {
-            problem = try ReplicaVolume.probe(databasePath: database.path).problem
-        } catch {
-            logger.warning("\(error)", metadata: ["store": "\(name)"])
-            return
-        }
-        guard let problem else { return }
-        if problem != replicaProblem {
-            logger.error("\(problem): \(database.path); passes fail until it takes writes again", metadata: [
+    /// Cancels passes that made no progress for the stuck-pass timeout; the cancellation then
+    /// counts as the store's failure, and other stores go on.
+    private func cancelStuckPasses(now: ContinuousClock.Instant) {
+        for (name, schedule) in schedules {
+            guard let running = schedule.running, running.isRunning, schedule.cancelledAsStuck == nil,
+                  now - running.lastAdvance >= stuckPassTimeout else { continue }
+            logger.error("store \(name): pass made no progress for \(ConfigurationUnits.format(stuckPassTimeout)) (stuck-pass-timeout); cancelling it", metadata: [
                 "store": "\(name)",
-                "message_id": "\(MessageID.replicaUnwritable.rawValue)",
+                MessageID.metadataKey: "\(MessageID.watchdogStuck.rawValue)",
+            ])
+            schedules[name]?.cancelledAsStuck = now
+            running.cancel()
+        }
+    }
+
+    /// A pass failed in the database: ask what the file system says, and tell the journal once.
+    private func noteReplicaProblem(store name: String) {
+        guard let problem = environment.diagnoseReplica() else { return }
+        if problem != replicaProblem {
+            logger.error("\(problem); passes fail until it takes writes again", metadata: [
+                "store": "\(name)",
+                MessageID.metadataKey: "\(MessageID.replicaUnwritable.rawValue)",
             ])
         }
         replicaProblem = problem
     }
 
-    /// Points the one scheduling timer at the earliest store that can start.
-    ///
-    /// While the queue is full no timer is needed: the next finishing pass dispatches what is
-    /// due. (A timer armed for a store already due but without room fired at once, found no
-    /// room and re-armed itself: a busy loop of about 12,000 timers a second.) The timer is
-    /// created once and moved with `fireDate`, because swift-corelibs-foundation never frees
-    /// an invalidated block-based Timer (about 300 bytes each: one per pass, measured with
-    /// heaptrack under the 200-store load run of Tests/Reliability/daemon_suite.py).
-    private func armTimer() {
-        guard !stopping else { return }
-        let running = schedules.values.filter { $0.running != nil }.count
-        let full = running >= queue.maxConcurrentOperationCount * 2
-        let next = full ? nil : schedules.values.filter { $0.running == nil }.map(\.nextDue).min()
-        let timer = self.timer ?? makeTimer()
-        guard let next else {
-            timer.fireDate = .distantFuture
-            return
-        }
-        let delay = max(0, (next - .now).seconds)
-        // A little tolerance lets the kernel batch wake-ups of stores due close together.
-        timer.tolerance = min(1, delay / 20)
-        timer.fireDate = Date(timeIntervalSinceNow: delay)
+    // MARK: - Snapshot
+
+    /// What the daemon reads for STATUS= and its watchdog.
+    public struct Snapshot: Sendable, Equatable {
+        public var stores = 0
+        /// Every store's name, sorted, when there are at most ``Snapshot/listedStores``.
+        public var names: [String] = []
+        public var failing: [String] = []
+        /// Why each failing store failed, in a few words ("HTTP 503", "replica disk is full").
+        public var causes: [String: String] = [:]
+        /// Stores that have never finished a pass (and are not failing).
+        public var neverSynced: [String] = []
+        public var running: [String] = []
+        /// Passes cancelled as stuck that have not ended a whole stuck-pass timeout later.
+        public var wedged: [String] = []
+        public var lastPassFinished: ContinuousClock.Instant?
+        public var records = 0
+        /// The replica's file system is read-only or full (from the last database failure,
+        /// until a pass succeeds again).
+        public var replicaProblem: String?
+
+        /// Up to this many stores, STATUS= names each one; beyond it, it counts them.
+        public static let listedStores = 8
     }
 
-    /// The scheduler's one timer: repeating (a one-shot timer is invalid once fired, and
-    /// could not be moved again) with an interval so long that only `fireDate` matters.
-    private func makeTimer() -> Timer {
-        let timer = Timer(fire: .distantFuture, interval: 365 * 86_400, repeats: true) { [weak self] _ in
-            self?.dispatchDuePasses()
+    public var snapshot: Snapshot {
+        let now = environment.now
+        var snapshot = Snapshot()
+        snapshot.stores = schedules.count
+        if schedules.count <= Snapshot.listedStores { snapshot.names = schedules.keys.sorted() }
+        for (name, schedule) in schedules {
+            if schedule.isFailing {
+                snapshot.failing.append(name)
+                if let error = schedule.lastError {
+                    // SQLite may say only "disk I/O error" where the volume probe knows better.
+                    snapshot.causes[name] = if case .store = error.kind { replicaProblem ?? error.kind.statusCause } else { error.kind.statusCause }
+                }
+            } else if schedule.lastReport == nil {
+                snapshot.neverSynced.append(name)
+            }
+            if schedule.running != nil { snapshot.running.append(name) }
+            if let cancelled = schedule.cancelledAsStuck, now - cancelled >= stuckPassTimeout { snapshot.wedged.append(name) }
+            if let finished = schedule.lastFinished, finished > (snapshot.lastPassFinished ?? finished - .seconds(1)) {
+                snapshot.lastPassFinished = finished
+            }
+            snapshot.records += schedule.lastReport?.recordCount ?? 0
         }
-        RunLoop.current.add(timer, forMode: .default)
-        self.timer = timer
-        return timer
+        snapshot.failing.sort()
+        snapshot.neverSynced.sort()
+        snapshot.running.sort()
+        snapshot.wedged.sort()
+        snapshot.replicaProblem = replicaProblem
+        return snapshot
     }
 
-    private func assertOwner(_ function: StaticString = #function) {
-        precondition(owner.isCurrent, "Scheduler.\(function) called off its run loop's thread")
+    /// When `store` is next due and why, for tests and status (nil: unknown store).
+    public func nextPass(of store: String) -> (at: ContinuousClock.Instant, trigger: PassTrigger, failures: Int)? {
+        schedules[store].map { ($0.startsAt, $0.trigger, $0.consecutiveFailures) }
     }
 }

@@ -1,21 +1,32 @@
 import Foundation
 
 /// The scheduler's view of one store: when it is due, how it has been failing, and its
-/// running pass. Owned by the scheduler on the main thread.
+/// running pass. Owned by the scheduler on its thread.
 struct StoreSchedule {
     var configuration: StoreConfiguration
     var nextDue: ContinuousClock.Instant
     /// Why the next pass will run.
     var trigger: PassTrigger
+    /// The earliest the remote allows another request (Retry-After, a rate-limit reset): no
+    /// pass starts before it, not even one a reload or SIGHUP asks for.
+    var notBefore: ContinuousClock.Instant?
     var consecutiveFailures = 0
     var lastError: SyncError?
     var lastReport: PassReport?
     var lastFinished: ContinuousClock.Instant?
-    /// When the last pass with a complete reconciliation ran; nil forces one.
+    /// When the last pass with a complete sweep ran; nil forces one.
     var lastReconcile: ContinuousClock.Instant?
-    var running: SyncPassOperation?
+    var running: (any ScheduledPass)?
+    /// The number of the running pass, to match its completion.
+    var runningNumber: Int?
     /// A pass was requested while one ran: run again as soon as it ends.
     var rerunRequested = false
+    /// When the running pass was cancelled for making no progress (its cancellation is then
+    /// a failure, and a pass that ignores it for long is a wedged daemon).
+    var cancelledAsStuck: ContinuousClock.Instant?
+    /// Bumped whenever the store's place in the scheduler's queues changes, so older queue
+    /// entries are recognised as stale (``DueQueue``).
+    var generation = 0
 
     init(configuration: StoreConfiguration, dueAt: ContinuousClock.Instant, trigger: PassTrigger) {
         self.configuration = configuration
@@ -30,5 +41,35 @@ struct StoreSchedule {
         guard !configuration.kind.reportsDeletions, let interval = configuration.reconcileInterval else { return false }
         guard let lastReconcile else { return true }
         return now - lastReconcile >= interval
+    }
+
+    /// When the next pass may start: when due, and not before the remote allows.
+    var startsAt: ContinuousClock.Instant {
+        guard let notBefore else { return nextDue }
+        return max(nextDue, notBefore)
+    }
+
+    /// Whether a configuration change makes the store another remote collection (its history
+    /// of failures and Retry-After no longer applies), rather than the same one synced
+    /// differently (another interval, priority or column).
+    static func isSameRemote(_ old: StoreConfiguration, _ new: StoreConfiguration) -> Bool {
+        old.kind == new.kind && old.url == new.url && old.options == new.options && old.headers == new.headers
+            && old.session == new.session
+    }
+}
+
+/// The order in which due stores start: on-demand before scheduled before backfill, then the
+/// store's priority, then the longest waiting, then the name (so ties are stable).
+struct ReadyKey: Comparable {
+    var trigger: PassTrigger
+    var priority: StorePriority
+    var due: ContinuousClock.Instant
+    var name: String
+
+    static func < (lhs: ReadyKey, rhs: ReadyKey) -> Bool {
+        if lhs.trigger != rhs.trigger { return lhs.trigger > rhs.trigger }
+        if lhs.priority != rhs.priority { return lhs.priority > rhs.priority }
+        if lhs.due != rhs.due { return lhs.due < rhs.due }
+        return lhs.name < rhs.name
     }
 }

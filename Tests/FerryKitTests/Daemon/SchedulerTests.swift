@@ -1,0 +1,256 @@
+import Foundation
+import Logging
+import Testing
+@testable import FerryKit
+
+/// The scheduler driven by hand: a clock the test moves, passes the test finishes.
+@Suite("Scheduler")
+struct SchedulerTests {
+    static func configuration(_ stores: [StoreConfiguration], maxConcurrent: Int = 4) -> FerryConfiguration {
+        var global = GlobalConfiguration(databasePath: "/nonexistent/ferry.db", runtimeDirectory: "/nonexistent")
+        global.maxConcurrentPasses = maxConcurrent
+        global.stuckPassTimeout = .seconds(600)
+        return FerryConfiguration(global: global, stores: stores)
+    }
+
+    static func store(_ name: String, priority: StorePriority = .normal, url: String? = nil, interval: Duration = .seconds(300),
+                      jitter: Duration = .seconds(30)) -> StoreConfiguration {
+        var store = StoreConfiguration(name: name, url: url ?? "https://example.com/\(name)", options: JSONCollectionOptions(),
+                                       location: ConfigurationLocation(file: "test", line: 1))
+        store.priority = priority
+        store.interval = interval
+        store.jitter = jitter
+        return store
+    }
+
+    static func report(_ store: String) -> PassReport { PassReport(store: store, pass: 0, trigger: .scheduled) }
+
+    static func failure(_ store: String, _ kind: SyncError.Kind, retryAfter: Duration? = nil) -> SyncError {
+        SyncError(kind, store: store, message: "test failure", retryAfter: retryAfter)
+    }
+
+    @Test func everyStoreStartsAtOnce_inPriorityOrder_andTheRestWaitForRoom() {
+        let environment = FakeSchedulerEnvironment()
+        let scheduler = Scheduler(configuration: Self.configuration([Self.store("low", priority: .low), Self.store("normal"),
+                                                                     Self.store("high", priority: .high)], maxConcurrent: 1),
+                                  environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        // One slot: two handed over (one runs, one queued in the environment), one waits here.
+        #expect(environment.started.map(\.request.store.name) == ["high", "normal"])
+        #expect(environment.started.allSatisfy { $0.request.trigger == .onDemand })
+        environment.started[0].finish(.success(Self.report("high")))
+        #expect(environment.started.map(\.request.store.name) == ["high", "normal", "low"])
+    }
+
+    @Test func aSuccessIsDueAfterItsIntervalAndJitter() throws {
+        let environment = FakeSchedulerEnvironment()
+        environment.unit = 0.5
+        let scheduler = Scheduler(configuration: Self.configuration([Self.store("a", interval: .seconds(60), jitter: .seconds(10))]),
+                                  environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        let start = environment.now
+        environment.started[0].finish(.success(Self.report("a")))
+        let next = try #require(scheduler.nextPass(of: "a"))
+        #expect(next.at == start + .seconds(65))
+        #expect(next.trigger == .scheduled)
+        #expect(environment.wakeAt == start + .seconds(65))
+        environment.advance(by: .seconds(64), scheduler)
+        #expect(environment.started.count == 1)
+        environment.advance(by: .seconds(1), scheduler)
+        #expect(environment.started.count == 2)
+        #expect(environment.started[1].request.trigger == .scheduled)
+    }
+
+    @Test func failuresBackOffExponentially_andPermanentOnesWaitLong() throws {
+        let environment = FakeSchedulerEnvironment()
+        environment.unit = 0
+        var configuration = Self.configuration([Self.store("a"), Self.store("b")])
+        configuration.global.backoff.base = .seconds(5)
+        let scheduler = Scheduler(configuration: configuration, environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        let t0 = environment.now
+        environment.started[0].finish(.failure(Self.failure("a", .httpStatus(500))))
+        // Half of 5 s fixed, half random (0 here).
+        #expect(scheduler.nextPass(of: "a")?.at == t0 + .milliseconds(2500))
+        #expect(scheduler.nextPass(of: "a")?.failures == 1)
+        environment.started[1].finish(.failure(Self.failure("b", .unauthorized)))
+        #expect(scheduler.nextPass(of: "b")?.at == t0 + .seconds(900))
+        environment.advance(by: .milliseconds(2500), scheduler)
+        #expect(environment.started.map(\.request.store.name) == ["a", "b", "a"])
+        environment.started[2].finish(.failure(Self.failure("a", .httpStatus(500))))
+        #expect(scheduler.nextPass(of: "a")?.at == environment.now + .seconds(5))
+        #expect(scheduler.snapshot.failing == ["a", "b"])
+        #expect(scheduler.snapshot.causes == ["a": "HTTP 500", "b": "credentials refused"])
+    }
+
+    @Test func retryAfterHoldsAcrossReloadAndResync() throws {
+        let environment = FakeSchedulerEnvironment()
+        environment.unit = 0
+        let configuration = Self.configuration([Self.store("limited")])
+        let scheduler = Scheduler(configuration: configuration, environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        let failedAt = environment.now
+        environment.started[0].finish(.failure(Self.failure("limited", .rateLimited, retryAfter: .seconds(7))))
+        environment.advance(by: .seconds(2), scheduler)
+        // A reload (same configuration) and its resync: the server said 7 s, so not before then.
+        scheduler.apply(configuration)
+        scheduler.resyncAll()
+        #expect(environment.started.count == 1)
+        #expect(scheduler.nextPass(of: "limited")?.at == failedAt + .seconds(7))
+        #expect(scheduler.nextPass(of: "limited")?.failures == 1, "a reload keeps the store's failures")
+        environment.advance(by: .seconds(5), scheduler)
+        #expect(environment.started.count == 2)
+        #expect(environment.started[1].request.trigger == .onDemand)
+    }
+
+    @Test func aReloadThatNamesAnotherRemoteCancelsThePass_andTheCancellationIsNoFailure() throws {
+        let environment = FakeSchedulerEnvironment()
+        let scheduler = Scheduler(configuration: Self.configuration([Self.store("a"), Self.store("b")]),
+                                  environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        let (a, b) = (environment.started[0], environment.started[1])
+        // b only syncs less often: its pass goes on. a now reads another URL: its pass stops.
+        scheduler.apply(Self.configuration([Self.store("a", url: "https://example.com/other"), Self.store("b", interval: .seconds(900))]))
+        #expect(a.cancelled)
+        #expect(!b.cancelled)
+        a.finish(.failure(SyncError(.cancelled, store: "a", message: "pass cancelled")))
+        #expect(scheduler.nextPass(of: "a")?.failures == 0)
+        #expect(scheduler.snapshot.failing.isEmpty)
+        // It runs again at once, with the new configuration.
+        #expect(environment.started.count == 3)
+        #expect(environment.started[2].request.store.url == "https://example.com/other")
+    }
+
+    @Test func aRemovedStoresPassIsCancelledAndForgotten() {
+        let environment = FakeSchedulerEnvironment()
+        let scheduler = Scheduler(configuration: Self.configuration([Self.store("a"), Self.store("gone")]),
+                                  environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        scheduler.apply(Self.configuration([Self.store("a")]))
+        #expect(environment.started[1].cancelled)
+        environment.started[1].finish(.failure(SyncError(.cancelled, store: "gone", message: "pass cancelled")))
+        #expect(scheduler.nextPass(of: "gone") == nil)
+        #expect(scheduler.snapshot.stores == 1)
+        #expect(environment.started.count == 2)
+    }
+
+    @Test func aResyncDuringAPassRunsItAgainRightAfter() {
+        let environment = FakeSchedulerEnvironment()
+        let scheduler = Scheduler(configuration: Self.configuration([Self.store("a")]), environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        scheduler.resyncAll()
+        #expect(environment.started.count == 1, "one pass per store at a time")
+        environment.started[0].finish(.success(Self.report("a")))
+        #expect(environment.started.count == 2)
+        #expect(environment.started[1].request.trigger == .onDemand)
+    }
+
+    @Test func aStuckPassIsCancelledAsAFailure_andOneThatIgnoresItIsWedged() throws {
+        let environment = FakeSchedulerEnvironment()
+        environment.unit = 0
+        let scheduler = Scheduler(configuration: Self.configuration([Self.store("slow"), Self.store("fine")]),
+                                  environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        let slow = try #require(environment.started.first { $0.request.store.name == "slow" })
+        let fine = try #require(environment.started.first { $0.request.store.name == "fine" })
+        fine.lastAdvance = environment.now + .seconds(500)
+        // The scheduler asks to be woken when the first pass would become stuck.
+        #expect(environment.wakeAt == environment.now + .seconds(600))
+        environment.advance(by: .seconds(600), scheduler)
+        #expect(slow.cancelled)
+        #expect(!fine.cancelled)
+        #expect(scheduler.snapshot.wedged.isEmpty)
+        environment.advance(by: .seconds(600), scheduler)
+        #expect(scheduler.snapshot.wedged == ["slow"], "a pass that ignores its cancellation for a whole timeout")
+        slow.finish(.failure(SyncError(.cancelled, store: "slow", message: "pass cancelled")))
+        #expect(scheduler.snapshot.wedged.isEmpty)
+        #expect(scheduler.snapshot.failing == ["slow"])
+        #expect(scheduler.snapshot.causes["slow"] == "transport: stalled")
+    }
+
+    @Test func stopCancelsEveryPassAndWaitsForThem() {
+        let environment = FakeSchedulerEnvironment()
+        let scheduler = Scheduler(configuration: Self.configuration([Self.store("a"), Self.store("b")]),
+                                  environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        var drained: Bool?
+        scheduler.stop(timeout: .seconds(2)) { drained = $0 }
+        #expect(environment.started.allSatisfy { $0.cancelled })
+        environment.started[0].finish(.failure(SyncError(.cancelled, store: "a", message: "pass cancelled")))
+        #expect(drained == nil)
+        environment.started[1].finish(.failure(SyncError(.cancelled, store: "b", message: "pass cancelled")))
+        #expect(drained == true)
+        #expect(environment.started.count == 2, "nothing starts while stopping")
+    }
+
+    @Test func stopGivesUpAtItsTimeout() {
+        let environment = FakeSchedulerEnvironment()
+        let scheduler = Scheduler(configuration: Self.configuration([Self.store("a")]), environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        var drained: Bool?
+        scheduler.stop(timeout: .seconds(2)) { drained = $0 }
+        environment.advance(by: .seconds(2), scheduler)
+        #expect(drained == false)
+    }
+
+    @Test func statusSaysNeverSyncedAndFirstSync_notOk() {
+        let environment = FakeSchedulerEnvironment()
+        let scheduler = Scheduler(configuration: Self.configuration([Self.store("a"), Self.store("b")], maxConcurrent: 1),
+                                  environment: environment, logger: Logger(label: "test"))
+        #expect(scheduler.snapshot.neverSynced == ["a", "b"])
+        scheduler.start()
+        environment.started[0].finish(.success(Self.report("a")))
+        #expect(scheduler.snapshot.neverSynced == ["b"])
+        #expect(scheduler.snapshot.running == ["b"])
+    }
+}
+
+/// A ``SchedulerEnvironment`` the test drives: its clock moves only when told, its passes end
+/// only when the test finishes them.
+final class FakeSchedulerEnvironment: SchedulerEnvironment {
+    var now = ContinuousClock.now
+    var unit = 0.5
+    var wakeAt: ContinuousClock.Instant?
+    var maxConcurrentPasses = 4
+    var started: [FakePass] = []
+
+    func randomUnit() -> Double { unit }
+
+    func wake(at instant: ContinuousClock.Instant?) { wakeAt = instant }
+
+    func startPass(_ request: PassRequest, completion: @escaping (Result<PassReport, SyncError>) -> Void) -> any ScheduledPass {
+        let pass = FakePass(request: request, startedAt: now, completion: completion)
+        started.append(pass)
+        return pass
+    }
+
+    func diagnoseReplica() -> String? { nil }
+
+    /// Moves the clock, ticking the scheduler when its wake-up comes due.
+    func advance(by duration: Duration, _ scheduler: Scheduler) {
+        now = now + duration
+        if let wakeAt, wakeAt <= now { scheduler.tick() }
+    }
+}
+
+final class FakePass: ScheduledPass {
+    let request: PassRequest
+    var lastAdvance: ContinuousClock.Instant
+    var isRunning = true
+    private(set) var cancelled = false
+    private var completion: ((Result<PassReport, SyncError>) -> Void)?
+
+    init(request: PassRequest, startedAt: ContinuousClock.Instant, completion: @escaping (Result<PassReport, SyncError>) -> Void) {
+        self.request = request
+        self.lastAdvance = startedAt
+        self.completion = completion
+    }
+
+    func cancel() { cancelled = true }
+
+    func finish(_ result: Result<PassReport, SyncError>) {
+        guard let completion else { preconditionFailure("pass finished twice") }
+        self.completion = nil
+        completion(result)
+    }
+}
