@@ -280,26 +280,20 @@ def start_proxy(backend_port, refuse_sync=True, truncate=None, query=None, query
     """A threaded HTTP proxy to the backend that refuses REPORT sync-collection with 501, or
     pages its answers (see truncate_sync); and that refuses or cuts collection queries."""
     import http.client
-    import http.server
     import re
     import threading
 
-    class Proxy(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    import http_core
 
-        def log_message(self, *_):
-            pass
+    class Proxy(http_core.Handler):
+        server_header = True  # http.server's "BaseHTTP/0.6 Python/3.x"
+        methods = {"GET", "PUT", "DELETE", "REPORT", "PROPFIND", "OPTIONS", "HEAD"}
 
         def refuse(self, message):
-            self.send_response(501)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", str(len(message)))
-            self.end_headers()
-            self.wfile.write(message)
+            self.write_response(501, [("Content-Type", "text/plain")], message)
 
-        def handle_any(self):
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
+        def dispatch(self):
+            body = self.body
             rewrite = None
             is_query = self.command == "REPORT" and (b"addressbook-query" in body or b"calendar-query" in body)
             if is_query and query == "refuse":
@@ -313,7 +307,7 @@ def start_proxy(backend_port, refuse_sync=True, truncate=None, query=None, query
             elif self.command == "REPORT" and b"sync-collection" in body and refuse_sync:
                 return self.refuse(b"sync-collection not supported")
             connection = http.client.HTTPConnection("127.0.0.1", backend_port, timeout=60)
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection", "content-length", "accept-encoding")}
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection", "content-length", "transfer-encoding", "accept-encoding")}
             connection.request(self.command, self.path, body=body, headers=headers)
             response = connection.getresponse()
             data = response.read()
@@ -321,21 +315,14 @@ def start_proxy(backend_port, refuse_sync=True, truncate=None, query=None, query
                 _, data = truncate_sync(data, truncate, rewrite, self.path)
             if is_query and query in ("subset", "truncate") and response.status == 207:
                 data = cut_query(data, query_keep, query == "truncate", self.path)
-            self.send_response(response.status)
-            for key, value in response.getheaders():
-                if key.lower() not in ("content-length", "connection", "transfer-encoding", "date", "server"):
-                    self.send_header(key, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            headers = [(key, value) for key, value in response.getheaders()
+                       if key.lower() not in ("content-length", "connection", "transfer-encoding", "date", "server")]
+            self.write_response(response.status, headers, data)
             connection.close()
 
-        do_GET = do_PUT = do_DELETE = do_REPORT = do_PROPFIND = do_OPTIONS = do_HEAD = handle_any
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
-    server.daemon_threads = True
+    server = http_core.Server(Proxy)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server.server_address[1]
+    return server.port
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ certificate for localhost / 127.0.0.1 (valid to 2126); clients trust it via CAIN
 
 Once listening it prints exactly "PORT <n>" on stdout (flushed), then serves until
 SIGTERM/SIGINT and exits 0.  Threading (one daemon thread per connection), HTTP/1.1
-keep-alive, TCP_NODELAY on every accepted socket, no request logging.
+keep-alive, TCP_NODELAY on every accepted socket, no request logging (http_core.py).
 
 Bodies are deterministic: binary bodies carry byte (offset mod 256) at every offset.
 Endpoints (any method unless noted; HEAD sends headers only; query strings shown):
@@ -51,18 +51,12 @@ import argparse
 import email.utils
 import gzip
 import json
-import signal
-import socket
-import socketserver
-import ssl
-import struct
-import sys
 import threading
 import time
 from functools import lru_cache
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+import http_core
 
 SLICE = 1 << 20  # 1 MiB write slices
 # Preallocated pattern buffer: byte i == i % 256; 256 bytes of slack so a slice can start at
@@ -76,37 +70,6 @@ HTML_502 = (b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\
             b"<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n"
             b"</body>\r\n</html>\r\n")
 INVALID_JSON = b'{"results":[{"objectId":"a1B2c3D4e5","n":1},{"objectId":"f6G7h8'
-
-REASONS = {int(s): s.phrase for s in HTTPStatus}
-
-
-class Headers:
-    """Minimal case-insensitive request header map (get/items/[]/in)."""
-    __slots__ = ("lines", "map")
-
-    def __init__(self):
-        self.lines = []
-        self.map = {}
-
-    def add(self, raw):
-        k, _, v = raw.decode("latin-1").partition(":")
-        k = k.strip()
-        v = v.strip()
-        self.lines.append((k, v))
-        lk = k.lower()
-        self.map[lk] = self.map[lk] + ", " + v if lk in self.map else v
-
-    def get(self, name, default=None):
-        return self.map.get(name.lower(), default)
-
-    def __getitem__(self, name):
-        return self.map.get(name.lower())
-
-    def __contains__(self, name):
-        return name.lower() in self.map
-
-    def items(self):
-        return list(self.lines)
 
 
 class Stats:
@@ -156,17 +119,6 @@ def gzip_body(n):
     return gzip.compress(text_body(n), compresslevel=6, mtime=0)
 
 
-_date_cache = [0, ""]
-
-
-def http_date():
-    now = int(time.time())
-    if _date_cache[0] != now:
-        _date_cache[1] = email.utils.formatdate(now, usegmt=True)
-        _date_cache[0] = now
-    return _date_cache[1]
-
-
 def qint(q, name, default):
     v = q.get(name)
     if v is None or v == "":
@@ -181,110 +133,19 @@ def qfloat(q, name, default):
     return float(v)
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "ferry-fault/1"
+class Handler(http_core.Handler):
+    server_version = "ferry-fault/1"  # in send_error()'s answers to malformed requests
     sys_version = ""
-
-    def log_message(self, *args):  # quiet
-        pass
-
-    def setup(self):
-        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if isinstance(self.request, ssl.SSLSocket):
-            self.request.settimeout(10)
-            self.request.do_handshake()  # in the connection thread, not the accept loop
-            self.request.settimeout(None)
-        super().setup()
-
-    def handle_one_request(self):
-        """Lean HTTP/1.x request reader (BaseHTTPRequestHandler's email-based header parser
-        costs more than the rest of a small request)."""
-        self.close_connection = True
-        try:
-            line = self.rfile.readline(65537)
-        except (TimeoutError, OSError):
-            return
-        if not line:
-            return
-        self.raw_requestline = line
-        self.requestline = line.decode("latin-1").rstrip("\r\n")
-        parts = self.requestline.split()
-        self.request_version = "HTTP/1.1"
-        self.command = None
-        if len(parts) == 0:
-            self.close_connection = False  # stray CRLF between requests
-            return
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1.") or len(line) > 65536:
-            return self.send_error(400, "Bad request line")
-        self.command, self.path, self.request_version = parts
-        self.headers = hdrs = Headers()
-        while True:
-            h = self.rfile.readline(65537)
-            if h in (b"\r\n", b"\n", b""):
-                break
-            if len(hdrs.lines) >= 200:
-                return self.send_error(431)
-            hdrs.add(h)
-        conn = hdrs.get("Connection", "").lower()
-        if self.request_version == "HTTP/1.1":
-            self.close_connection = "close" in conn
-        else:
-            self.close_connection = "keep-alive" not in conn
-        if (self.request_version == "HTTP/1.1"
-                and hdrs.get("Expect", "").lower() == "100-continue"):
-            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        self.dispatch()
-
-    # Any method goes through one dispatcher (GET, POST, PUT, REPORT, PROPFIND, ...).
-    def __getattr__(self, name):
-        if name.startswith("do_"):
-            return self.dispatch
-        raise AttributeError(name)
 
     # ---- helpers -------------------------------------------------------------------------
 
-    def read_body(self):
-        te = self.headers.get("Transfer-Encoding", "")
-        if "chunked" in te.lower():
-            parts = []
-            while True:
-                line = self.rfile.readline(65537)
-                size = int(line.split(b";", 1)[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
-                        pass  # trailers
-                    break
-                parts.append(self.rfile.read(size))
-                self.rfile.readline(65537)
-            return b"".join(parts)
-        n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n > 0 else b""
-
-    def head_bytes(self, status, headers, length=None, reason=None):
-        lines = ["HTTP/1.1 %d %s" % (status, reason or REASONS.get(status, "Status"))]
-        lines.append("Date: " + http_date())
-        for k, v in headers:
-            lines.append("%s: %s" % (k, v))
-        if length is not None:
-            lines.append("Content-Length: %d" % length)
-        if self.close_connection:
-            lines.append("Connection: close")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-    def respond(self, status, body=b"", ctype="text/plain", headers=(), length=None):
+    def respond(self, status, body=b"", ctype="text/plain", headers=()):
         hs = list(headers)
-        no_body = status < 200 or status in (204, 304)
-        if ctype and not no_body and (body or length):
+        if status < 200 or status in (204, 304):
+            return self.write_response(status, hs)  # no body, no Content-Length
+        if ctype and body:
             hs.append(("Content-Type", ctype))
-        if no_body:
-            head = self.head_bytes(status, hs)
-            body = b""
-        else:
-            head = self.head_bytes(status, hs, len(body) if length is None else length)
-        if self.command == "HEAD":
-            body = b""
-        self.wfile.write(head + body)
+        self.write_response(status, hs, body)
 
     def respond_json(self, status, obj, headers=()):
         body = json.dumps(obj, separators=(",", ":")).encode()
@@ -315,11 +176,6 @@ class Handler(BaseHTTPRequestHandler):
         if self.query_string:
             q = {k: v[-1] for k, v in
                  parse_qs(self.query_string, keep_blank_values=True).items()}
-        try:
-            self.body = self.read_body()
-        except (ValueError, OSError):
-            self.close_connection = True
-            return
         if path not in ("/stats", "/stats/reset"):
             STATS.request(path)
         parts = path.strip("/").split("/")
@@ -441,7 +297,7 @@ class Handler(BaseHTTPRequestHandler):
         self.write_pattern(0, m)
 
     def ep_reset(self, arg, q):
-        reset_connection(self)
+        self.reset()
 
     def ep_gzip(self, arg, q):
         n = int(arg)
@@ -502,29 +358,6 @@ class Handler(BaseHTTPRequestHandler):
         self.respond_json(200, STATS.snapshot())
 
 
-def reset_connection(handler):
-    """Abort the connection with a TCP RST (no response)."""
-    handler.close_connection = True
-    sock = handler.connection
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    except OSError:
-        pass
-    for f in (handler.rfile, handler.wfile):
-        try:
-            f.close()
-        except Exception:
-            pass
-    try:
-        if isinstance(sock, ssl.SSLSocket):
-            # close the TCP socket without a TLS close_notify
-            socket.socket(fileno=sock.detach()).close()
-        else:
-            sock.close()
-    except OSError:
-        pass
-
-
 def no_arg(fn):
     def wrapped(self, arg, q):
         if arg is not None:
@@ -563,55 +396,15 @@ ROUTES = {
 }
 
 
-class Server(socketserver.ThreadingMixIn, HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 512
-
-    def server_bind(self):
-        socketserver.TCPServer.server_bind(self)  # skip HTTPServer's getfqdn() lookup
-        self.server_name, self.server_port = self.server_address[:2]
-
-    def process_request(self, request, client_address):
-        STATS.connection()
-        super().process_request(request, client_address)
-
-    def handle_error(self, request, client_address):
-        exc = sys.exc_info()[1]
-        if isinstance(exc, (OSError, ssl.SSLError, ValueError)):
-            return  # client went away, reset, bad TLS: expected in fault tests
-        super().handle_error(request, client_address)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--tls-cert")
     ap.add_argument("--tls-key")
     a = ap.parse_args()
-
-    def stop(signum, frame):
-        sys.exit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    # A parent (Foundation's Process) may hand us a mask with these blocked.
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
-
-    srv = Server(("127.0.0.1", a.port), Handler)
-    if a.tls_cert:
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(a.tls_cert, a.tls_key or None)
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
-    sys.stdout.write("PORT %d\n" % srv.server_address[1])
-    sys.stdout.flush()
-    try:
-        srv.serve_forever(poll_interval=0.5)
-    finally:
-        try:
-            srv.server_close()
-        except Exception:
-            pass
+    http_core.handle_signals()
+    http_core.serve(http_core.Server(Handler, a.port, a.tls_cert, a.tls_key,
+                                     on_accept=STATS.connection))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ Stdlib only (Python 3.11+).  Binds 127.0.0.1 only.
     python3 json_pages_server.py [--port 0] [--count 250]
 
 Prints exactly "PORT <n>" on stdout (flushed) once listening; serves until SIGTERM/SIGINT.
-Threading, HTTP/1.1 keep-alive, TCP_NODELAY, no request logging.
+Threading, HTTP/1.1 keep-alive, TCP_NODELAY, no request logging (http_core.py).
 
 The collection: `count` items {"id": <int>, "updated_at": "2024-01-01T00:00:00.000001"-style
 increasing text, "name": ...}; items are sorted by (updated_at, id) everywhere.  Every listing
@@ -29,13 +29,11 @@ takes `since=<updated_at>` (only items with updated_at > since).
 
 import argparse
 import json
-import signal
-import socket
-import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+import http_core
 
 LOCK = threading.Lock()
 ITEMS = {}
@@ -62,29 +60,22 @@ def listing(q):
         return [dict(it) for it in items]
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+class Handler(http_core.Handler):
+    server_header = True  # http.server's "BaseHTTP/0.6 Python/3.x"
+    methods = {"GET", "POST"}
 
     def send(self, status, obj, headers=()):
         body = json.dumps(obj, ensure_ascii=False).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in headers:
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(body)
+        self.write_response(status, [("Content-Type", "application/json; charset=utf-8")]
+                            + list(headers), body)
 
-    def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
+    def dispatch(self):
+        if self.command == "POST":
+            return self.post()
+        self.get()
+
+    def post(self):
+        body = json.loads(self.body or b"{}")
         path = urlsplit(self.path).path
         with LOCK:
             if path == "/admin/update":
@@ -99,7 +90,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(200, {"created": list(range(first, len(ITEMS) + 1))})
         self.send(404, {"error": "not found"})
 
-    def do_GET(self):
+    def get(self):
         parts = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         path = parts.path
@@ -150,15 +141,8 @@ def main():
     args = ap.parse_args()
     for _ in range(args.count):
         add_item()
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    server.daemon_threads = True
-    signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
-    print("PORT %d" % server.server_address[1], flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    sys.exit(0)
+    http_core.handle_signals()
+    http_core.serve(http_core.Server(Handler, args.port))
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ Parse Server's behaviour.  Stdlib only (Python 3.11+).  Binds 127.0.0.1 only.
                             [--master-key master-secret] [--mount /parse] [--db FILE]
 
 Prints exactly "PORT <n>" on stdout (flushed) once listening; serves until SIGTERM/SIGINT
-(exit 0).  Threading, HTTP/1.1 keep-alive, TCP_NODELAY, no request logging.  Objects live
-in an in-memory sqlite3 database (or FILE with --db).
+(exit 0).  Threading, HTTP/1.1 keep-alive, TCP_NODELAY, no request logging (http_core.py).
+Objects live in an in-memory sqlite3 database (or FILE with --db).
 
 Parse API (under the mount, default /parse; needs X-Parse-Application-Id and either
 X-Parse-REST-API-Key or X-Parse-Master-Key, else 403 {"error":"unauthorized"}):
@@ -61,27 +61,21 @@ Test control (no auth, JSON bodies):
 """
 
 import argparse
-import email.utils
 import json
 import random
 import re
-import signal
-import socket
-import socketserver
 import sqlite3
 import string
-import struct
-import sys
 import threading
 import time
 from collections import deque
 from datetime import datetime, timezone
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from urllib.parse import parse_qs, unquote
 
+import http_core
+from http_core import REASONS
+
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-REASONS = {int(s): s.phrase for s in HTTPStatus}
 ALNUM = string.ascii_letters + string.digits
 BUILTIN = ("objectId", "createdAt", "updatedAt")
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -772,6 +766,10 @@ class Stats:
         self.skip_used = 0
         self.queries = deque(maxlen=100)
 
+    def connection(self):
+        with self.lock:
+            self.connections += 1
+
     def hit(self, route):
         with self.lock:
             self.requests += 1
@@ -788,120 +786,10 @@ class Stats:
 # HTTP
 # ---------------------------------------------------------------------------------------
 
-class Headers:
-    """Minimal case-insensitive request header map."""
-    __slots__ = ("lines", "map")
-
-    def __init__(self):
-        self.lines = []
-        self.map = {}
-
-    def add(self, raw):
-        k, _, v = raw.decode("latin-1").partition(":")
-        k, v = k.strip(), v.strip()
-        self.lines.append((k, v))
-        lk = k.lower()
-        self.map[lk] = self.map[lk] + ", " + v if lk in self.map else v
-
-    def get(self, name, default=None):
-        return self.map.get(name.lower(), default)
-
-    def __getitem__(self, name):
-        return self.map.get(name.lower())
-
-    def __contains__(self, name):
-        return name.lower() in self.map
-
-    def items(self):
-        return list(self.lines)
-
-
-_date_cache = [0, ""]
-
-
-def http_date():
-    now = int(time.time())
-    if _date_cache[0] != now:
-        _date_cache[1] = email.utils.formatdate(now, usegmt=True)
-        _date_cache[0] = now
-    return _date_cache[1]
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "ferry-parse/1"
+class Handler(http_core.Handler):
+    server_version = "ferry-parse/1"  # in send_error()'s answers to malformed requests
     sys_version = ""
-
-    def log_message(self, *args):
-        pass
-
-    def setup(self):
-        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        super().setup()
-
-    def handle_one_request(self):
-        self.close_connection = True
-        try:
-            line = self.rfile.readline(65537)
-        except (TimeoutError, OSError):
-            return
-        if not line:
-            return
-        self.raw_requestline = line
-        self.requestline = line.decode("latin-1").rstrip("\r\n")
-        parts = self.requestline.split()
-        self.request_version = "HTTP/1.1"
-        self.command = None
-        if not parts:
-            self.close_connection = False
-            return
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1.") or len(line) > 65536:
-            return self.send_error(400, "Bad request line")
-        self.command, self.path, self.request_version = parts
-        self.headers = hdrs = Headers()
-        while True:
-            h = self.rfile.readline(65537)
-            if h in (b"\r\n", b"\n", b""):
-                break
-            if len(hdrs.lines) >= 200:
-                return self.send_error(431)
-            hdrs.add(h)
-        conn = hdrs.get("Connection", "").lower()
-        if self.request_version == "HTTP/1.1":
-            self.close_connection = "close" in conn
-        else:
-            self.close_connection = "keep-alive" not in conn
-        if self.request_version == "HTTP/1.1" and hdrs.get("Expect", "").lower() == "100-continue":
-            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        try:
-            self.dispatch()
-        except ConnectionError:
-            self.close_connection = True
-
-    def read_body(self):
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            parts = []
-            while True:
-                size = int(self.rfile.readline(65537).split(b";", 1)[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
-                        pass
-                    break
-                parts.append(self.rfile.read(size))
-                self.rfile.readline(65537)
-            return b"".join(parts)
-        n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n > 0 else b""
-
-    def head_bytes(self, status, headers, length):
-        lines = ["HTTP/1.1 %d %s" % (status, REASONS.get(status, "Status")),
-                 "Date: " + http_date(), "X-Powered-By: Express"]
-        lines += ["%s: %s" % kv for kv in headers]
-        if length is not None:
-            lines.append("Content-Length: %d" % length)
-        if self.close_connection:
-            lines.append("Connection: close")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    fixed_headers = (("X-Powered-By", "Express"),)
 
     def respond(self, status, body, ctype="application/json; charset=utf-8", headers=()):
         if isinstance(body, str):
@@ -909,8 +797,7 @@ class Handler(BaseHTTPRequestHandler):
         hs = list(headers)
         if ctype:
             hs.append(("Content-Type", ctype))
-        head = self.head_bytes(status, hs, len(body))
-        self.wfile.write(head if self.command == "HEAD" else head + body)
+        self.write_response(status, hs, body)
 
     def respond_json(self, status, obj, headers=()):
         self.respond(status, jdump(obj), headers=headers)
@@ -924,11 +811,6 @@ class Handler(BaseHTTPRequestHandler):
         srv = self.server
         raw_path, _, self.query_string = self.path.partition("?")
         path = unquote(raw_path)
-        try:
-            self.body = self.read_body()
-        except (ValueError, OSError):
-            self.close_connection = True
-            return
         q = {}
         if self.query_string:
             q = {k: v[-1] for k, v in
@@ -1111,7 +993,7 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(secs)
             return True
         if kind == "reset":
-            reset_connection(self)
+            self.reset()
             return True
         if kind == "stall":
             time.sleep(secs)
@@ -1157,45 +1039,6 @@ class Handler(BaseHTTPRequestHandler):
         self.respond_json(404, {"error": "unknown admin endpoint", "path": what})
 
 
-def reset_connection(handler):
-    """Abort the connection with a TCP RST (no response)."""
-    handler.close_connection = True
-    sock = handler.connection
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    except OSError:
-        pass
-    for f in (handler.rfile, handler.wfile):
-        try:
-            f.close()
-        except Exception:
-            pass
-    try:
-        sock.close()
-    except OSError:
-        pass
-
-
-class Server(socketserver.ThreadingMixIn, HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 512
-
-    def server_bind(self):
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
-
-    def process_request(self, request, client_address):
-        with self.stats.lock:
-            self.stats.connections += 1
-        super().process_request(request, client_address)
-
-    def handle_error(self, request, client_address):
-        if isinstance(sys.exc_info()[1], (OSError, ValueError)):
-            return
-        super().handle_error(request, client_address)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=0)
@@ -1205,30 +1048,16 @@ def main():
     ap.add_argument("--mount", default="/parse")
     ap.add_argument("--db", default=None, help="sqlite file (default: in memory)")
     a = ap.parse_args()
+    http_core.handle_signals()
 
-    def stop(signum, frame):
-        sys.exit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    # A parent (Foundation's Process) may hand us a mask with these blocked.
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
-
-    srv = Server(("127.0.0.1", a.port), Handler)
+    stats = Stats()
+    srv = http_core.Server(Handler, a.port, on_accept=stats.connection)
     srv.app_id, srv.rest_key, srv.master_key = a.app_id, a.rest_key, a.master_key
     srv.mount = "/" + a.mount.strip("/") if a.mount.strip("/") else ""
     srv.store = Store(a.db)
     srv.faults = Faults()
-    srv.stats = Stats()
-    sys.stdout.write("PORT %d\n" % srv.server_address[1])
-    sys.stdout.flush()
-    try:
-        srv.serve_forever(poll_interval=0.5)
-    finally:
-        try:
-            srv.server_close()
-        except Exception:
-            pass
+    srv.stats = stats
+    http_core.serve(srv)
 
 
 if __name__ == "__main__":
