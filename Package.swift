@@ -41,7 +41,15 @@ let package = Package(
         ),
         .executableTarget(
             name: "ferry-bench",
-            dependencies: ["FerryKit", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["FerryKit", "FerryTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
+        // What the tests and the benchmarks share: loopback servers (Ferry's Python servers,
+        // nginx), a pass run into a recording sink, seeded data, a scheduler environment driven
+        // by hand. A target of its own, because a test target cannot be imported.
+        .target(
+            name: "FerryTestSupport",
+            dependencies: ["FerryKit", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         // Crash-test helper: merges deterministic batches in a loop until SIGKILLed
@@ -61,7 +69,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FerryKitTests",
-            dependencies: ["FerryKit"],
+            dependencies: ["FerryKit", "FerryTestSupport"],
             swiftSettings: strict
         ),
     ],

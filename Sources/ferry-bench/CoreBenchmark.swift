@@ -1,5 +1,6 @@
 import ArgumentParser
 import FerryKit
+import FerryTestSupport
 import Foundation
 
 /// `ferry-bench core`: the core runtime against the `curl` command line, in the same run.
@@ -47,14 +48,13 @@ struct CoreBenchmark: ParsableCommand {
     var only = "a,b,c,d"
 
     func run() throws {
-        let root = Self.repositoryRoot()
         var results: [Row] = []
         let parts = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
 
-        let python = try BenchServer.python(repositoryRoot: root)
+        let python = try TestServer.fault()
         defer { python.stop() }
         let bodyName = "body-\(bodyBytes).bin"
-        let nginx = noNginx ? nil : try BenchServer.nginx(files: [bodyName: bodyBytes, "small": 3])
+        let nginx = noNginx ? nil : try NginxServer.start(files: [bodyName: bodyBytes, "small": 3])
         defer { nginx?.stop() }
 
         if parts.contains("a") {
@@ -62,10 +62,10 @@ struct CoreBenchmark: ParsableCommand {
         }
 
         // b. Small GETs on keep-alive connections.
-        var smallServers: [BenchServer] = [python]
+        var smallServers: [any LoopbackServer] = [python]
         if let nginx { smallServers.append(nginx) }
         for server in smallServers where parts.contains("b") {
-            Self.say("== b. \(requests) small GETs, \(connections) operations vs curl --parallel-max \(connections) (\(server.kind.rawValue))")
+            Self.say("== b. \(requests) small GETs, \(connections) operations vs curl --parallel-max \(connections) (\(server.name))")
             results.append(try compareSmall(server: server, decidesVerdict: server === smallServers.last))
         }
         python.stop()
@@ -130,21 +130,21 @@ struct CoreBenchmark: ParsableCommand {
     }
 
     /// a. Picks the faster server by one curl download from each, then compares on it.
-    private func measureBody(python: BenchServer, nginx: BenchServer?, bodyName: String) throws -> Row {
+    private func measureBody(python: TestServer, nginx: NginxServer?, bodyName: String) throws -> Row {
         Self.say("== a. \(Self.megabytes(bodyBytes)) body: callback path vs curl -o /dev/null")
-        var best = (server: python, url: "\(python.baseURL)/bytes/\(bodyBytes)", seconds: Double.infinity)
+        var best = (server: python as any LoopbackServer, url: "\(python.baseURL)/bytes/\(bodyBytes)", seconds: Double.infinity)
         var candidates = [best]
         if let nginx { candidates.append((nginx, "\(nginx.baseURL)/\(bodyName)", .infinity)) }
         for candidate in candidates {
             let seconds = try Self.curl(["-s", "-f", "-o", "/dev/null", candidate.url])
-            Self.say("   server probe: \(candidate.server.kind.rawValue) serves curl at \(Self.rate(Double(bodyBytes) / seconds / 1e6, "MB/s"))")
+            Self.say("   server probe: \(candidate.server.name) serves curl at \(Self.rate(Double(bodyBytes) / seconds / 1e6, "MB/s"))")
             if seconds < best.seconds { best = (candidate.server, candidate.url, seconds) }
         }
-        Self.say("   using \(best.server.kind.rawValue) (the faster server)")
-        return try compareBody(url: best.url, server: best.server.kind)
+        Self.say("   using \(best.server.name) (the faster server)")
+        return try compareBody(url: best.url, server: best.server.name)
     }
 
-    private func compareBody(url: String, server: BenchServer.Kind) throws -> Row {
+    private func compareBody(url: String, server: String) throws -> Row {
         var ferry: [Double] = []
         var curl: [Double] = []
         for round in 1...rounds {
@@ -161,11 +161,11 @@ struct CoreBenchmark: ParsableCommand {
             curl.append(Double(bodyBytes) / curlSeconds / 1e6)
             Self.say("   round \(round): ferry \(Self.rate(ferry.last!, "MB/s")) (CPU \(Self.fixed(ferryUsed, 2)) s), curl \(Self.rate(curl.last!, "MB/s")) (CPU \(Self.fixed(curlUsed, 2)) s)")
         }
-        return Row(name: "\(Self.megabytes(bodyBytes)) body (\(server.rawValue))", unit: "MB/s",
+        return Row(name: "\(Self.megabytes(bodyBytes)) body (\(server))", unit: "MB/s",
                    ferry: Self.median(ferry), curl: Self.median(curl), goal: 0.8, verdictCounts: true)
     }
 
-    private func compareSmall(server: BenchServer, decidesVerdict: Bool) throws -> Row {
+    private func compareSmall(server: any LoopbackServer, decidesVerdict: Bool) throws -> Row {
         let urls = (0..<requests).map { "\(server.baseURL)/small?i=\($0)" }
         // The same URLs for curl, in a -K config file, every response to /dev/null.
         let configFile = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-bench-urls-\(getpid()).conf")
@@ -194,7 +194,7 @@ struct CoreBenchmark: ParsableCommand {
             let perRequest = { (cpu: Double) in Self.fixed(cpu / Double(requests) * 1e6, 1) + " µs CPU/req" }
             Self.say("   round \(round): ferry \(Self.rate(ferry.last!, "req/s")) (\(perRequest(ferryUsed)), \(opened) connections opened\(ferryServerConnections.map { ", server saw \($0)" } ?? "")), curl \(Self.rate(curl.last!, "req/s")) (\(perRequest(curlUsed))\(curlServerConnections.map { ", server saw \($0) connections" } ?? ""))")
         }
-        return Row(name: "\(requests) small GETs (\(server.kind.rawValue))", unit: "req/s",
+        return Row(name: "\(requests) small GETs (\(server.name))", unit: "req/s",
                    ferry: Self.median(ferry), curl: Self.median(curl), goal: 0.9, verdictCounts: decidesVerdict)
     }
 
@@ -209,14 +209,14 @@ struct CoreBenchmark: ParsableCommand {
     }
 
     /// Zeroes the fault server's counters (nginx has none).
-    private static func resetStats(_ server: BenchServer) throws {
-        guard server.kind == .python else { return }
+    private static func resetStats(_ server: any LoopbackServer) throws {
+        guard server is TestServer else { return }
         _ = try curl(["-s", "-f", "-o", "/dev/null", server.baseURL + "/stats/reset"])
     }
 
     /// Connections the fault server accepted since its last reset; nil for nginx.
-    private static func serverConnections(_ server: BenchServer) throws -> Int? {
-        guard server.kind == .python else { return nil }
+    private static func serverConnections(_ server: any LoopbackServer) throws -> Int? {
+        guard server is TestServer else { return nil }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         process.arguments = ["-s", "-f", server.baseURL + "/stats"]
@@ -316,15 +316,5 @@ struct CoreBenchmark: ParsableCommand {
 
     static func megabytes(_ bytes: Int) -> String {
         "\(bytes / 1_000_000) MB"
-    }
-
-    /// The repository: the current directory when it holds the test servers (`swift run` from
-    /// the checkout), else found from this source file's path.
-    static func repositoryRoot() -> URL {
-        let current = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-        if FileManager.default.fileExists(atPath: current.appendingPathComponent("Tests/Servers/fault_server.py").path) {
-            return current
-        }
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 }

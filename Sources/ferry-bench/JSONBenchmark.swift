@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import FerryKit
+import FerryTestSupport
 
 /// `ferry-bench json-parse`: JSONRecordScanner throughput against Foundation's JSONSerialization
 /// on the same generated pages, in the same run.
@@ -20,7 +21,7 @@ struct JSONBenchmark: ParsableCommand {
         let bytes = pages.reduce(0) { $0 + $1.count }
         print("pages: \(pages.count) × \(pageSize) records, \(bytes / 1_000_000) MB, \(bytes / max(records, 1)) bytes/record")
 
-        let scanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "id", versionPath: "updated_at",
+        let scanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId", versionPath: "updatedAt",
                                                       fieldPaths: ["next", "count"]))
         var scanned = 0
         let scanSeconds = try Self.best(rounds) {
@@ -75,31 +76,14 @@ struct JSONBenchmark: ParsableCommand {
         return best
     }
 
-    /// Pages like a paginated API's: `{"count":N,"next":URL,"results":[...]}` with records of
-    /// a 16-hex id, an ISO timestamp, and text fields padded to the record size.
+    /// Pages like a paginated API's (``SampleRecords``), each record padded with text to
+    /// about `recordBytes`.
     static func makePages(records: Int, pageSize: Int, recordBytes: Int) -> [Data] {
-        var pages: [Data] = []
-        var generator = SystemRandomNumberGenerator()
-        let words = ["lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed", "do", "café", "naïve"]
-        var index = 0
-        while index < records {
-            let count = min(pageSize, records - index)
-            var text = "{\"count\":\(records),\"next\":\"http://127.0.0.1/items?page=\(pages.count + 2)\",\"results\":["
-            for offset in 0..<count {
-                if offset > 0 { text += "," }
-                let id = String(UInt64.random(in: 0...UInt64.max, using: &generator), radix: 16)
-                var record = "{\"id\":\"\(id)\",\"updated_at\":\"2024-03-\(10 + offset % 18)T12:00:\(10 + offset % 50).000Z\","
-                    + "\"n\":\(index + offset),\"active\":true,\"score\":\(Double(offset) / 7),\"tags\":[\"a\",\"b\"],\"text\":\""
-                while record.utf8.count < recordBytes - 2 {
-                    record += words.randomElement(using: &generator)! + " "
-                }
-                record += "\"}"
-                text += record
-            }
-            text += "]}"
-            pages.append(Data(text.utf8))
-            index += count
+        var generator = SeededGenerator(seed: 11)
+        let extra = #","text":""# + String(repeating: "lorem ipsum ", count: max(0, recordBytes - 360) / 12) + "\""
+        return stride(from: 0, to: records, by: pageSize).map { index in
+            SampleRecords.page(&generator, index: index, count: min(pageSize, records - index), total: records,
+                               next: "http://127.0.0.1/items?page=\(index / pageSize + 2)", extra: extra)
         }
-        return pages
     }
 }

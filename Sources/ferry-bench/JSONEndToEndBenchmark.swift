@@ -1,6 +1,7 @@
 import ArgumentParser
 import CSQLite
 import FerryKit
+import FerryTestSupport
 import Foundation
 
 /// `ferry-bench json-e2e`: issue 7's paginated-JSON benchmark. A million ~370-byte records as
@@ -51,7 +52,7 @@ struct JSONEndToEndBenchmark: ParsableCommand {
         print(String(format: "rendered %d records in %d pages of %d, %.0f MB (%.0f bytes/record) in %.1f s",
                      records, pages.pageCount, pageSize, Double(bytes) / 1e6, Double(bytes) / Double(max(records, 1)),
                      (ContinuousClock.now - clock).seconds))
-        guard let server = try BenchServer.nginx(serving: www, probe: StaticPages.path(ofPage: 1)) else {
+        guard let server = try NginxServer.start(serving: www, probe: StaticPages.path(ofPage: 1)) else {
             throw BenchError.serverDidNotStart("no nginx binary (apt install nginx)")
         }
         defer { server.stop() }

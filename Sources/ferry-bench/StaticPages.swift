@@ -1,11 +1,12 @@
 import FerryKit
+import FerryTestSupport
 import Foundation
 
 /// A paginated JSON collection pre-rendered as static files, for nginx to serve: page `n` is
 /// `<root>/pages/<n>.json`, shaped like a typical REST listing,
 /// `{"count":N,"next":"/pages/<n+1>.json","results":[...]}` (the last page has `"next":null`).
 ///
-/// Records are ``StoreBenchmark/record(_:version:)``'s ~370-byte objects with random 16-hex
+/// Records are ``SampleRecords/record(_:version:)``'s ~370-byte objects with random 16-hex
 /// `objectId`s from a seeded generator and an `updatedAt` that grows with the position (the
 /// order an API sorted by its updated field would give). Pages are written one at a time, so
 /// generating a million records needs memory for one page only.
@@ -25,23 +26,14 @@ struct StaticPages {
         let directory = root.appendingPathComponent("pages")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o755])
-        var generator = SplitMix64(seed: seed)
+        var generator = SeededGenerator(seed: seed)
         var total: Int64 = 0
         var index = 0
         for number in 1...max(pageCount, 1) {
             let count = min(pageSize, records - index)
-            var page = Data()
-            page.reserveCapacity(count * 400 + 128)
-            let next = number < pageCount ? "\"\(Self.path(ofPage: number + 1))\"" : "null"
-            page.append(contentsOf: Array("{\"count\":\(records),\"next\":\(next),\"results\":[".utf8))
-            for offset in 0..<count {
-                if offset > 0 { page.append(UInt8(ascii: ",")) }
-                // The store benchmark's ~350-byte record, padded to issue 7's ~370 bytes.
-                let body = StoreBenchmark.record(&generator, version: Self.version(of: index + offset)).body
-                page.append(body.dropLast())
-                page.append(contentsOf: Self.padding)
-            }
-            page.append(contentsOf: Array("]}".utf8))
+            let next = number < pageCount ? Self.path(ofPage: number + 1) : nil
+            // The store benchmark's ~350-byte record, padded to ~370 bytes.
+            let page = SampleRecords.page(&generator, index: index, count: count, total: records, next: next, extra: Self.padding)
             let path = directory.appendingPathComponent("\(number).json").path
             guard FileManager.default.createFile(atPath: path, contents: page, attributes: [.posixPermissions: 0o644]) else {
                 throw BenchError.serverDidNotStart("cannot write \(path)")
@@ -52,15 +44,7 @@ struct StaticPages {
         return total
     }
 
-    /// An ISO timestamp that grows with the record's position (one second apart). Months are
-    /// taken as 28 days so the arithmetic stays trivial; the text still sorts in record order.
-    static func version(of index: Int) -> String {
-        let days = index / 86_400, seconds = index % 86_400
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.000Z", 2024 + days / 336, 1 + (days / 28) % 12, 1 + days % 28,
-                      seconds / 3600, seconds / 60 % 60, seconds % 60)
-    }
-
-    private static let padding = Array(#","source":"json-e2e-bench"}"#.utf8)
+    private static let padding = #","source":"json-e2e-bench""#
 
     /// The scanner layout of these pages (the same options the JSON store is configured with).
     static let layout = JSONRecordScanner.Layout(recordsPath: "results", idPath: "objectId", versionPath: "updatedAt",

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CSQLite
 import FerryKit
+import FerryTestSupport
 import Foundation
 
 /// `ferry-bench store`: the merge engine against a raw prepared-upsert loop over the same rows,
@@ -56,13 +57,13 @@ struct StoreBenchmark: ParsableCommand {
             var rawTime = 0.0
             var mergeTime = 0.0
             var counts = MergeCounts()
-            var generator = SplitMix64(seed: 42)
+            var generator = SeededGenerator(seed: 42)
             var remaining = records
             var batchNumber = 0
             while remaining > 0 {
                 let count = min(Self.batchSize, remaining)
                 remaining -= count
-                let batch = (0..<count).map { _ in Self.record(&generator, version: version) }
+                let batch = (0..<count).map { _ in SampleRecords.record(&generator, version: version) }
                 let changes = ChangeBatch(changes: batch.map { .upsert($0) }, cursor: "\(remaining)")
                 for rawSide in batchNumber % 2 == 0 ? [true, false] : [false, true] {
                     let start = DispatchTime.now().uptimeNanoseconds
@@ -94,36 +95,9 @@ struct StoreBenchmark: ParsableCommand {
         print("peak RSS: \(Self.peakRSS())")
     }
 
-    /// One ~370-byte JSON record with a random 16-hex id.
-    static func record(_ generator: inout SplitMix64, version: String) -> RemoteRecord {
-        let id = String(generator.next(), radix: 16).leftPadded(to: 16)
-        let n = generator.next()
-        let body = #"{"objectId":"\#(id)","updatedAt":"\#(version)","createdAt":"2023-03-04T05:06:07.000Z","name":"Person \#(n % 100_000)","email":"user\#(n % 1_000_000)@example.org","phone":"+47 \#(n % 90_000_000 + 10_000_000)","city":"Oslo","score":\#(n % 1000),"active":true,"tags":["alpha","beta","gamma"],"notes":"Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor."}"#
-        return RemoteRecord(id: id, version: version, body: Data(body.utf8))
-    }
-
     static func peakRSS() -> String {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return "unknown" }
         return line.dropFirst("VmHWM:".count).trimmingCharacters(in: .whitespaces)
-    }
-}
-
-/// Seeded, so the raw and merge sides (and both phases) see the same ids.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-extension String {
-    func leftPadded(to length: Int) -> String {
-        count >= length ? self : String(repeating: "0", count: length - count) + self
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// An operation that finishes synchronously, asynchronously, or only when cancelled.
 private final class ProbeOperation: AsyncOperation<Int>, @unchecked Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// Does nothing until cancelled or told to finish; records which thread ran what.
 final class ParkedOperation: RunLoopOperation<Void>, @unchecked Sendable {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// Per-response string work moved to bytes for the small-request benchmark (URL redaction,
 /// header-name comparison). The earlier implementations are the references.

@@ -1,4 +1,5 @@
 import FerryKit
+import FerryTestSupport
 import Foundation
 import Testing
 

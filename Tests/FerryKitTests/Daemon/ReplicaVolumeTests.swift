@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// ``ReplicaVolume/probe(databasePath:)`` on real file systems: a temporary directory, a full
 /// tmpfs and a read-only tmpfs. The last two need root (mount); without it they are skipped

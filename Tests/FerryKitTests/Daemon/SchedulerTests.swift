@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import FerryTestSupport
 import Testing
 @testable import FerryKit
 
@@ -202,55 +203,5 @@ struct SchedulerTests {
         environment.started[0].finish(.success(Self.report("a")))
         #expect(scheduler.snapshot.neverSynced == ["b"])
         #expect(scheduler.snapshot.running == ["b"])
-    }
-}
-
-/// A ``SchedulerEnvironment`` the test drives: its clock moves only when told, its passes end
-/// only when the test finishes them.
-final class FakeSchedulerEnvironment: SchedulerEnvironment {
-    var now = ContinuousClock.now
-    var unit = 0.5
-    var wakeAt: ContinuousClock.Instant?
-    var maxConcurrentPasses = 4
-    var started: [FakePass] = []
-
-    func randomUnit() -> Double { unit }
-
-    func wake(at instant: ContinuousClock.Instant?) { wakeAt = instant }
-
-    func startPass(_ request: PassRequest, completion: @escaping (Result<PassReport, SyncError>) -> Void) -> any ScheduledPass {
-        let pass = FakePass(request: request, startedAt: now, completion: completion)
-        started.append(pass)
-        return pass
-    }
-
-    func diagnoseReplica() -> String? { nil }
-
-    /// Moves the clock, ticking the scheduler when its wake-up comes due.
-    func advance(by duration: Duration, _ scheduler: Scheduler) {
-        now = now + duration
-        if let wakeAt, wakeAt <= now { scheduler.tick() }
-    }
-}
-
-final class FakePass: ScheduledPass {
-    let request: PassRequest
-    var lastAdvance: ContinuousClock.Instant
-    var isRunning = true
-    private(set) var cancelled = false
-    private var completion: ((Result<PassReport, SyncError>) -> Void)?
-
-    init(request: PassRequest, startedAt: ContinuousClock.Instant, completion: @escaping (Result<PassReport, SyncError>) -> Void) {
-        self.request = request
-        self.lastAdvance = startedAt
-        self.completion = completion
-    }
-
-    func cancel() { cancelled = true }
-
-    func finish(_ result: Result<PassReport, SyncError>) {
-        guard let completion else { preconditionFailure("pass finished twice") }
-        self.completion = nil
-        completion(result)
     }
 }

@@ -1,4 +1,5 @@
 @testable import FerryKit
+import FerryTestSupport
 import Foundation
 import Testing
 

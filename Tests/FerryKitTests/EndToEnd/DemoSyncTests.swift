@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// The quick start's main job, in-process: the bundled configuration syncs the bundled demo
 /// pages into a fresh SQLite file, offline.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// `ferryd` as a real process (outside systemd) against the Parse test server: passes land rows,
 /// SIGHUP reloads synchronously through `ferry reload`, a broken file keeps the old

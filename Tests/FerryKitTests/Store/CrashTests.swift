@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// The built helper binaries sit next to the test bundle (`.build/debug/`).
 func builtProduct(_ name: String) -> String? {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// The merge rules without SQLite (``MergePlan``), and proof that the SQL merge, fast paths
 /// included, does exactly what they say.

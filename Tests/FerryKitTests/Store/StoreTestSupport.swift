@@ -1,20 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
-
-/// A fresh directory under /tmp for one test's replica files, removed at deinit.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-store-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
+import FerryTestSupport
 
 /// A JSON record body for tests.
 func record(_ id: String, version: String, _ value: String = "v") -> RecordChange {

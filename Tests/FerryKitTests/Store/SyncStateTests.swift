@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 @Suite("Replica sync state and change log")
 struct SyncStateTests {

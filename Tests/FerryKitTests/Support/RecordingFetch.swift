@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 @testable import FerryKit
+import FerryTestSupport
 
 /// What a ``RecordingFetch`` saw.
 struct FetchRecord: Sendable {

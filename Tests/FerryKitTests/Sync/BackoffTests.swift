@@ -1,5 +1,6 @@
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 @Suite("Backoff")
 struct BackoffTests {

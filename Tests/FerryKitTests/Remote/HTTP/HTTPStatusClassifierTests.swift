@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// The one mapping of HTTP answers to errors, read as a table: every kind uses it.
 @Suite struct HTTPStatusClassifierTests {

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// JSONCollectionSource against Datasette (pip, $FERRY_VENV) serving a SQLite file that the test
 /// changes while it serves. Skipped when Datasette is not installed, a failure when CI=true.
@@ -31,7 +32,7 @@ import Testing
             """, [database])
         let port = Int(try Self.python("import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
             .trimmingCharacters(in: .whitespacesAndNewlines))!
-        let server = try KillableServer(shellCommand: "'\(Self.datasette)' serve '\(database)' --host 127.0.0.1 --port \(port) --setting default_page_size 50", port: port)
+        let server = try TestServer.command("'\(Self.datasette)' serve '\(database)' --host 127.0.0.1 --port \(port) --setting default_page_size 50", port: port)
         var ready = false
         for _ in 0..<150 where !ready {
             ready = (try? server.control("/-/versions.json")).map { !$0.isEmpty } ?? false
@@ -45,10 +46,8 @@ import Testing
             "records-path": "rows", "pagination": "next-url:next_url", "updated-param": "updated_at__gt", "page-size-param": "_size",
             "page-size": "70",
         ])
-        func sync(_ cursor: String?) throws -> CollectedPages {
-            try SourcePassOperation.run(PassPlan(cursor: cursor, reconcile: false)) { () throws(SyncError) -> any RemoteSource in
-                try makeSource(for: store)
-            }
+        func sync(_ cursor: String?) throws -> CollectedPass {
+            try SourceRun(store: store, plan: PassPlan(cursor: cursor, reconcile: false)).runToCompletion()
         }
         let first = try sync(nil)
         #expect(first.error == nil)
@@ -62,12 +61,12 @@ import Testing
             db.execute("INSERT INTO items VALUES (301, 'new', '2024-02-01 00:00:000002')")
             db.commit()
             """, [database])
-        let second = try sync(first.lastCursor)
+        let second = try sync(first.finalCursor)
         #expect(second.error == nil)
         #expect(second.records.map(\.id) == ["5", "150", "301"])
         let body = try JSONSerialization.jsonObject(with: second.records[0].body) as? [String: Any]
         #expect(body?["name"] as? String == "changed")
-        let third = try sync(second.lastCursor)
+        let third = try sync(second.finalCursor)
         #expect(third.records.isEmpty)
     }
 }

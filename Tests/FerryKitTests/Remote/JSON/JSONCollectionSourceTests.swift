@@ -2,12 +2,13 @@ import Foundation
 import Logging
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// JSONCollectionSource against json_pages_server.py (Link, next-url and cursor pagination,
 /// rate limits, loops), fault_server.py (/etag: conditional requests) and file:// chains.
 @Suite(.serialized) struct JSONCollectionSourceTests {
-    static func startPages() throws -> KillableServer {
-        try KillableServer(script: "Tests/Servers/json_pages_server.py", arguments: ["--count", "250"])
+    static func startPages() throws -> TestServer {
+        try TestServer.python("json_pages_server.py", arguments: ["--count", "250"])
     }
 
     static func store(_ url: String, _ options: [String: String], pageSize: Int = 40) throws -> StoreConfiguration {
@@ -17,15 +18,13 @@ import Testing
     /// One pass; `batchTarget` (records per batch) defaults to one page per batch here, so
     /// the tests see page boundaries, with no time-based flush.
     static func sync(_ store: StoreConfiguration, cursor: String? = nil, reconcile: Bool = false, batchTarget: Int = 1,
-                     configure: @escaping (PageCollectingSink, any RemoteSource) -> Void = { _, _ in }) throws -> CollectedPages {
-        try SourcePassOperation.run(PassPlan(cursor: cursor, reconcile: reconcile), configure: { sink, source in
+                     configure: @escaping (CollectingSink, any RemoteSource) -> Void = { _, _ in }) throws -> CollectedPass {
+        try SourceRun(store: store, plan: PassPlan(cursor: cursor, reconcile: reconcile), configure: { sink, source in
             let json = source as? JSONCollectionSource
             json?.batchTarget = batchTarget
             json?.maxBatchDelay = .seconds(3600)
             configure(sink, source)
-        }) { () throws(SyncError) -> any RemoteSource in
-            try makeSource(for: store)
-        }
+        }).runToCompletion()
     }
 
     @Test func linkHeaderPagination() throws {
@@ -40,7 +39,7 @@ import Testing
         #expect(pass.offLoopCalls == 0 && pass.callsAfterEnd == 0)
         // Without updated-param only the last page commits the cursor.
         #expect(pass.batches.dropLast().allSatisfy { $0.cursor == nil })
-        let cursor = try #require(pass.lastCursor)
+        let cursor = try #require(pass.finalCursor)
         #expect(cursor.contains("2024-01-01T00:00:00.000250"))
         let body = try JSONSerialization.jsonObject(with: pass.records[0].body) as? [String: Any]
         #expect(body?["name"] as? String == "item 1 é")
@@ -56,10 +55,10 @@ import Testing
         #expect(first.batches.allSatisfy { $0.cursor != nil }, "sorted pages commit per page")
         _ = try server.control("/admin/update", method: "POST", body: #"{"ids":[3,77,140]}"#)
         _ = try server.control("/admin/create", method: "POST", body: #"{"count":2}"#)
-        let second = try Self.sync(store, cursor: first.lastCursor)
+        let second = try Self.sync(store, cursor: first.finalCursor)
         #expect(second.error == nil)
         #expect(second.records.map(\.id) == ["3", "77", "140", "251", "252"])
-        let third = try Self.sync(store, cursor: second.lastCursor)
+        let third = try Self.sync(store, cursor: second.finalCursor)
         #expect(third.records.isEmpty)
         #expect(third.outcome?.requests == 1)
     }
@@ -98,7 +97,7 @@ import Testing
     }
 
     @Test func conditionalRequestCostsOne304() throws {
-        let server = try KillableServer(script: "Tests/Servers/fault_server.py")
+        let server = try TestServer.fault()
         // /etag's body is not a collection, so the first pass fails to parse it; the validators
         // are what matters: give the pass a cursor carrying them as a previous pass would.
         let url = server.baseURL + "/etag"
@@ -134,7 +133,7 @@ import Testing
         #expect(pass.error == nil)
         #expect(pass.records.map(\.id) == ["a", "b", "c", "d"])
         #expect(pass.problems.count == 1 && pass.problems[0].position == 1)
-        #expect(JSONCollectionCursor(stored: pass.lastCursor ?? "")?.highWater == "5")
+        #expect(JSONCollectionCursor(stored: pass.finalCursor ?? "")?.highWater == "5")
         // A truncated page: a typed error naming the byte, nothing of the page handed over.
         try Data(#"{"rows":[{"id":"c","v":3},{"id":"#.utf8).write(to: directory.appendingPathComponent("page2.json"))
         let broken = try Self.sync(store)
@@ -195,7 +194,7 @@ import Testing
             sink.afterBatch = { [weak sink, weak source] number in
                 guard number == 2 else { return }
                 source?.cancel()
-                sink?.end()
+                sink?.markEnded()
             }
         }
         #expect(pass.batches.count == 2)
@@ -216,7 +215,7 @@ import Testing
         let pass = try Self.sync(store, batchTarget: 10_000)
         #expect(pass.batches.count == 1)
         #expect(pass.records.map(\.id) == ["a", "b"])
-        #expect(pass.lastCursor == nil, "an unsorted collection commits its cursor only after the last page")
+        #expect(pass.finalCursor == nil, "an unsorted collection commits its cursor only after the last page")
         #expect(pass.error?.kind == .malformedResponse)
         #expect(pass.error?.url.hasSuffix("page3.json") == true)
     }

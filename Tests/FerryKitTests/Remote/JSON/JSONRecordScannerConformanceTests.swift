@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// RFC 8259 conformance of the scanner's validator, in the style of JSONTestSuite's y_/n_ cases.
 @Suite struct JSONRecordScannerConformanceTests {

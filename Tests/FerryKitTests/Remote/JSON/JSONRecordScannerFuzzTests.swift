@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// The scanner against Foundation's JSONSerialization: generated pages must agree record by
 /// record, and seeded random mutations of valid pages must never crash the scanner and must get

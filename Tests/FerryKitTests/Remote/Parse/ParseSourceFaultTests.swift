@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// Injected faults on the second page of a Parse pass: the right error kind, the first page
 /// handed over, nothing of the failed page; the next pass from the committed cursor converges.
@@ -45,7 +46,7 @@ import Testing
         #expect(failed.outcome == nil && failed.callsAfterEnd == 0 && failed.offLoopCalls == 0)
         // The next pass starts from the committed cursor and gets the rest.
         try server.admin("fault", ["clear": true])
-        let next = try server.sync(store, cursor: failed.lastCursor)
+        let next = try server.sync(store, cursor: failed.finalCursor)
         #expect(next.error == nil)
         #expect(Set(failed.records.map(\.id) + next.records.map(\.id)).count == 300)
         #expect(next.records.count == 200)

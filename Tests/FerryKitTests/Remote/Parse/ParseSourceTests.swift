@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// ParseSource against parse_server.py: full and incremental passes, shared timestamps at page
 /// boundaries, reconciliation, pipelining, cancellation.
@@ -28,7 +29,7 @@ import Testing
         #expect(try server.stats()["skip_used"] as? Int == 0)
         // The cursor is the newest (updatedAt, objectId).
         let newest = dump.map { ParseCursor(updatedAt: $0["updatedAt"] as! String, objectId: $0["objectId"] as! String) }.max()
-        #expect(pass.lastCursor.flatMap(ParseCursor.init(stored:)) == newest)
+        #expect(pass.finalCursor.flatMap(ParseCursor.init(stored:)) == newest)
     }
 
     @Test func incrementalSyncReturnsExactlyTheChanges() throws {
@@ -39,7 +40,7 @@ import Testing
         #expect(first.records.count == 600)
         let mutation = try server.admin("mutate", ["class": "Quote", "update": 7, "delete": 5, "create": 9])
         let changed = Set((mutation["updated"] as? [String] ?? []) + (mutation["created"] as? [String] ?? []))
-        let second = try server.sync(store, cursor: first.lastCursor, reconcile: true)
+        let second = try server.sync(store, cursor: first.finalCursor, reconcile: true)
         #expect(second.error == nil)
         #expect(Set(second.records.map(\.id)) == changed)
         #expect(second.records.count == changed.count)
@@ -49,7 +50,7 @@ import Testing
         #expect(second.outcome?.listingComplete == true)
         #expect(Set(mutation["deleted"] as? [String] ?? []).isDisjoint(with: second.listed))
         // Nothing changed: no records, the cursor stays.
-        let third = try server.sync(store, cursor: second.lastCursor)
+        let third = try server.sync(store, cursor: second.finalCursor)
         #expect(third.records.isEmpty)
         #expect(third.outcome?.requests == 1)
         #expect(try server.stats()["skip_used"] as? Int == 0)
@@ -67,7 +68,7 @@ import Testing
         // A group sharing one newer timestamp, bigger than a page, straddling the boundaries.
         let mutation = try server.admin("mutate", ["class": "Quote", "update": 30, "create": 25, "same_updated_at": true])
         let changed = Set((mutation["updated"] as? [String] ?? []) + (mutation["created"] as? [String] ?? []))
-        let second = try server.sync(server.store(pageSize: 7), cursor: first.lastCursor)
+        let second = try server.sync(server.store(pageSize: 7), cursor: first.finalCursor)
         #expect(second.error == nil)
         #expect(second.records.count == 55)
         #expect(Set(second.records.map(\.id)) == changed)
@@ -118,7 +119,7 @@ import Testing
             sink.afterBatch = { number in
                 if number == 2 {
                     source.cancel()
-                    sink.end()
+                    sink.markEnded()
                 }
             }
         }
@@ -130,7 +131,7 @@ import Testing
     @Test func throwingSinkEndsThePass() throws {
         let server = try ParseTestServer.start()
         try server.admin("seed", ["class": "Quote", "count": 500])
-        let pass = try server.sync(server.store(pageSize: 100)) { sink, _ in sink.failOnBatch = 1 }
+        let pass = try server.sync(server.store(pageSize: 100)) { sink, _ in sink.failAfterBatches = 1 }
         #expect(pass.batches.count == 1)
         #expect(pass.callsAfterEnd == 0)
     }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// parse_server.py for the Parse source tests, plus store configurations pointing at it.
 final class ParseTestServer: @unchecked Sendable {
@@ -53,10 +54,8 @@ final class ParseTestServer: @unchecked Sendable {
     }
 
     func sync(_ store: StoreConfiguration, cursor: String? = nil, reconcile: Bool = false,
-              configure: @escaping (PageCollectingSink, any RemoteSource) -> Void = { _, _ in }) throws -> CollectedPages {
-        try SourcePassOperation.run(PassPlan(cursor: cursor, reconcile: reconcile), configure: configure) { () throws(SyncError) -> any RemoteSource in
-            try makeSource(for: store)
-        }
+              configure: @escaping (CollectingSink, any RemoteSource) -> Void = { _, _ in }) throws -> CollectedPass {
+        try SourceRun(store: store, plan: PassPlan(cursor: cursor, reconcile: reconcile), configure: configure).runToCompletion()
     }
 
     /// Starts the server, or skips (fails in CI) when python3 cannot run it.

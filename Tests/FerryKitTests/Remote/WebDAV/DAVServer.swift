@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// A real CardDAV/CalDAV server on 127.0.0.1, started by `Tests/Servers/dav_servers.py`
 /// with generated cards (`card-i.vcf`) and events (`event-j.ics`).

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// The per-record parsing a first CardDAV sync runs 10,000 times was rewritten over UTF-8 bytes
 /// for speed (ContentLine, WebDAVCollection.id, MultistatusHandler's trim, the fields' JSON).

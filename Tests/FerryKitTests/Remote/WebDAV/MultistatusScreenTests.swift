@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// The byte screen in front of XMLParser judges a body the same however it is split into
 /// chunks, and the same as the plain whole-body checks it replaced.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// What an owner of a ``MultistatusStream`` saw.
 struct StreamRecord: Sendable {

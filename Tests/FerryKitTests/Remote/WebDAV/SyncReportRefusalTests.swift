@@ -1,5 +1,6 @@
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// When a sync-collection REPORT fails, what the pass does: the table of SyncReportRefusal.
 @Suite struct SyncReportRefusalTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// Seeded random-mutation fuzzing of the multistatus parser and the vCard/iCalendar field
 /// extractor: whatever the input, no crash, and a failure is always the typed error.

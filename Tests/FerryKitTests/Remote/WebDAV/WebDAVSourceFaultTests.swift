@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// Bad answers from a fault-injection server (Tests/Servers/fault_server.py): each is a typed
 /// error naming store and URL, and nothing reaches the sink before it.

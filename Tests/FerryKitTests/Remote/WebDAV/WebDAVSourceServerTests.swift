@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FerryKit
+import FerryTestSupport
 
 /// One suite, run against both Radicale and Xandikos: they differ in token format, element
 /// order, namespace prefixes, line endings and the status of a refused token (403 vs 412).

@@ -1,30 +1,15 @@
 import Foundation
 
 /// Seeded random JSON pages for the scanner's comparison and fuzz tests.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
+public enum JSONDocumentGenerator {
+    public static let alphabet: [String] = ["a", "b", "Z", "0", " ", "\\\"", "\\\\", "\\n", "\\u00e9", "\\ud83d\\ude00", "é", "日", "🙂", "/", "\\/", "\\t"]
 
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-
-    mutating func next() -> UInt64 {
-        // SplitMix64: small, fast, good enough for test data.
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-enum JSONDocumentGenerator {
-    static let alphabet: [String] = ["a", "b", "Z", "0", " ", "\\\"", "\\\\", "\\n", "\\u00e9", "\\ud83d\\ude00", "é", "日", "🙂", "/", "\\/", "\\t"]
-
-    static func string<G: RandomNumberGenerator>(_ rng: inout G, maxLength: Int = 12) -> String {
+    public static func string<G: RandomNumberGenerator>(_ rng: inout G, maxLength: Int = 12) -> String {
         let length = Int.random(in: 0...maxLength, using: &rng)
         return "\"" + (0..<length).map { _ in alphabet.randomElement(using: &rng)! }.joined() + "\""
     }
 
-    static func number<G: RandomNumberGenerator>(_ rng: inout G) -> String {
+    public static func number<G: RandomNumberGenerator>(_ rng: inout G) -> String {
         switch Int.random(in: 0..<4, using: &rng) {
         case 0: String(Int.random(in: -1000...1000, using: &rng))
         case 1: String(Int.random(in: 0...Int(Int32.max), using: &rng)) + "." + String(Int.random(in: 0...999, using: &rng))
@@ -33,7 +18,7 @@ enum JSONDocumentGenerator {
         }
     }
 
-    static func value<G: RandomNumberGenerator>(_ rng: inout G, depth: Int) -> String {
+    public static func value<G: RandomNumberGenerator>(_ rng: inout G, depth: Int) -> String {
         let choice = Int.random(in: 0..<(depth > 3 ? 6 : 8), using: &rng)
         switch choice {
         case 0: return string(&rng)
@@ -52,7 +37,7 @@ enum JSONDocumentGenerator {
     }
 
     /// A page `{"results":[records...],"next":...}` whose records carry string ids and versions.
-    static func page<G: RandomNumberGenerator>(_ rng: inout G, records: Int) -> (text: String, ids: [String]) {
+    public static func page<G: RandomNumberGenerator>(_ rng: inout G, records: Int) -> (text: String, ids: [String]) {
         var ids: [String] = []
         var parts: [String] = []
         for index in 0..<records {
