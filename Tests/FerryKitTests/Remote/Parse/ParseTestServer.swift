@@ -7,22 +7,9 @@ import FerryTestSupport
 /// parse_server.py for the Parse source tests, plus store configurations pointing at it.
 final class ParseTestServer: @unchecked Sendable {
     let server: TestServer
-    private let pidFile: String
-
-    deinit {
-        if let text = try? String(contentsOfFile: pidFile, encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-            kill(pid, SIGKILL)
-        }
-        try? FileManager.default.removeItem(atPath: pidFile)
-    }
 
     init() throws {
-        let script = TestServer.repositoryRoot.appendingPathComponent("Tests/Servers/parse_server.py").path
-        // The server started from the test process ignores SIGTERM here (TestServer.stop() then
-        // waits forever), so its pid goes to a file and deinit kills it first.
-        pidFile = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-parse-\(UUID().uuidString).pid").path
-        let wrapper = "echo $$ > \"$1\"; exec python3 \"$0\" --port 0"
-        server = try TestServer(executable: "/bin/sh", arguments: ["-c", wrapper, script, pidFile])
+        server = try TestServer.python("parse_server.py")
     }
 
     var mount: String { server.baseURL + "/parse" }
