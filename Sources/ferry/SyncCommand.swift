@@ -42,18 +42,16 @@ struct SyncCommand: ParsableCommand {
             drawn = items.count
             FileHandle.standardError.write(Data(text.utf8))
         }
-        var worst: FerryExitCode = .success
+        let code = SyncOutcome.exitCode(results.map(\.result))
         for (_, result) in results {
             switch result {
             case .success(let report):
                 print(report.summary)
             case .failure(let error):
                 FileHandle.standardError.write(Data("ferry: \(error)\n".utf8))
-                let code = error.kind == .cancelled ? FerryExitCode.failure : FerryExitCode.for(error)
-                if worst == .success || code != .failure { worst = code }
             }
         }
         print("database: \(sync.databasePath)")
-        if worst != .success { throw ExitCode(worst.rawValue) }
+        if code != .success { throw ExitCode(code.rawValue) }
     }
 }

@@ -48,6 +48,7 @@ Test control (no auth, JSON bodies):
   GET  /__admin/dump?class=Quote   {"objects":[all objects sorted by objectId]}
   GET  /__admin/dump?class=Quote&lines=1   the same objects as text, one per line, each
                          byte for byte as a class GET renders it (for exact body comparisons)
+  POST /__admin/delete  {"class":"Quote","ids":[...]} -> {"deleted":N} (those objects only)
   POST /__admin/clear   {"class":"Quote"} (or {} for everything) -> {"deleted":N}
   POST /__admin/fault   {"next":N,"status":503,"retry_after":2} or
                         {"next":N,"kind":"truncate"|"invalid-json"|"html200"|"reset"|"stall"|
@@ -707,6 +708,11 @@ class Store:
             return "".join(obj_text(*r) + "\n" for r in rows)
         return '{"objects":[' + ",".join(obj_text(*r) for r in rows) + "]}"
 
+    def delete(self, cls, ids):
+        with self.lock:
+            return sum(self.db.execute("DELETE FROM objects WHERE cls=? AND objectId=?", (cls, i)).rowcount
+                       for i in ids)
+
     def clear(self, cls):
         with self.lock:
             if cls:
@@ -1025,6 +1031,9 @@ class Handler(http_core.Handler):
             return self.respond(200, store.dump(q.get("class") or body.get("class", "Quote"), lines),
                                 "text/plain; charset=utf-8" if lines else
                                 "application/json; charset=utf-8")
+        if what == "delete":
+            return self.respond_json(200, {"deleted": store.delete(body.get("class", "Quote"),
+                                                                   list(body.get("ids", [])))})
         if what == "clear":
             return self.respond_json(200, {"deleted": store.clear(body.get("class")
                                                                    or q.get("class"))})

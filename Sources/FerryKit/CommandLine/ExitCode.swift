@@ -4,8 +4,13 @@ public enum FerryExitCode: Int32, Sendable {
     case success = 0
     /// A pass failed, or a reload was refused.
     case failure = 1
+    /// Every pass finished, but a replica knowingly differs from its remote (a refused or
+    /// failed sweep, records not stored, pagination that ended early); `ferry status` says how.
+    case incomplete = 2
     /// Wrong arguments.
     case usage = 64
+    /// A record could not be stored and the store's policy is `on-bad-record = fail`.
+    case dataError = 65
     /// The remote is unreachable or failing (retry later).
     case unavailable = 69
     /// The database cannot be opened or written (full, read-only, locked, not Ferry's).
@@ -14,6 +19,8 @@ public enum FerryExitCode: Int32, Sendable {
     case permission = 77
     /// The configuration is invalid.
     case configuration = 78
+    /// Interrupted (Ctrl-C, SIGINT): 128 + 2, as shells report it.
+    case interrupted = 130
 
     /// The exit code for an error that ended a command.
     public static func `for`(_ error: any Error) -> FerryExitCode {
@@ -22,13 +29,35 @@ public enum FerryExitCode: Int32, Sendable {
         case is StoreError, is DatabaseLocationError: return .database
         case let error as SyncError:
             switch error.kind {
+            // The same failure exits the same way whatever the kind: every answer the remote
+            // gets wrong is "unavailable", however it is wrong.
             case .unauthorized: return .permission
             case .store: return .database
             case .configuration: return .configuration
-            case .transport, .httpStatus, .rateLimited: return .unavailable
-            default: return .failure
+            case .transport, .httpStatus, .rateLimited, .malformedResponse, .remote: return .unavailable
+            case .badRecord: return .dataError
+            case .cancelled: return .interrupted
             }
         default: return .failure
         }
+    }
+}
+
+/// The exit code of `ferry sync` over several stores' passes.
+public enum SyncOutcome {
+    /// An interruption wins (the person asked to stop); then the first failure's code; then
+    /// ``FerryExitCode/incomplete`` when a pass left its replica knowingly different; else 0.
+    public static func exitCode(_ results: [Result<PassReport, SyncError>]) -> FerryExitCode {
+        var failures: [SyncError] = []
+        var incomplete = false
+        for result in results {
+            switch result {
+            case .success(let report): incomplete = incomplete || !report.isComplete
+            case .failure(let error): failures.append(error)
+            }
+        }
+        if failures.contains(where: { $0.kind == .cancelled }) { return .interrupted }
+        if let first = failures.first { return FerryExitCode.for(first) }
+        return incomplete ? .incomplete : .success
     }
 }

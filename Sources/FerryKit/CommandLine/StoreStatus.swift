@@ -1,12 +1,16 @@
 import Foundation
 
-/// One row of `ferry status`. Its JSON form (`--json`) is a stable, documented shape:
+/// One row of `ferry status`. Its JSON form (`--json`) is a stable, documented shape; every key
+/// is always present (`null` when it has no value):
 ///
 ///     {"store":"demo","kind":"json","state":"ok","last_success":"2026-11-23T10:00:00Z",
-///      "last_success_age_seconds":42,"last_attempt":"…","records":1000,"cursor":"…","last_error":null}
+///      "last_success_age_seconds":42,"last_attempt":"…","records":1000,"cursor":"…",
+///      "last_error":null,"incomplete":null,"pending_records":0}
 ///
-/// `state` is `ok` (the last attempt succeeded), `failing` (it failed), `never-synced`, or
-/// `not-configured` (rows from a store no longer in the configuration).
+/// `state` is `ok` (the last pass finished and left nothing out), `incomplete` (it finished,
+/// but the replica knowingly differs from the remote: `incomplete` says how), `failing` (the
+/// last attempt failed), `never-synced`, or `not-configured` (rows of a store no longer in the
+/// configuration).
 public struct StoreStatus: Sendable, Equatable, Codable {
     public var store: String
     public var kind: String?
@@ -17,13 +21,34 @@ public struct StoreStatus: Sendable, Equatable, Codable {
     public var records: Int
     public var cursor: String?
     public var lastError: String?
+    /// How the replica differs from the remote, when it knowingly does.
+    public var incomplete: String?
+    /// Records the remote has and the replica could not store yet.
+    public var pendingRecords: Int
 
     enum CodingKeys: String, CodingKey {
-        case store, kind, state, records, cursor
+        case store, kind, state, records, cursor, incomplete
         case lastSuccess = "last_success"
         case lastSuccessAgeSeconds = "last_success_age_seconds"
         case lastAttempt = "last_attempt"
         case lastError = "last_error"
+        case pendingRecords = "pending_records"
+    }
+
+    /// Every key, `null` included: scripts read a fixed shape.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(store, forKey: .store)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(state, forKey: .state)
+        try container.encode(lastSuccess, forKey: .lastSuccess)
+        try container.encode(lastSuccessAgeSeconds, forKey: .lastSuccessAgeSeconds)
+        try container.encode(lastAttempt, forKey: .lastAttempt)
+        try container.encode(records, forKey: .records)
+        try container.encode(cursor, forKey: .cursor)
+        try container.encode(lastError, forKey: .lastError)
+        try container.encode(incomplete, forKey: .incomplete)
+        try container.encode(pendingRecords, forKey: .pendingRecords)
     }
 
     /// Joins the configured stores with what the database recorded.
@@ -50,12 +75,18 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         records = state?.recordCount ?? 0
         cursor = state?.cursor
         lastError = state?.lastError
-        if let state, state.lastAttempt != nil || state.lastSuccess != nil {
-            let failedLast = state.lastError != nil && (state.lastSuccess == nil || (state.lastAttempt ?? .distantPast) > (state.lastSuccess ?? .distantPast))
-            self.state = failedLast ? "failing" : "ok"
-        } else {
-            self.state = "never-synced"
-        }
+        incomplete = state?.incomplete
+        pendingRecords = state?.pendingRecords ?? 0
+        self.state = Self.state(of: state)
+    }
+
+    /// The state word of a store's sync state: failing before incomplete before ok.
+    static func state(of state: SyncState?) -> String {
+        guard let state, state.lastAttempt != nil || state.lastSuccess != nil else { return "never-synced" }
+        let failedLast = state.lastError != nil && (state.lastSuccess == nil || (state.lastAttempt ?? .distantPast) > (state.lastSuccess ?? .distantPast))
+        if failedLast { return "failing" }
+        if state.incomplete != nil || state.pendingRecords > 0 { return "incomplete" }
+        return state.lastSuccess == nil ? "never-synced" : "ok"
     }
 
     /// JSON lines encoder settings shared by `status --json` and `changes`.
@@ -68,13 +99,15 @@ public struct StoreStatus: Sendable, Equatable, Codable {
 
     /// A table for people: store, state, last success and its age, records, cursor, error.
     public static func table(_ rows: [StoreStatus]) -> String {
-        let header = ["STORE", "STATE", "LAST SUCCESS", "AGE", "RECORDS", "CURSOR", "LAST ERROR"]
+        let header = ["STORE", "STATE", "LAST SUCCESS", "AGE", "RECORDS", "CURSOR", "PROBLEM"]
         let formatter = ISO8601DateFormatter()
         let body: [[String]] = rows.map { row in
             let success: String = row.lastSuccess.map { formatter.string(from: $0) } ?? "-"
             let age: String = row.lastSuccessAgeSeconds.map(Self.age) ?? "-"
             let cursor: String = row.cursor.map { shorten($0, to: 24) } ?? "-"
-            let error: String = row.lastError.map { shorten($0, to: 60) } ?? "-"
+            // The last error when failing, else what the replica lacks.
+            let problem = row.state == "failing" ? row.lastError : row.incomplete ?? row.lastError
+            let error: String = problem.map { shorten($0, to: 80) } ?? "-"
             return [row.store, row.state, success, age, "\(row.records)", cursor, error]
         }
         let widths = header.indices.map { column in ([header] + body).map { $0[column].count }.max() ?? 0 }

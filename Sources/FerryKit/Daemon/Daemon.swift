@@ -226,6 +226,7 @@ public final class Daemon: @unchecked Sendable {
         func state(_ name: String) -> String {
             if failing.contains(name) { return "\(name) FAILING" + (snapshot.causes[name].map { " (\($0))" } ?? "") }
             if never.contains(name) { return running.contains(name) ? "\(name) first sync running" : "\(name) never synced" }
+            if let gaps = snapshot.incomplete[name] { return "\(name) INCOMPLETE (\(StoreStatus.shorten(gaps, to: 80)))" }
             return "\(name) ok"
         }
         var parts: [String]
@@ -234,8 +235,10 @@ public final class Daemon: @unchecked Sendable {
         } else if !snapshot.names.isEmpty {
             parts = [snapshot.names.map(state).joined(separator: ", ")]
         } else {
-            var summary = "\(snapshot.stores) stores: \(snapshot.stores - failing.count - never.count) ok"
+            let incomplete = snapshot.incomplete.keys.sorted()
+            var summary = "\(snapshot.stores) stores: \(snapshot.stores - failing.count - never.count - incomplete.count) ok"
             if !failing.isEmpty { summary += ", \(failing.count) FAILING (\(snapshot.failing.prefix(8).map(state).joined(separator: ", "))\(failing.count > 8 ? ", ..." : ""))" }
+            if !incomplete.isEmpty { summary += ", \(incomplete.count) INCOMPLETE (\(incomplete.prefix(8).joined(separator: ", "))\(incomplete.count > 8 ? ", ..." : ""))" }
             if !never.isEmpty { summary += ", \(never.count) not synced yet" }
             parts = [summary]
         }

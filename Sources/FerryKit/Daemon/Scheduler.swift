@@ -228,12 +228,12 @@ public final class Scheduler {
         // Stored before starting, so a completion can never find the store idle.
         schedules[name] = schedule
         let pass = environment.startPass(request) { [weak self] result in
-            self?.passFinished(name, number: number, reconciled: reconcile, result: result)
+            self?.passFinished(name, number: number, result: result)
         }
         schedules[name]?.running = pass
     }
 
-    private func passFinished(_ name: String, number: Int, reconciled: Bool, result: Result<PassReport, SyncError>) {
+    private func passFinished(_ name: String, number: Int, result: Result<PassReport, SyncError>) {
         inFlight -= 1
         defer {
             if case .stopping = life, inFlight == 0 { finishStopping(drained: true) }
@@ -256,11 +256,12 @@ public final class Scheduler {
         switch outcome {
         case .success(let report):
             schedule.lastReport = report
+            schedule.gaps = report.gaps
             schedule.consecutiveFailures = 0
             schedule.lastError = nil
             schedule.notBefore = nil
             replicaProblem = nil
-            if reconciled, case .swept = report.reconciliation { schedule.lastReconcile = now }
+            if case .swept = report.reconciliation { schedule.lastReconcile = now }
             schedule.nextDue = now + schedule.configuration.interval + schedule.configuration.jitter * environment.randomUnit()
             schedule.trigger = .scheduled
         case .failure(let error) where error.kind == .cancelled:
@@ -330,6 +331,9 @@ public final class Scheduler {
         public var failing: [String] = []
         /// Why each failing store failed, in a few words ("HTTP 503", "replica disk is full").
         public var causes: [String: String] = [:]
+        /// Stores whose last pass finished with the replica knowingly different from the
+        /// remote, and why.
+        public var incomplete: [String: String] = [:]
         /// Stores that have never finished a pass (and are not failing).
         public var neverSynced: [String] = []
         public var running: [String] = []
@@ -359,6 +363,8 @@ public final class Scheduler {
                 }
             } else if schedule.lastReport == nil {
                 snapshot.neverSynced.append(name)
+            } else if let gaps = ReplicaGap.summary(schedule.gaps) {
+                snapshot.incomplete[name] = gaps
             }
             if schedule.running != nil { snapshot.running.append(name) }
             if let cancelled = schedule.cancelledAsStuck, now - cancelled >= stuckPassTimeout { snapshot.wedged.append(name) }

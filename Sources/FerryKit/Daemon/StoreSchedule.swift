@@ -13,6 +13,8 @@ struct StoreSchedule {
     var consecutiveFailures = 0
     var lastError: SyncError?
     var lastReport: PassReport?
+    /// What the last finished pass left out (``ReplicaGap``); empty when the replica is whole.
+    var gaps: [ReplicaGap] = []
     var lastFinished: ContinuousClock.Instant?
     /// When the last pass with a complete sweep ran; nil forces one.
     var lastReconcile: ContinuousClock.Instant?

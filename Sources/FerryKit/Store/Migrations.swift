@@ -89,6 +89,21 @@ enum Migrations {
             CREATE VIEW ferry_changes_readable AS
                 SELECT seq, store, id, op, strftime('%Y-%m-%dT%H:%M:%fZ', time, 'unixepoch') AS time FROM ferry_changes;
             """),
+        // v4: what a store's replica knowingly lacks. `incomplete` says why in words (NULL: the
+        // last pass left nothing out); `sweep_pending` makes the next pass list every id again
+        // (a failed or refused sweep); `ferry_pending_records` keeps the ids of records the
+        // remote has and the replica could not store, until a pass stores or deletes them.
+        Step(version: 4, sql: """
+            ALTER TABLE ferry_sync_state ADD COLUMN incomplete TEXT;
+            ALTER TABLE ferry_sync_state ADD COLUMN sweep_pending INTEGER NOT NULL DEFAULT 0;
+            CREATE TABLE ferry_pending_records(
+                store_id INTEGER NOT NULL,
+                id TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                since REAL NOT NULL,
+                PRIMARY KEY (store_id, id)
+            ) WITHOUT ROWID;
+            """),
     ]
 
     static var currentVersion: Int { steps.last!.version }

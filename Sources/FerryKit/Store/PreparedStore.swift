@@ -20,6 +20,11 @@ final class PreparedStore {
     var preferInsert = true
     /// Kept from batch to batch, so its table is allocated once per store.
     var deduplicator = BatchDeduplicator()
+    /// The store's id in `ferry_stores` (change log, pending records).
+    let storeID: Int64
+    /// Rows of the store in `ferry_pending_records`, so batches of a store with none skip
+    /// their bookkeeping.
+    var pendingCount: Int
 
     init(_ definition: StoreDefinition, connection: SQLiteConnection) throws(SQLiteError) {
         self.definition = definition
@@ -38,10 +43,14 @@ final class PreparedStore {
         delete = try connection.prepare("DELETE FROM \(table) WHERE id = ?1", persistent: true)
         tombstone = try connection.prepare("UPDATE \(table) SET deleted = 1, last_synced = ?2 WHERE id = ?1 AND deleted = 0", persistent: true)
         // `prepare` registered the store in `ferry_stores` before preparing us.
-        let storeID = try connection.prepare("SELECT store_id FROM ferry_stores WHERE name = ?1")
-        try storeID.bind(definition.name, at: 1)
-        guard try storeID.step() else { preconditionFailure("store \(definition.name) missing from ferry_stores after prepare") }
-        changeLog = try ChangeLogBuffer(storeID: storeID.int64(at: 0), connection: connection)
-        storeID.reset()
+        let lookup = try connection.prepare("SELECT store_id FROM ferry_stores WHERE name = ?1")
+        try lookup.bind(definition.name, at: 1)
+        guard try lookup.step() else { preconditionFailure("store \(definition.name) missing from ferry_stores after prepare") }
+        storeID = lookup.int64(at: 0)
+        lookup.reset()
+        changeLog = try ChangeLogBuffer(storeID: self.storeID, connection: connection)
+        let pending = try connection.prepare("SELECT count(*) FROM ferry_pending_records WHERE store_id = ?1")
+        try pending.bind(self.storeID, at: 1)
+        pendingCount = try pending.step() ? Int(pending.int64(at: 0)) : 0
     }
 }

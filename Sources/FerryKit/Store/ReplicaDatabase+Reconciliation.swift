@@ -36,9 +36,11 @@ extension ReplicaDatabase {
 
     /// Sweeps rows the listing did not mention: deletes them (or tombstones them) with change-log
     /// entries, in one transaction. Refuses, deleting nothing, when more than `maxDeleteShare`
-    /// (0...1) of the live rows would go — a truncated listing is likelier than a mass deletion.
-    /// Either way the reconciliation is over.
-    public func finishReconciliation(of store: String, maxDeleteShare: Double) throws(StoreError) -> ReconcileOutcome {
+    /// (0...1) of the rows that were live before the pass would go (`rowsBefore`; by default
+    /// the live rows now) — a truncated listing is likelier than a mass deletion, and rows a
+    /// pass inserted must not make room for deleting old ones. Either way the reconciliation
+    /// is over.
+    public func finishReconciliation(of store: String, maxDeleteShare: Double, rowsBefore: Int? = nil) throws(StoreError) -> ReconcileOutcome {
         guard case .marking(let present, _) = reconciliations[store] else {
             throw StoreError(.other, path: path, store: store, message: "finishReconciliation without beginReconciliation")
         }
@@ -48,9 +50,13 @@ extension ReplicaDatabase {
         let missing = "FROM \(table) WHERE deleted = 0 AND id NOT IN (SELECT id FROM temp.\(present))"
         do {
             return try connection.transaction { () throws(SQLiteError) -> ReconcileOutcome in
-                let total = Int(try connection.scalarInt("SELECT count(*) FROM \(table) WHERE deleted = 0") ?? 0)
+                var total = rowsBefore ?? 0
+                if rowsBefore == nil { total = Int(try connection.scalarInt("SELECT count(*) FROM \(table) WHERE deleted = 0") ?? 0) }
                 let wouldDelete = Int(try connection.scalarInt("SELECT count(*) \(missing)") ?? 0)
-                guard wouldDelete > 0 else { return .swept(deleted: 0) }
+                guard wouldDelete > 0 else {
+                    try forgetPendingNotListed(prepared, presentTable: present)
+                    return .swept(deleted: 0)
+                }
                 if Double(wouldDelete) > maxDeleteShare * Double(total) {
                     return .refused(wouldDelete: wouldDelete, of: total)
                 }
@@ -71,7 +77,9 @@ extension ReplicaDatabase {
                     try sweep.bind(Self.timestamp(Date()), at: 1)
                     try sweep.run()
                 }
-                return .swept(deleted: connection.changes)
+                let deleted = connection.changes
+                try forgetPendingNotListed(prepared, presentTable: present)
+                return .swept(deleted: deleted)
             }
         } catch { throw StoreError(error, path: path, store: store) }
     }

@@ -14,7 +14,12 @@ extension ReplicaDatabase {
     private func readStates(where clause: String, store: String?) throws(StoreError) -> [SyncState] {
         do {
             let statement = try connection.prepare(
-                "SELECT store, cursor, last_attempt, last_success, last_error, total_inserted, total_updated, total_deleted FROM ferry_sync_state \(clause)")
+                """
+                SELECT store, cursor, last_attempt, last_success, last_error, total_inserted, total_updated, total_deleted,
+                       incomplete, sweep_pending,
+                       (SELECT count(*) FROM ferry_pending_records p JOIN ferry_stores s ON s.store_id = p.store_id WHERE s.name = ferry_sync_state.store)
+                FROM ferry_sync_state \(clause)
+                """)
             if let store { try statement.bind(store, at: 1) }
             var states: [SyncState] = []
             while try statement.step() {
@@ -23,6 +28,9 @@ extension ReplicaDatabase {
                     store: statement.string(at: 0) ?? "", cursor: statement.string(at: 1), lastAttempt: date(2), lastSuccess: date(3),
                     lastError: statement.string(at: 4), recordCount: 0, totalInserted: statement.int64(at: 5),
                     totalUpdated: statement.int64(at: 6), totalDeleted: statement.int64(at: 7)))
+                states[states.count - 1].incomplete = statement.string(at: 8)
+                states[states.count - 1].sweepPending = statement.int64(at: 9) != 0
+                states[states.count - 1].pendingRecords = Int(statement.int64(at: 10))
             }
             statement.reset()
             for index in states.indices {
@@ -40,13 +48,28 @@ extension ReplicaDatabase {
         }
     }
 
-    /// Notes a successful pass: clears the last error and adds its counts to the totals.
-    public func recordSuccess(of store: String, at date: Date, counts: MergeCounts) throws(StoreError) {
-        try updateState(store, "last_success = ?2, last_error = NULL, total_inserted = total_inserted + ?3, total_updated = total_updated + ?4, total_deleted = total_deleted + ?5") { statement throws(SQLiteError) in
+    /// Notes a successful pass: clears the last error, adds its counts to the totals, and
+    /// records what the replica still lacks (`gaps`; none clears it) and whether the next pass
+    /// must list every id again.
+    public func recordSuccess(of store: String, at date: Date, counts: MergeCounts, gaps: [ReplicaGap] = []) throws(StoreError) {
+        try updateState(store, """
+            last_success = ?2, last_error = NULL, total_inserted = total_inserted + ?3, total_updated = total_updated + ?4,
+            total_deleted = total_deleted + ?5, incomplete = ?6, sweep_pending = ?7
+            """) { statement throws(SQLiteError) in
             try statement.bind(Self.timestamp(date), at: 2)
             try statement.bind(counts.inserted, at: 3)
             try statement.bind(counts.updated, at: 4)
             try statement.bind(counts.deleted, at: 5)
+            try statement.bind(ReplicaGap.summary(gaps), at: 6)
+            try statement.bind(gaps.contains(where: \.needsSweep) ? 1 : 0, at: 7)
+        }
+    }
+
+    /// Notes that a first sync began: until a pass of the store finishes, its replica is
+    /// incomplete, whatever a cancellation or a failure part-way leaves behind.
+    public func noteFirstSyncStarted(of store: String) throws(StoreError) {
+        try updateState(store, "incomplete = ?2") { statement throws(SQLiteError) in
+            try statement.bind(ReplicaGap.firstSyncUnfinished.description, at: 2)
         }
     }
 
@@ -62,6 +85,11 @@ extension ReplicaDatabase {
     /// Forgets the cursor, so the next pass is a full sync.
     public func resetCursor(of store: String) throws(StoreError) {
         try updateState(store, "cursor = NULL") { _ throws(SQLiteError) in }
+    }
+
+    /// Stores a cursor a pass held back until its sweep was done.
+    public func storeCursor(_ cursor: String, of store: String) throws(StoreError) {
+        try updateState(store, "cursor = ?2") { statement throws(SQLiteError) in try statement.bind(cursor, at: 2) }
     }
 
     private func updateState(_ store: String, _ assignments: String, bind: (Statement) throws(SQLiteError) -> Void) throws(StoreError) {

@@ -15,6 +15,13 @@ public struct SyncState: Sendable, Equatable {
     public var totalInserted: Int64
     public var totalUpdated: Int64
     public var totalDeleted: Int64
+    /// Why the replica knowingly differs from the remote (``ReplicaGap``s of the last pass, a
+    /// first sync not finished); nil when it does not.
+    public var incomplete: String?
+    /// The next pass must list every id again (a sweep failed or was refused).
+    public var sweepPending = false
+    /// Records the remote has that the replica could not store, kept to be fetched again.
+    public var pendingRecords = 0
 
     public init(store: String, cursor: String? = nil, lastAttempt: Date? = nil, lastSuccess: Date? = nil, lastError: String? = nil, recordCount: Int = 0, totalInserted: Int64 = 0, totalUpdated: Int64 = 0, totalDeleted: Int64 = 0) {
         self.store = store

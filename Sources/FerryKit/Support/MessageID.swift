@@ -18,6 +18,8 @@ public enum MessageID: String, Sendable, CaseIterable {
     case stopping = "16578e9350f7435d81d6fbfbf0470c28"
     case watchdogStuck = "655f48b95ab746ac857280d3433675ec"
     case reconcileRefused = "e6a9492c1c714d4b9d9649f5b9cf73ff"
+    /// A pass finished with the replica knowingly different from the remote (``ReplicaGap``).
+    case passIncomplete = "7b3f0c92d1e84a5f9a6e2c4d8b1f5e07"
     /// The replica's file system turned read-only or full (found after a database failure).
     case replicaUnwritable = "8d1f0b6e3a5c4e27b9f4c2a7d6e1053b"
 

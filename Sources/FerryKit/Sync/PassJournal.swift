@@ -35,6 +35,12 @@ struct PassJournal {
     }
 
     func finished(_ report: PassReport) {
+        if let gaps = ReplicaGap.summary(report.gaps) {
+            logger.warning("store \(store): replica incomplete: \(gaps)", metadata: [
+                MessageID.metadataKey: "\(MessageID.passIncomplete.rawValue)",
+                "gaps": "\(report.gaps.count)",
+            ])
+        }
         logger.info("pass finished: \(report.summary)", metadata: [
             MessageID.metadataKey: "\(MessageID.passFinished.rawValue)",
             "inserted": "\(report.counts.inserted)",

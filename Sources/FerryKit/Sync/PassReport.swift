@@ -38,6 +38,11 @@ public struct PassReport: Sendable, Equatable {
     public var recordCount: Int
     /// Whether this pass started without a cursor (a full sync).
     public var wasFullSync: Bool
+    /// How the replica still differs from the remote after the pass; empty when it does not.
+    public var gaps: [ReplicaGap] = []
+
+    /// Whether the replica matches the remote as far as Ferry knows.
+    public var isComplete: Bool { gaps.isEmpty }
 
     public init(store: String, pass: Int, trigger: PassTrigger) {
         self.store = store
@@ -60,8 +65,8 @@ public struct PassReport: Sendable, Equatable {
         if unchanged { parts = ["unchanged"] }
         var text = "store \(store): " + parts.joined(separator: ", ")
         text += "; \(recordCount) records, \(pages) pages in \(String(format: "%.2f", duration.seconds)) s"
-        if case .refused(let wouldDelete, let total) = reconciliation {
-            text += "; REFUSED to delete \(wouldDelete) of \(total) records (over max-delete-share)"
+        if let gaps = ReplicaGap.summary(gaps) {
+            text += "; INCOMPLETE: " + gaps
         }
         return text
     }

@@ -45,6 +45,12 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         var bulk: Bool
         /// A reconciliation listing is being marked (``ReplicaDatabase/beginReconciliation(of:)``).
         var marking = false
+        /// Live rows before the pass wrote any, the base of `max-delete-share`.
+        var rowsBefore: Int?
+        /// The final cursor of a pass whose cursor also vouches for deletions (a DAV sync
+        /// token after a full listing): it commits with the sweep, never without it, so a
+        /// refused sweep leaves the resync to do again.
+        var heldCursor: String?
     }
 
     public let setup: Setup
@@ -79,15 +85,24 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         started = .now
         let store = setup.store
         let plan: PassPlan
+        let rowsBefore: Int?
         do {
-            plan = try setup.database.write { database throws(StoreError) in
+            (plan, rowsBefore) = try setup.database.write { database throws(StoreError) in
                 try database.prepare(StoreDefinition(store))
                 try database.recordAttempt(of: store.name, at: Date())
-                let cursor = try database.syncState(of: store.name)?.cursor
+                let state = try database.syncState(of: store.name)
+                let cursor = state?.cursor
+                if cursor == nil { try database.noteFirstSyncStarted(of: store.name) }
+                let pending = state?.pendingRecords ?? 0 > 0 ? try database.pendingRecordIDs(of: store.name) : []
+                // A sweep the last pass could not do (or refused) is done now; a kind that cannot
+                // fetch by id reads everything to find records a pass could not store.
+                let wanted = setup.reconcile || state?.sweepPending == true || (!pending.isEmpty && !store.kind.fetchesByID)
                 // An empty store has nothing to sweep: a first sync skips reconciliation, whose
                 // listing of every id would cost about as much as the sync itself.
-                let wanted = setup.reconcile && !store.kind.reportsDeletions
-                return PassPlan(cursor: cursor, reconcile: wanted ? try database.hasRecords(in: store.name) : false)
+                let reconcile = wanted ? try database.hasRecords(in: store.name) : false
+                let plan = PassPlan(cursor: cursor, reconcile: reconcile, pendingIDs: store.kind.fetchesByID ? pending : [],
+                                    revalidate: setup.trigger == .onDemand)
+                return (plan, reconcile && !store.kind.reportsDeletions ? try database.recordCount(of: store.name) : nil)
             }
         } catch {
             end(.failure(SyncError(error, store: store.name)))
@@ -102,7 +117,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             end(.failure(error))
             return
         }
-        var pass = Pass(source: source, plan: plan, bulk: false)
+        var pass = Pass(source: source, plan: plan, bulk: false, rowsBefore: rowsBefore)
         if plan.cursor == nil {
             // A first sync writes the whole store: tune the connection for it.
             do {
@@ -127,8 +142,14 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     // MARK: - RemoteSourceSink
 
     public func source(_ source: any RemoteSource, didProduce batch: ChangeBatch) throws {
-        guard case .syncing = state else { return }
+        guard case .syncing(var pass) = state else { return }
         let store = setup.store.name
+        var batch = batch
+        if pass.marking, setup.store.kind.reportsDeletions, let cursor = batch.cursor {
+            pass.heldCursor = cursor
+            batch.cursor = nil
+            state = .syncing(pass)
+        }
         let counts = try write(url: batch.origin) { database throws(StoreError) in try database.apply(batch, to: store) }
         report.counts += counts
         report.pages += batch.pageCount
@@ -147,12 +168,18 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         guard case .syncing(var pass) = state else { return }
         let store = setup.store.name
         let beginning = !pass.marking
-        try write { database throws(StoreError) in
+        let rowsBefore = try write { database throws(StoreError) in
+            var rows = pass.rowsBefore
             if beginning {
+                // A kind that decides to list on its own (a refused sync token) lists before
+                // it hands over anything: the rows now are the rows before the pass.
+                if rows == nil { rows = try database.recordCount(of: store) }
                 try database.beginReconciliation(of: store)
             }
             try database.markPresent(ids, in: store)
+            return rows
         }
+        pass.rowsBefore = rowsBefore
         pass.marking = true
         state = .syncing(pass)
         updateProgress { $0.lastAdvance = .now }
@@ -163,29 +190,48 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         let store = setup.store
         report.requests = outcome.requests
         report.unchanged = outcome.unchanged
+        var gaps = outcome.gaps
         do {
             try setup.database.write { database throws(StoreError) in
+                var cursor = pass.heldCursor
                 if pass.marking {
                     // The marks are gone once finished or cancelled, whatever follows.
                     pass.marking = false
                     state = .syncing(pass)
                     if outcome.listingComplete {
-                        let result = try database.finishReconciliation(of: store.name, maxDeleteShare: store.maxDeleteShare)
+                        let result = try database.finishReconciliation(of: store.name, maxDeleteShare: store.maxDeleteShare,
+                                                                       rowsBefore: pass.rowsBefore)
                         report.reconciliation = result
-                        if case .swept(let deleted) = result {
+                        switch result {
+                        case .swept(let deleted):
                             report.counts.deleted += deleted
+                        case .refused(let wouldDelete, let total):
+                            gaps.append(.sweepRefused(wouldDelete: wouldDelete, of: total, maxShare: store.maxDeleteShare))
+                            // The token vouches for a sweep that did not happen: keep the old one.
+                            cursor = nil
                         }
                     } else {
                         database.cancelReconciliation(of: store.name)
                     }
                 }
-                try database.recordSuccess(of: store.name, at: Date(), counts: report.counts)
+                if pass.plan.reconcile, !outcome.listingComplete, !gaps.contains(where: \.needsSweep) {
+                    gaps.append(.sweepSkipped(reason: "the id listing did not complete"))
+                }
+                let idless = report.counts.problems.count { $0.id == nil }
+                let pending = try database.syncState(of: store.name)?.pendingRecords ?? 0
+                if pending + idless > 0 {
+                    let sample = try database.pendingRecordIDs(of: store.name, limit: 3)
+                    gaps.append(.recordsSkipped(count: pending + idless, sample: sample, rereadAll: idless > 0 || !store.kind.fetchesByID))
+                }
+                if let cursor { try database.storeCursor(cursor, of: store.name) }
+                try database.recordSuccess(of: store.name, at: Date(), counts: report.counts, gaps: gaps)
                 report.recordCount = try database.recordCount(of: store.name)
             }
         } catch {
             end(.failure(SyncError(error, store: store.name)))
             return
         }
+        report.gaps = gaps
         if case .refused(let wouldDelete, let total) = report.reconciliation {
             journal.refusedSweep(wouldDelete: wouldDelete, of: total, maxDeleteShare: store.maxDeleteShare)
         }

@@ -33,6 +33,23 @@ struct MigrationTests {
                 SELECT seq, store, id, op, strftime('%Y-%m-%dT%H:%M:%fZ', time, 'unixepoch') AS time FROM ferry_changes;
             INSERT INTO ferry_meta VALUES ('schema_version', '2');
             """,
+        3: """
+            PRAGMA application_id = 1178948185;
+            CREATE TABLE ferry_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE ferry_sync_state(
+                store TEXT PRIMARY KEY, cursor TEXT, last_attempt REAL, last_success REAL, last_error TEXT,
+                total_inserted INTEGER NOT NULL DEFAULT 0, total_updated INTEGER NOT NULL DEFAULT 0, total_deleted INTEGER NOT NULL DEFAULT 0);
+            CREATE TABLE ferry_store_columns(store TEXT NOT NULL, name TEXT NOT NULL, definition TEXT NOT NULL, PRIMARY KEY (store, name));
+            CREATE TABLE ferry_stores(store_id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+            CREATE TABLE ferry_change_log(seq INTEGER PRIMARY KEY, store_id INTEGER NOT NULL, id TEXT NOT NULL, op INTEGER NOT NULL, time REAL NOT NULL);
+            CREATE VIEW ferry_changes AS
+                SELECT l.seq AS seq, s.name AS store, l.id AS id,
+                       CASE l.op WHEN 1 THEN 'insert' WHEN 2 THEN 'update' WHEN 3 THEN 'delete' END AS op, l.time AS time
+                FROM ferry_change_log l JOIN ferry_stores s ON s.store_id = l.store_id;
+            CREATE VIEW ferry_changes_readable AS
+                SELECT seq, store, id, op, strftime('%Y-%m-%dT%H:%M:%fZ', time, 'unixepoch') AS time FROM ferry_changes;
+            INSERT INTO ferry_meta VALUES ('schema_version', '3');
+            """,
     ]
 
     @Test func everyEarlierVersionHasAFrozenSchema() {
@@ -52,11 +69,22 @@ struct MigrationTests {
                                first_seen REAL NOT NULL, last_synced REAL NOT NULL, deleted INTEGER NOT NULL DEFAULT 0);
             INSERT INTO items VALUES ('a', '1', '{"id":"a"}', NULL, 1700000000, 1700000000, 0);
             INSERT INTO ferry_sync_state(store, cursor, total_inserted) VALUES ('items', 'cursor-7', 1);
-            INSERT INTO ferry_changes(store, id, op, time) VALUES ('items', 'a', 'insert', 1700000000);
-            INSERT INTO ferry_changes(store, id, op, time) VALUES ('items', 'gone', 'insert', 1700000001);
-            INSERT INTO ferry_changes(store, id, op, time) VALUES ('items', 'gone', 'delete', 1700000002);
-            DELETE FROM ferry_changes WHERE seq > 1;
             """)
+        // Three log entries, the last two pruned, as each version recorded and pruned them.
+        if version < 3 {
+            try connection.execute("""
+                INSERT INTO ferry_changes(store, id, op, time) VALUES ('items', 'a', 'insert', 1700000000);
+                INSERT INTO ferry_changes(store, id, op, time) VALUES ('items', 'gone', 'insert', 1700000001);
+                INSERT INTO ferry_changes(store, id, op, time) VALUES ('items', 'gone', 'delete', 1700000002);
+                DELETE FROM ferry_changes WHERE seq > 1;
+                """)
+        } else {
+            try connection.execute("""
+                INSERT INTO ferry_stores(store_id, name) VALUES (1, 'items');
+                INSERT INTO ferry_change_log VALUES (1, 1, 'a', 1, 1700000000);
+                INSERT INTO ferry_meta VALUES ('change_seq_floor', '3');
+                """)
+        }
     }
 
     @Test(arguments: 1..<Migrations.currentVersion)

@@ -8,10 +8,17 @@ public struct PassPlan: Sendable, Equatable {
     /// Also list every remote id so deleted records can be swept (stores that do not report
     /// deletions). DAV sources reconcile on their own after an invalid sync-token.
     public var reconcile: Bool
+    /// Ids an earlier pass could not store: fetch them again where the kind can fetch by id.
+    public var pendingIDs: [String]
+    /// Read everything the pass covers, whatever conditional requests would say (a resync asked
+    /// for by a person: SIGHUP, a reload, `ferry sync`).
+    public var revalidate: Bool
 
-    public init(cursor: String?, reconcile: Bool) {
+    public init(cursor: String?, reconcile: Bool, pendingIDs: [String] = [], revalidate: Bool = false) {
         self.cursor = cursor
         self.reconcile = reconcile
+        self.pendingIDs = pendingIDs
+        self.revalidate = revalidate
     }
 }
 
@@ -25,11 +32,14 @@ public struct SourceOutcome: Sendable, Equatable {
     public var requests: Int
     /// Whether the remote said nothing changed (a 304, an unchanged sync-token).
     public var unchanged: Bool
+    /// What the source knows it left out (a failed listing, pagination that ended early).
+    public var gaps: [ReplicaGap]
 
-    public init(listingComplete: Bool = false, requests: Int = 0, unchanged: Bool = false) {
+    public init(listingComplete: Bool = false, requests: Int = 0, unchanged: Bool = false, gaps: [ReplicaGap] = []) {
         self.listingComplete = listingComplete
         self.requests = requests
         self.unchanged = unchanged
+        self.gaps = gaps
     }
 }
 

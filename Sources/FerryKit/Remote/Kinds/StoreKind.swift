@@ -10,7 +10,7 @@
 ///     extension StoreKind {
 ///         static let example = StoreKind(
 ///             name: "example", optionKeys: ["collection"], secretKeys: ["token"],
-///             reportsDeletions: false, versionComparison: .ordered,
+///             reportsDeletions: false, versionComparison: .ordered, fetchesByID: false,
 ///             readOptions: { ExampleOptions(reading: &$0) })
 ///     }
 public struct StoreKind: Sendable, Hashable, CustomStringConvertible {
@@ -27,12 +27,15 @@ public struct StoreKind: Sendable, Hashable, CustomStringConvertible {
     public let versionComparison: VersionComparison
     /// URL schemes a store of this kind may name.
     public let urlSchemes: Set<String>
+    /// Whether the source can fetch given records by id (``PassPlan/pendingIDs``); a kind that
+    /// cannot reads everything again to find records an earlier pass could not store.
+    public let fetchesByID: Bool
     /// Reads the kind's keys of one section; nil when a problem was reported.
     let readOptions: @Sendable (inout StoreOptionReader) -> (any StoreOptions)?
 
     init(
         name: String, optionKeys: Set<String>, secretKeys: Set<String>, reportsDeletions: Bool,
-        versionComparison: VersionComparison, urlSchemes: Set<String> = ["http", "https"],
+        versionComparison: VersionComparison, urlSchemes: Set<String> = ["http", "https"], fetchesByID: Bool,
         readOptions: @escaping @Sendable (inout StoreOptionReader) -> (any StoreOptions)?
     ) {
         self.name = name
@@ -41,6 +44,7 @@ public struct StoreKind: Sendable, Hashable, CustomStringConvertible {
         self.reportsDeletions = reportsDeletions
         self.versionComparison = versionComparison
         self.urlSchemes = urlSchemes
+        self.fetchesByID = fetchesByID
         self.readOptions = readOptions
     }
 

@@ -99,15 +99,27 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         return nil
     }
 
-    /// The page-level fields the scanner reports.
+    /// The page-level fields the scanner reports: the pagination's own, the total, and (for
+    /// field pagination) the names APIs commonly use, to say which one a page has when the
+    /// configured one is missing.
     var fieldPaths: [String] {
         var paths: [String] = []
         switch pagination {
-        case .nextURL(let path), .cursor(_, let path): paths.append(path)
+        case .nextURL(let path), .cursor(_, let path):
+            paths.append(path)
+            paths += JSONPageProducer.commonNextFields.filter { $0 != path }
         case .link, .singlePage: break
         }
-        if let totalPath { paths.append(totalPath) }
+        if let totalPath, !paths.contains(totalPath) { paths.append(totalPath) }
         return paths
+    }
+
+    /// The `pagination =` value that reads the next page from `path`, in this store's style.
+    func paginationSpec(path: String) -> String {
+        switch pagination {
+        case .cursor(let param, _): "cursor:\(param)=\(path)"
+        default: "next-url:\(path)"
+        }
     }
 }
 
@@ -118,5 +130,5 @@ extension StoreKind {
         optionKeys: ["records-path", "id-field", "version-field", "pagination", "updated-param", "page-size-param",
                      "total-path", "page-size", "username"],
         secretKeys: ["bearer-token", "password"], reportsDeletions: false, versionComparison: .ordered,
-        urlSchemes: ["http", "https", "file"], readOptions: { JSONCollectionOptions(reading: &$0) })
+        urlSchemes: ["http", "https", "file"], fetchesByID: false, readOptions: { JSONCollectionOptions(reading: &$0) })
 }

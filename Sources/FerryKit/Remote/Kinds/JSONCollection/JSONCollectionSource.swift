@@ -99,7 +99,8 @@ public final class JSONCollectionSource: RemoteSource {
             url = URLQuery.setting(param, to: mark, in: url)
         }
         var request = HTTPRequest(url: url, headers: headers)
-        if !plan.reconcile, stored.firstURL == url {
+        // A resync a person asked for reads everything, whatever the validators would say.
+        if !plan.reconcile, !plan.revalidate, stored.firstURL == url {
             if let etag = stored.etag { request.headers.set("If-None-Match", etag) }
             if let lastModified = stored.lastModified { request.headers.set("If-Modified-Since", lastModified) }
         }
@@ -158,7 +159,8 @@ public final class JSONCollectionSource: RemoteSource {
                 // This page is merged; the rest waits for the window the server named.
                 sink.source(self, didFailWith: rateLimit)
             } else {
-                sink.source(self, didFinishWith: SourceOutcome(listingComplete: plan.reconcile, requests: page.requests))
+                sink.source(self, didFinishWith: SourceOutcome(listingComplete: plan.reconcile && page.gaps.isEmpty, requests: page.requests,
+                                                               gaps: page.gaps))
             }
         }
     }

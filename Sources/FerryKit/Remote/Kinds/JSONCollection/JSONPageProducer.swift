@@ -32,6 +32,8 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         /// Set when the page exhausted the rate limit: the pass fails with it once the page is merged.
         var rateLimit: SyncError?
         var requests: Int
+        /// On the last page: how the pass knows it read less than the collection holds.
+        var gaps: [ReplicaGap] = []
     }
 
     /// What the producer hands the pass, in page order. Nothing follows `.notModified` or `.failed`.
@@ -78,6 +80,9 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
     private var visited: Set<String> = []
     private var warnedUnsorted = false
     private var unconsumed = 0
+    /// Records of every page so far, and what page 1 said the collection holds.
+    private var recordsRead = 0
+    private var expectedTotal: Int64?
 
     /// `deliver` is called on the producer's thread; it must hand the event to the pass's loop.
     init(_ setup: Setup, deliver: @escaping @Sendable (Event) -> Void) {
@@ -155,10 +160,8 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         } catch {
             return end(with: .failed(page.malformedJSON(error, store: store.name)))
         }
-        if number == 1 {
-            next.firstURL = setup.firstURL
-            next.etag = page.head.headers["ETag"]
-            next.lastModified = page.head.headers["Last-Modified"]
+        if number == 1, let problem = Self.misconfiguration(scanned, options: setup.options) {
+            return end(with: .failed(SyncError(.configuration, store: store.name, url: page.request.url, position: "page 1", message: problem)))
         }
 
         var changes: [RecordChange] = []
@@ -199,9 +202,25 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
                         retryAfter: HTTPStatusClassifier.retryAfter(page.head.headers))
             : nil
         let total = number == 1 ? setup.options.totalPath.flatMap { scanned.fields[$0]?.text }.flatMap { Int64($0) } : nil
-        let scannedPage = ScannedPage(number: number, changes: changes, problems: problems, ids: ids, bodyBytes: bodyBytes,
+        if let total { expectedTotal = total }
+        recordsRead += scanned.records.count
+        let isLast = nextURL == nil || exhausted
+        if isLast, number == 1 {
+            // Validators stand for the whole collection only when it is one page: a 304 for
+            // page 1 says nothing of page 300.
+            next.firstURL = setup.firstURL
+            next.etag = page.head.headers["ETag"]
+            next.lastModified = page.head.headers["Last-Modified"]
+        }
+        var scannedPage = ScannedPage(number: number, changes: changes, problems: problems, ids: ids, bodyBytes: bodyBytes,
                                       totalHint: total, origin: page.request.url.redactingUserInfo, cursor: next,
-                                      isLast: nextURL == nil || exhausted, rateLimit: rateLimit, requests: loader.requestCount)
+                                      isLast: isLast, rateLimit: rateLimit, requests: loader.requestCount)
+        if isLast, rateLimit == nil, let expectedTotal, recordsRead < expectedTotal {
+            let path = setup.options.totalPath ?? "total-path"
+            scannedPage.gaps.append(.paginationEndedEarly(
+                read: recordsRead, expected: Int(expectedTotal),
+                hint: "page 1 said \(path) = \(expectedTotal) and no page linked further (check pagination =)"))
+        }
         unconsumed += changes.count + problems.count
         if let nextURL, !exhausted {
             // Request the next page before handing this one over, unless the pass is behind.
@@ -243,6 +262,34 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             return .failure(malformed(page, "next page \(target.redactingUserInfo) changes scheme"))
         }
         return .success(target)
+    }
+
+    /// Field names APIs use for the next page, looked for when the configured one is absent.
+    static let commonNextFields = ["next", "next_url", "nextUrl", "next_page", "nextPage", "next_page_url", "links.next",
+                                   "meta.next", "paging.next", "pagination.next", "@odata.nextLink", "next_cursor", "nextCursor",
+                                   "cursor", "meta.next_cursor", "response_metadata.next_cursor"]
+
+    /// What page 1 shows to be wrong with the configuration, in words: no record has the id or
+    /// version field, or the next-page field is missing while another one is there.
+    static func misconfiguration(_ page: JSONPage, options: JSONCollectionOptions) -> String? {
+        if !page.records.isEmpty {
+            let reasons = page.records.compactMap(\.problem?.reason)
+            if reasons.count == page.records.count, reasons.allSatisfy({ $0.hasPrefix("record has no id") }) {
+                return "id-field \(options.idField) matches none of the \(page.records.count) records of page 1; set id-field = to the records' id field"
+            }
+            if reasons.count == page.records.count, reasons.allSatisfy({ $0.hasPrefix("record has no version") }) {
+                return "version-field \(options.versionField) matches none of the \(page.records.count) records of page 1; set version-field = to a field that changes with every update"
+            }
+        }
+        let configured: String
+        switch options.pagination {
+        case .nextURL(let path), .cursor(_, let path): configured = path
+        case .link, .singlePage: return nil
+        }
+        guard page.fields[configured] == nil else { return nil }
+        let present = commonNextFields.filter { $0 != configured && page.fields[$0]?.text?.isEmpty == false }
+        guard let other = present.first else { return nil }
+        return "pagination names \(configured), which page 1 does not have, but it has \(other): set pagination = \(options.paginationSpec(path: other))"
     }
 
     private func malformed(_ page: HTTPPageLoader.Page, _ message: String) -> SyncError {

@@ -69,6 +69,6 @@ extension StoreKind {
     /// deletions found by reconciling the full objectId listing.
     public static let parse = StoreKind(
         name: "parse", optionKeys: ["application-id", "class", "lookback", "page-size"],
-        secretKeys: ["rest-api-key", "master-key"], reportsDeletions: false, versionComparison: .ordered,
+        secretKeys: ["rest-api-key", "master-key"], reportsDeletions: false, versionComparison: .ordered, fetchesByID: true,
         readOptions: { ParseOptions(reading: &$0) })
 }

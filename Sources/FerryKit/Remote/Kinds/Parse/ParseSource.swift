@@ -22,6 +22,8 @@ public final class ParseSource: RemoteSource {
     private enum State {
         case idle
         case changes(sink: any RemoteSourceSink, after: ParseCursor?, firstPage: Bool)
+        /// Fetching by objectId the records an earlier pass could not store; `asked` are in flight.
+        case pending(sink: any RemoteSourceSink, asked: [String], rest: [String])
         case listing(sink: any RemoteSourceSink, after: String?)
         case done
     }
@@ -116,6 +118,16 @@ public final class ParseSource: RemoteSource {
         return HTTPRequest(url: classURL + "?" + query.joined(separator: "&"), headers: headers)
     }
 
+    /// Objects by id: `where={"objectId":{"$in":[...]}}`.
+    func idsRequest(_ ids: [String]) -> HTTPRequest {
+        let condition = #"{"objectId":{"$in":["# + ids.map(Self.jsonString).joined(separator: ",") + "]}}"
+        let query = ["where=" + URLQuery.encode(condition), "limit=\(ids.count)"]
+        return HTTPRequest(url: classURL + "?" + query.joined(separator: "&"), headers: headers)
+    }
+
+    /// Ids asked for at once (a GET URL stays well under 8 KB with 10-character objectIds).
+    static let idsPerRequest = 100
+
     func listingRequest(after: String?) -> HTTPRequest {
         var query = ["keys=objectId", "order=objectId", "limit=\(pageSize)"]
         if let after {
@@ -175,11 +187,8 @@ public final class ParseSource: RemoteSource {
         if morePages {
             state = .changes(sink: sink, after: last, firstPage: false)
             loadChanges(after: last, firstPage: false)
-        } else if plan.reconcile {
-            state = .listing(sink: sink, after: nil)
-            loadListing(after: nil)
         } else {
-            state = .done
+            afterChanges(sink: sink, pending: plan.pendingIDs)
         }
         if !changes.isEmpty || !problems.isEmpty || total != nil || last != after {
             // Inside the lookback window `last` is behind the stored cursor; keep the latter.
@@ -200,15 +209,64 @@ public final class ParseSource: RemoteSource {
         }
     }
 
+    /// What follows the changes: the pending records, then the listing, then the end.
+    private func afterChanges(sink: any RemoteSourceSink, pending: [String]) {
+        if !pending.isEmpty {
+            let asked = Array(pending.prefix(Self.idsPerRequest))
+            state = .pending(sink: sink, asked: asked, rest: Array(pending.dropFirst(asked.count)))
+            loader.load(idsRequest(asked)) { [weak self] result in self?.receivedPending(result) }
+        } else if plan.reconcile {
+            state = .listing(sink: sink, after: nil)
+            loadListing(after: nil)
+        } else {
+            state = .done
+        }
+    }
+
+    /// Records fetched by id: each one found is merged again; each one the class no longer has
+    /// is deleted (nothing is missing for it any more).
+    private func receivedPending(_ result: Result<HTTPPageLoader.Page, TransferError>) {
+        guard case .pending(let sink, let asked, let rest) = state else { return }
+        let page: HTTPPageLoader.Page
+        let scanned: JSONPage
+        switch check(result) {
+        case .failure(let error): return fail(error, sink: sink)
+        case .success(let checked): (page, scanned) = checked
+        }
+        var changes: [RecordChange] = []
+        var problems: [RecordProblem] = []
+        var found = Set<String>()
+        for (position, record) in scanned.records.enumerated() {
+            if let id = record.id { found.insert(id) }
+            switch record.outcome(in: page.body, maxBytes: store.maxRecordBytes, position: position) {
+            case .record(let remote): changes.append(.upsert(remote))
+            case .problem(let problem): problems.append(problem)
+            }
+        }
+        changes += asked.filter { !found.contains($0) }.map { .delete(id: $0) }
+        afterChanges(sink: sink, pending: rest)
+        do {
+            try sink.source(self, didProduce: ChangeBatch(changes: changes, cursor: nil, problems: problems, origin: page.request.url))
+        } catch {
+            loader.cancel()
+            state = .done
+            return
+        }
+        if case .done = state, !loader.isCancelled {
+            sink.source(self, didFinishWith: SourceOutcome(listingComplete: false, requests: loader.requestCount))
+        }
+    }
+
     private func receivedListing(_ result: Result<HTTPPageLoader.Page, TransferError>) {
         guard case .listing(let sink, _) = state else { return }
         let scanned: JSONPage
         switch check(result) {
         case .failure(let error):
-            // The changes are committed; only the sweep is off for this pass.
-            logger.warning("reconciliation listing failed; no sweep this pass", metadata: ["store": "\(store.name)", "error": "\(error)"])
+            // The changes are committed; only the sweep is off for this pass, and it is owed.
+            logger.warning("store \(store.name): reconciliation listing failed; no sweep this pass", metadata: ["store": "\(store.name)", "error": "\(error)"])
             state = .done
-            sink.source(self, didFinishWith: SourceOutcome(listingComplete: false, requests: loader.requestCount))
+            sink.source(self, didFinishWith: SourceOutcome(listingComplete: false, requests: loader.requestCount,
+                                                           gaps: [.sweepSkipped(reason: "the objectId listing failed: \(error.message)")]))
             return
         case .success(let checked): scanned = checked.1
         }

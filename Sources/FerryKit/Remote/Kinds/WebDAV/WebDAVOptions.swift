@@ -58,12 +58,12 @@ extension StoreKind {
     /// A CardDAV address book through WebDAV sync-collection (RFC 6578, RFC 6352).
     public static let carddav = StoreKind(
         name: "carddav", optionKeys: ["multiget-batch", "username"], secretKeys: ["password"],
-        reportsDeletions: true, versionComparison: .opaque,
+        reportsDeletions: true, versionComparison: .opaque, fetchesByID: true,
         readOptions: { WebDAVOptions(content: .addressBook, reading: &$0) })
 
     /// A CalDAV calendar through WebDAV sync-collection (RFC 6578, RFC 4791).
     public static let caldav = StoreKind(
         name: "caldav", optionKeys: ["multiget-batch", "username"], secretKeys: ["password"],
-        reportsDeletions: true, versionComparison: .opaque,
+        reportsDeletions: true, versionComparison: .opaque, fetchesByID: true,
         readOptions: { WebDAVOptions(content: .calendar, reading: &$0) })
 }

@@ -1,0 +1,54 @@
+/// A way a finished pass left the replica knowingly different from the remote. A store with a
+/// gap is not `ok`: `ferry status` says `incomplete` and why, STATUS= says INCOMPLETE, the
+/// journal has a line with its own `MESSAGE_ID`, `ferry sync` exits 2, and later passes retry
+/// until the gap closes.
+public enum ReplicaGap: Sendable, Equatable, CustomStringConvertible {
+    /// Deleted records were not swept: the id listing failed or was cut short.
+    case sweepSkipped(reason: String)
+    /// The sweep would have deleted more than `max-delete-share` of the rows, so it deleted
+    /// nothing.
+    case sweepRefused(wouldDelete: Int, of: Int, maxShare: Double)
+    /// Records the remote has were not stored (bad, too large, missing from an answer). Those
+    /// with an id are kept and fetched again; `rereadAll` when some had no usable id, so only
+    /// reading everything again can find them.
+    case recordsSkipped(count: Int, sample: [String], rereadAll: Bool)
+    /// The remote said how many records there are, and the pagination ended before them.
+    case paginationEndedEarly(read: Int, expected: Int, hint: String)
+    /// A first sync has not finished yet (it was cancelled or failed part-way).
+    case firstSyncUnfinished
+
+    public var description: String {
+        switch self {
+        case .sweepSkipped(let reason):
+            "deleted records not swept: \(reason)"
+        case .sweepRefused(let wouldDelete, let total, let share):
+            "refused to delete \(wouldDelete) of \(total) records (more than max-delete-share \(Self.percent(share)); raise it if the remote really lost them)"
+        case .recordsSkipped(let count, let sample, _):
+            "\(count) record\(count == 1 ? "" : "s") not stored" + (sample.isEmpty ? "" : " (\(sample.prefix(3).map(\.debugDescription).joined(separator: ", "))\(count > 3 ? ", ..." : ""))")
+                + "; fetched again by later passes"
+        case .paginationEndedEarly(let read, let expected, let hint):
+            "pagination ended after \(read) of \(expected) records; \(hint)"
+        case .firstSyncUnfinished:
+            "first sync not finished"
+        }
+    }
+
+    /// Whether a later pass must list every id again to close the gap.
+    var needsSweep: Bool {
+        switch self {
+        case .sweepSkipped, .sweepRefused, .paginationEndedEarly: true
+        case .recordsSkipped(_, _, let rereadAll): rereadAll
+        case .firstSyncUnfinished: false
+        }
+    }
+
+    /// Gaps as one line for `ferry status` and the replica's sync state.
+    static func summary(_ gaps: [ReplicaGap]) -> String? {
+        gaps.isEmpty ? nil : gaps.map(\.description).joined(separator: "; ")
+    }
+
+    private static func percent(_ share: Double) -> String {
+        let value = share * 100
+        return value == value.rounded() ? "\(Int(value))%" : String(format: "%.1f%%", value)
+    }
+}

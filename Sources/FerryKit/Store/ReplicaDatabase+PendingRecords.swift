@@ -1,0 +1,71 @@
+import Foundation
+
+/// Records the remote has and the replica could not store (a bad record skipped under
+/// `on-bad-record = skip`, a member missing from every answer): their ids are kept in
+/// `ferry_pending_records`, the store counts as incomplete while any is left, and passes fetch
+/// them again where the kind can fetch by id. An id leaves the table when a batch stores or
+/// deletes it, or a complete sweep shows the remote no longer has it.
+extension ReplicaDatabase {
+    /// Up to `limit` pending ids of `store`, oldest first.
+    public func pendingRecordIDs(of store: String, limit: Int = 10_000) throws(StoreError) -> [String] {
+        do {
+            let statement = try connection.prepare("""
+                SELECT p.id FROM ferry_pending_records p JOIN ferry_stores s ON s.store_id = p.store_id
+                WHERE s.name = ?1 ORDER BY p.since, p.id LIMIT ?2
+                """)
+            try statement.bind(store, at: 1)
+            try statement.bind(limit, at: 2)
+            var ids: [String] = []
+            while try statement.step() { ids.append(statement.string(at: 0) ?? "") }
+            return ids
+        } catch { throw StoreError(error, path: path, store: store) }
+    }
+
+    /// Inside a batch's transaction: ids of `changes` that were applied leave the pending
+    /// table, problems with an id enter it. Costs nothing when the store has nothing pending
+    /// and the batch no problem, which is the hot path.
+    func updatePending(_ prepared: PreparedStore, applied ids: some Sequence<String>, problems: [RecordProblem], at now: Double) throws(SQLiteError) {
+        let problemIDs = problems.compactMap(\.id)
+        guard prepared.pendingCount > 0 || !problemIDs.isEmpty else { return }
+        if prepared.pendingCount > 0 {
+            let remove = try connection.prepare("DELETE FROM ferry_pending_records WHERE store_id = ?1 AND id = ?2")
+            for id in ids {
+                try remove.bind(prepared.storeID, at: 1)
+                try remove.bind(id, at: 2)
+                try remove.run()
+            }
+        }
+        if !problemIDs.isEmpty {
+            let add = try connection.prepare("""
+                INSERT INTO ferry_pending_records(store_id, id, reason, since) VALUES (?1, ?2, ?3, ?4)
+                ON CONFLICT(store_id, id) DO UPDATE SET reason = excluded.reason
+                """)
+            for problem in problems {
+                guard let id = problem.id else { continue }
+                // A run clears the bindings (see Statement.run): bind all of them each time.
+                try add.bind(prepared.storeID, at: 1)
+                try add.bind(id, at: 2)
+                try add.bind(problem.reason, at: 3)
+                try add.bind(now, at: 4)
+                try add.run()
+            }
+        }
+        let count = try connection.prepare("SELECT count(*) FROM ferry_pending_records WHERE store_id = ?1")
+        try count.bind(prepared.storeID, at: 1)
+        prepared.pendingCount = try count.step() ? Int(count.int64(at: 0)) : 0
+    }
+
+    /// Inside a sweep's transaction: pending ids the complete listing did not name are gone
+    /// from the remote, so nothing is missing for them any more.
+    func forgetPendingNotListed(_ prepared: PreparedStore, presentTable: String) throws(SQLiteError) {
+        guard prepared.pendingCount > 0 else { return }
+        let forget = try connection.prepare("""
+            DELETE FROM ferry_pending_records WHERE store_id = ?1 AND id NOT IN (SELECT id FROM temp.\(presentTable))
+            """)
+        try forget.bind(prepared.storeID, at: 1)
+        try forget.run()
+        let count = try connection.prepare("SELECT count(*) FROM ferry_pending_records WHERE store_id = ?1")
+        try count.bind(prepared.storeID, at: 1)
+        prepared.pendingCount = try count.step() ? Int(count.int64(at: 0)) : 0
+    }
+}
