@@ -21,6 +21,7 @@ struct ChangesCommand: ParsableCommand {
 
     func run() throws {
         let path: String
+        let configuration = try? options.load()
         if let database = options.database {
             path = database
         } else {
@@ -30,6 +31,12 @@ struct ChangesCommand: ParsableCommand {
             guard FileManager.default.fileExists(atPath: path) else { throw StatusError.noDatabase(path) }
             let database = try ReplicaDatabase.openReadOnly(path: path)
             defer { database.close() }
+            // A store no longer configured still has its log; a name neither knows is a typo.
+            if let store, configuration?.store(named: store) == nil, try !database.storeNames().contains(store) {
+                let known = Set((configuration?.stores.map(\.name) ?? []) + (try database.storeNames())).sorted()
+                FileHandle.standardError.write(Data("ferry: no store named '\(store)' (stores: \(known.joined(separator: ", ")))\n".utf8))
+                throw ExitCode(FerryExitCode.usage.rawValue)
+            }
             let encoder = StoreStatus.makeEncoder()
             var after = since
             while true {
@@ -43,6 +50,8 @@ struct ChangesCommand: ParsableCommand {
                 fflush(nil)  // flushes stdout too; `stdout` itself is a global var Swift 6 refuses
                 Thread.sleep(forTimeInterval: 1)
             }
+        } catch let exit as ExitCode {
+            throw exit
         } catch {
             throw fail(error)
         }

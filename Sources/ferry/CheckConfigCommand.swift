@@ -7,14 +7,20 @@ struct CheckConfigCommand: ParsableCommand {
         commandName: "check-config",
         abstract: "Validate a configuration file and print every problem with file, line and key.")
 
-    @Argument(help: "The file to check (default: $FERRY_CONFIG, else /etc/ferry/ferry.conf).")
+    @Argument(help: "The file to check (default: --config, $FERRY_CONFIG, else /etc/ferry/ferry.conf).")
     var file: String?
 
+    @Option(name: .shortAndLong, help: "The configuration file (the same as the argument).")
+    var config: String?
+
     func run() throws {
-        let path = file ?? ConfigurationLoader.defaultPath(environment: ProcessInfo.processInfo.environment)
+        let path = file ?? config ?? ConfigurationLoader.defaultPath(environment: ProcessInfo.processInfo.environment)
         do {
             // The same load ferryd runs at start and on reload: one validation everywhere.
             let configuration = try ConfigurationLoader.load(path: path)
+            for warning in configuration.warnings {
+                FileHandle.standardError.write(Data("warning: \(warning)\n".utf8))
+            }
             print("\(path): ok, \(configuration.stores.count) store(s): \(configuration.stores.map(\.name).joined(separator: ", "))")
             print("database: \(configuration.global.databasePath)")
         } catch {

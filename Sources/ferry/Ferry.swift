@@ -10,8 +10,9 @@ struct Ferry: ParsableCommand {
         commandName: "ferry",
         abstract: "Sync remote stores into local SQLite replicas, and inspect them.",
         discussion: """
-        Exit codes: 0 ok, 1 a pass or reload failed, 64 usage, 69 remote unavailable, \
-        74 database error, 77 credentials refused, 78 invalid configuration.
+        Exit codes: 0 ok, 1 a pass or reload failed, 2 synced but a replica is incomplete (see ferry status), \
+        64 usage, 65 a bad record under on-bad-record = fail, 69 remote unavailable or answering wrongly, \
+        74 database error, 77 credentials refused, 78 invalid configuration, 130 interrupted.
         """,
         version: FerryVersion.current,
         subcommands: [SyncCommand.self, StatusCommand.self, CheckConfigCommand.self, ReloadCommand.self,

@@ -23,7 +23,15 @@ struct LogCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "How many recent entries.")
     var lines: Int = 50
 
+    @Option(name: .shortAndLong, help: "The configuration file, to check that the store exists (default: $FERRY_CONFIG, else /etc/ferry/ferry.conf).")
+    var config: String?
+
     func run() throws {
+        if let store, let configuration = try? ConfigurationLoader.load(path: config ?? ConfigurationLoader.defaultPath()),
+           configuration.store(named: store) == nil {
+            FileHandle.standardError.write(Data("ferry: no store named '\(store)' in the configuration (stores: \(configuration.stores.map(\.name).joined(separator: ", ")))\n".utf8))
+            throw ExitCode(FerryExitCode.usage.rawValue)
+        }
         var arguments = ["-u", "ferryd", "--no-pager", "-n", "\(lines)"]
         if let store { arguments.append("FERRY_STORE=\(store)") }
         if failures { arguments.append("MESSAGE_ID=\(MessageID.passFailed.rawValue)") }

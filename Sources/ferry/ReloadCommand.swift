@@ -17,9 +17,16 @@ struct ReloadCommand: ParsableCommand {
     @Option(help: "Seconds to wait for the acknowledgement.")
     var timeout: Int = 30
 
+    @Option(name: .shortAndLong, help: "Check this configuration file first, and do not signal ferryd when it has problems.")
+    var config: String?
+
     func run() throws {
         let environment = ProcessInfo.processInfo.environment
         let directory = runtimeDirectory ?? GlobalConfiguration.defaultRuntimeDirectory(environment: environment)
+        if let config {
+            // ferryd would refuse it and keep the old configuration; say why without asking it.
+            do { _ = try ConfigurationLoader.load(path: config) } catch { throw fail(error) }
+        }
         do {
             let target = try ReloadAcknowledgement.resolvePID(explicit: pid, environment: environment, directory: directory)
             let result = try ReloadAcknowledgement.requestReload(pid: target, directory: directory, timeout: .seconds(timeout))

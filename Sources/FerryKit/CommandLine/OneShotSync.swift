@@ -11,6 +11,9 @@ public final class OneShotSync {
         public var progress: OperationProgress
         public var isRunning: Bool
         public var isFinished: Bool
+        public var isCancelled: Bool
+        /// How long this store's pass has run (or ran): its own time, not the command's, so
+        /// its rate is records over the time it took.
         public var elapsed: Duration
     }
 
@@ -39,17 +42,18 @@ public final class OneShotSync {
 
     public var databasePath: String { database.path }
 
-    /// Runs one pass per store (reconciling kinds that need it, so the replica converges fully)
-    /// and returns each outcome in configuration order. `progress` is called on the calling
-    /// thread about every `refresh`; SIGINT cancels every pass cleanly.
+    /// Runs one pass per store (sweeping deleted records too, unless the store says
+    /// `reconcile-interval = never`) and returns each outcome in configuration order.
+    /// `progress` is called on the calling thread about every `refresh`; SIGINT cancels every
+    /// pass cleanly.
     public func run(refresh: Duration = .milliseconds(200), progress: ([Progress]) -> Void) -> [(store: String, result: Result<PassReport, SyncError>)] {
         let queue = OperationQueue()
         queue.name = "ferry-sync"
         queue.maxConcurrentOperationCount = maxConcurrentPasses
         let operations = stores.enumerated().map { index, store in
-            SyncPassOperation(.init(store: store, database: database, trigger: .onDemand, reconcile: true, pass: index + 1, logger: logger))
+            SyncPassOperation(.init(store: store, database: database, trigger: .onDemand, reconcile: store.reconcileInterval != nil,
+                                    pass: index + 1, logger: logger))
         }
-        let started = ContinuousClock.now
         let interrupt = cancelOnInterrupt(operations)
         // Each finished pass wakes the wait below, so the command returns as soon as the last
         // one is done, not at the next refresh.
@@ -58,8 +62,18 @@ public final class OneShotSync {
             operation.completionBlock = { finished.signal() }
         }
         queue.addOperations(operations, waitUntilFinished: false)
+        // When each pass began and ended, as seen between refreshes.
+        var began: [Int: ContinuousClock.Instant] = [:]
+        var ended: [Int: ContinuousClock.Instant] = [:]
         func snapshot() -> [Progress] {
-            operations.map { Progress(store: $0.setup.store.name, progress: $0.progress, isRunning: $0.isExecuting, isFinished: $0.isFinished, elapsed: .now - started) }
+            let now = ContinuousClock.now
+            return operations.enumerated().map { index, operation in
+                if operation.isExecuting || operation.isFinished { began[index] = began[index] ?? now }
+                if operation.isFinished { ended[index] = ended[index] ?? now }
+                let elapsed = began[index].map { (ended[index] ?? now) - $0 } ?? .zero
+                return Progress(store: operation.setup.store.name, progress: operation.progress, isRunning: operation.isExecuting,
+                                isFinished: operation.isFinished, isCancelled: operation.isCancelled, elapsed: elapsed)
+            }
         }
         while !operations.allSatisfy(\.isFinished) {
             progress(snapshot())

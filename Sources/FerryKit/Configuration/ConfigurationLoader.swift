@@ -32,6 +32,10 @@ public enum ConfigurationLoader {
         guard !isDirectory.boolValue else {
             throw ConfigurationErrors(problems: [.init(file: path, line: 0, message: "is a directory, not a configuration file")])
         }
+        if let size = (try? FileManager.default.attributesOfItem(atPath: absolute)[.size]) as? Int, size > maxFileBytes {
+            throw ConfigurationErrors(problems: [.init(file: path, line: 0,
+                message: "is \(size) bytes; a configuration larger than \(maxFileBytes / 1024) KiB is refused (is this the right file?)")])
+        }
         guard let data = FileManager.default.contents(atPath: absolute) else {
             throw ConfigurationErrors(problems: [.init(file: path, line: 0, message: "cannot read the file (permission denied?)")])
         }
@@ -83,11 +87,29 @@ public enum ConfigurationLoader {
 
         guard problems.isEmpty else {
             // Stable sort: within a line, problems keep the order they were found in.
-            let ordered = problems.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }
-            throw ConfigurationErrors(problems: ordered.map(\.element))
+            var ordered = problems.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }.map(\.element)
+            if ordered.count > maxProblems {
+                // A file that is not a configuration at all would print one line per line.
+                let more = ordered.count - maxProblems
+                ordered = Array(ordered.prefix(maxProblems))
+                ordered.append(.init(file: file, line: ordered.last?.line ?? 0, message: "and \(more) more problems (is this a Ferry configuration?)"))
+            }
+            throw ConfigurationErrors(problems: ordered)
         }
-        return FerryConfiguration(global: global, stores: stores)
+        var warnings: [ConfigurationProblem] = []
+        if stores.isEmpty {
+            let empty = syntax.sections.isEmpty
+            warnings.append(.init(file: file, line: 0, message: empty
+                ? "the configuration is empty: ferryd will run and sync nothing"
+                : "no [store NAME] section: ferryd will run and sync nothing"))
+        }
+        return FerryConfiguration(global: global, stores: stores, warnings: warnings)
     }
+
+    /// Larger files are refused before they are parsed (a configuration is a few KiB).
+    static let maxFileBytes = 1 << 20
+    /// Problems listed at most; the rest are counted.
+    static let maxProblems = 100
 
     static let globalKeys: Set<String> = ConfigurationValueReader.sessionKeys.union([
         "database", "max-concurrent-passes", "log-level", "keep-changes", "stuck-pass-timeout",

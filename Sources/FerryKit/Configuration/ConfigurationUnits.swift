@@ -82,6 +82,14 @@ public enum ConfigurationUnits {
         }
         return "\(ms)ms"
     }
+
+    /// How a size is written back in messages: the largest binary unit that divides it.
+    public static func formatSize(_ bytes: Int64) -> String {
+        for (unit, size) in [("GiB", Int64(1) << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] where bytes >= size && bytes % size == 0 {
+            return "\(bytes / size)\(unit)"
+        }
+        return "\(bytes) bytes"
+    }
 }
 
 extension Array where Element == String {

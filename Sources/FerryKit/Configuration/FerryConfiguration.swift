@@ -5,10 +5,14 @@ public struct FerryConfiguration: Sendable, Equatable {
     public var global: GlobalConfiguration
     /// In file order; names are unique.
     public var stores: [StoreConfiguration]
+    /// What is legal but probably not meant (an empty file, no stores), with file and line:
+    /// `ferry check-config` prints them, ferryd logs them at start and on reload.
+    public var warnings: [ConfigurationProblem] = []
 
-    public init(global: GlobalConfiguration, stores: [StoreConfiguration]) {
+    public init(global: GlobalConfiguration, stores: [StoreConfiguration], warnings: [ConfigurationProblem] = []) {
         self.global = global
         self.stores = stores
+        self.warnings = warnings
     }
 
     /// The store called `name`, if configured.

@@ -218,6 +218,10 @@ struct StoreSectionReader {
             values.problem(entry, "column name '\(name)' must be lowercase letters, digits and '_', starting with a letter")
             return nil
         }
+        guard !ReplicaDatabase.baseColumns.contains(name), !name.hasPrefix("ferry_") else {
+            values.problem(entry, "column \(name) would replace a column every store table has (\(ReplicaDatabase.baseColumns.sorted().joined(separator: ", "))); choose another name")
+            return nil
+        }
         let words = entry.value.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
         guard words.count == 2 || (words.count == 3 && words[2] == "unindexed") else {
             values.problem(entry, "expected 'TYPE PATH' or 'TYPE PATH unindexed', e.g. text $.email")
@@ -231,7 +235,44 @@ struct StoreSectionReader {
             values.problem(entry, "column path must be a JSON path starting with '$', e.g. $.email")
             return nil
         }
+        guard Self.isJSONPath(words[1]) else {
+            values.problem(entry, "'\(words[1])' is not a JSON path SQLite can read: write $.field, $.a.b, $.list[0] or $.\"odd key\"")
+            return nil
+        }
         return TypedColumn(name: name, type: type, path: words[1], indexed: words.count == 2)
+    }
+
+    /// A path SQLite's JSON functions accept: `$`, then `.key`, `."quoted key"`, `[N]` or
+    /// `[#-N]` steps (an empty key, as in `$..x`, is refused by SQLite at query time).
+    static func isJSONPath(_ path: String) -> Bool {
+        var rest = Substring(path)
+        guard rest.first == "$" else { return false }
+        rest = rest.dropFirst()
+        while let first = rest.first {
+            switch first {
+            case ".":
+                rest = rest.dropFirst()
+                if rest.first == "\"" {
+                    guard let close = rest.dropFirst().firstIndex(of: "\"") else { return false }
+                    guard close > rest.index(after: rest.startIndex) else { return false }
+                    rest = rest[rest.index(after: close)...]
+                } else {
+                    let key = rest.prefix { $0 != "." && $0 != "[" }
+                    guard !key.isEmpty, !key.contains(" ") else { return false }
+                    rest = rest.dropFirst(key.count)
+                }
+            case "[":
+                guard let close = rest.firstIndex(of: "]") else { return false }
+                let index = rest[rest.index(after: rest.startIndex)..<close]
+                let valid = index.allSatisfy(\.isNumber) && !index.isEmpty
+                    || index == "#" || (index.hasPrefix("#-") && index.count > 2 && index.dropFirst(2).allSatisfy(\.isNumber))
+                guard valid else { return false }
+                rest = rest[rest.index(after: close)...]
+            default:
+                return false
+            }
+        }
+        return true
     }
 
     private static func isIdentifier(_ name: String) -> Bool {

@@ -66,6 +66,7 @@ public final class Daemon: @unchecked Sendable {
         scheduler.onPassFinished = { [weak self] _, _ in self?.refreshStatus() }
         state = .running(scheduler)
         logger.info("ferryd \(FerryVersion.current) ready: \(configuration.stores.count) store(s), database \(database.path)", metadata: MessageID.ready.metadata)
+        logWarnings(configuration)
         notifier.ready(status: statusLine(scheduler.snapshot))
         scheduler.start()
         startTimers()
@@ -126,6 +127,8 @@ public final class Daemon: @unchecked Sendable {
             }
             configuration = loaded
             reloadProblem = nil
+            FerryLogging.level.level = loaded.global.logLevel
+            logWarnings(loaded)
             scheduler.apply(loaded)
             scheduler.resyncAll()
             publishReload(.ok, message: "reloaded: \(loaded.stores.count) store(s)", directory: runtime)
@@ -140,6 +143,12 @@ public final class Daemon: @unchecked Sendable {
             publishReload(.error, message: message, directory: runtime)
         }
         notifier.ready(status: statusLine(scheduler.snapshot))
+    }
+
+    private func logWarnings(_ configuration: FerryConfiguration) {
+        for warning in configuration.warnings {
+            logger.warning("configuration: \(warning)")
+        }
     }
 
     private func publishReload(_ outcome: ReloadResult.Outcome, message: String, directory: String) {
@@ -181,6 +190,11 @@ public final class Daemon: @unchecked Sendable {
         status.tolerance = 1
         RunLoop.current.add(status, forMode: .default)
         timers.append(status)
+        // keep-changes: the change log is pruned a minute after start, then hourly.
+        let prune = Timer(fire: Date(timeIntervalSinceNow: 60), interval: 3600, repeats: true) { [weak self] _ in self?.pruneChangeLog() }
+        prune.tolerance = 30
+        RunLoop.current.add(prune, forMode: .default)
+        timers.append(prune)
         if let period = notifier.watchdogPingInterval {
             let watchdog = Timer(timeInterval: period.seconds, repeats: true) { [weak self] _ in self?.watchdogTick() }
             RunLoop.current.add(watchdog, forMode: .default)
@@ -204,6 +218,29 @@ public final class Daemon: @unchecked Sendable {
         for store in wedged where !reportedStuck.contains(store) {
             logger.critical("store \(store): its pass ignored its cancellation for a whole stuck-pass-timeout; withholding the watchdog ping so systemd restarts ferryd", metadata: MessageID.watchdogStuck.metadata.merging(["store": "\(store)"]) { $1 })
             reportedStuck.insert(store)
+        }
+    }
+
+    /// Deletes change-log entries older than `keep-changes`, off the main thread and in steps
+    /// of 50,000, so passes wait for the write lock briefly at most.
+    private func pruneChangeLog() {
+        let retention = configuration.global.changeRetention
+        let database = self.database
+        let logger = self.logger
+        DispatchQueue.global(qos: .utility).async {
+            let cutoff = Date().addingTimeInterval(-retention.seconds)
+            var total = 0
+            do {
+                while true {
+                    guard let deleted = try database.writeIfOpen({ try $0.pruneChangeLog(keepingNewerThan: cutoff, keepingAtLeast: 0, limit: 50_000) }) else { return }
+                    total += deleted
+                    if deleted < 50_000 { break }
+                }
+            } catch {
+                logger.warning("pruning the change log failed: \(error)")
+                return
+            }
+            if total > 0 { logger.info("pruned \(total) change-log entries older than keep-changes") }
         }
     }
 

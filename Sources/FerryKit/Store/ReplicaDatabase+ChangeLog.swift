@@ -19,9 +19,11 @@ extension ReplicaDatabase {
     }
 
     /// Retention: deletes entries older than `keepingNewerThan` (all entries but the newest when
-    /// nil), but always keeps the newest `keepingAtLeast`. Returns how many were deleted.
-    /// Sequences are never reused, so followers can tell a pruned gap from a quiet period.
-    public func pruneChangeLog(keepingNewerThan date: Date?, keepingAtLeast: Int) throws(StoreError) -> Int {
+    /// nil), but always keeps the newest `keepingAtLeast`, and deletes at most `limit` (the
+    /// oldest) in one transaction, so a long backlog is pruned in steps that never hold the
+    /// write lock long. Returns how many were deleted. Sequences are never reused, so followers
+    /// can tell a pruned gap from a quiet period.
+    public func pruneChangeLog(keepingNewerThan date: Date?, keepingAtLeast: Int, limit: Int = .max) throws(StoreError) -> Int {
         requireWritable()
         do {
             return try connection.transaction { () throws(SQLiteError) -> Int in
@@ -39,6 +41,11 @@ extension ReplicaDatabase {
                     try firstKept.bind(Self.timestamp(date), at: 1)
                     if try firstKept.step() { end = min(end, firstKept.int64(at: 0)) }
                     firstKept.reset()
+                }
+                if limit < Int.max {
+                    // Sequences are dense but for pruned gaps: the oldest plus `limit` bounds a step.
+                    let oldest = try connection.scalarInt("SELECT min(seq) FROM ferry_change_log") ?? end
+                    end = min(end, oldest + Int64(limit))
                 }
                 // The log has no AUTOINCREMENT (migration v3): remember the highest sequence
                 // deleted, so the writer never hands it out again even if the log is now empty.

@@ -6,6 +6,11 @@ extension ReplicaDatabase {
         try readStates(where: "WHERE store = ?1", store: store).first
     }
 
+    /// Every store the replica has held (configured now or not), by name.
+    public func storeNames() throws(StoreError) -> [String] {
+        do { return try connection.textRows("SELECT name FROM ferry_stores ORDER BY name") } catch { throw StoreError(error, path: path) }
+    }
+
     /// Every store's sync state, by name.
     public func syncStates() throws(StoreError) -> [SyncState] {
         try readStates(where: "ORDER BY store", store: nil)

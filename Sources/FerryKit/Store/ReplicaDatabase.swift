@@ -43,8 +43,18 @@ public final class ReplicaDatabase {
         do {
             connection = try SQLiteConnection(path: path, mode: existing ? .readWrite : .readWriteCreate, busyTimeout: busyTimeoutMilliseconds)
         } catch {
-            throw StoreError(error, path: path)
+            throw Self.diagnosed(StoreError(error, path: path), readOnly: false)
         }
+        do {
+            try Self.setUp(connection, path: path, existing: existing)
+        } catch {
+            connection.close()
+            throw Self.diagnosed(error, readOnly: false)
+        }
+    }
+
+    /// Checks, switches to WAL and migrates a connection just opened read-write.
+    private static func setUp(_ connection: SQLiteConnection, path: String, existing: Bool) throws(StoreError) {
         if existing { try Self.verify(connection, path: path, readOnly: false) }
         do {
             // WAL: readers never block the writer nor each other. synchronous=NORMAL is durable
@@ -80,9 +90,30 @@ public final class ReplicaDatabase {
             throw StoreError(.io, path: path, message: "no replica at this path (ferryd creates it on its first pass)")
         }
         let connection: SQLiteConnection
-        do { connection = try SQLiteConnection(path: path, mode: .readOnly) } catch { throw StoreError(error, path: path) }
-        try verify(connection, path: path, readOnly: true)
+        do { connection = try SQLiteConnection(path: path, mode: .readOnly) } catch { throw diagnosed(StoreError(error, path: path), readOnly: true) }
+        do {
+            try verify(connection, path: path, readOnly: true)
+        } catch {
+            connection.close()
+            throw diagnosed(error, readOnly: true)
+        }
         return ReplicaDatabase(readOnlyConnection: connection, path: path)
+    }
+
+    /// A failure to open or set up the file, said in the file system's words when they explain
+    /// it better than SQLite's ("unable to open database file (errno 2)").
+    private static func diagnosed(_ error: StoreError, readOnly: Bool) -> StoreError {
+        switch error.kind {
+        case .readOnly, .io, .other:
+            guard let problem = ReplicaPathDiagnosis.problem(opening: error.path, readOnly: readOnly) else { return error }
+            var diagnosed = error
+            diagnosed.kind = .readOnly
+            diagnosed.message = problem
+            diagnosed.sqliteCode = nil
+            return diagnosed
+        default:
+            return error
+        }
     }
 
     /// Checks an existing file before anything writes to it.

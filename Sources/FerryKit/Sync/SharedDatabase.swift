@@ -9,6 +9,7 @@ import Foundation
 public final class SharedDatabase: @unchecked Sendable {
     private let lock = NSLock()
     private let database: ReplicaDatabase
+    private var isClosed = false
 
     /// Opens (creating and migrating when needed) the replica at `path`.
     public init(path: String) throws {
@@ -25,10 +26,21 @@ public final class SharedDatabase: @unchecked Sendable {
         return try body(database)
     }
 
-    /// Closes the connection; no write may follow.
+    /// Runs `body` with the writer connection unless the database was closed meanwhile (work
+    /// that may outlive the daemon's stop: pruning on a background queue); nil then.
+    public func writeIfOpen<T, Failure: Error>(_ body: (ReplicaDatabase) throws(Failure) -> T) throws(Failure) -> T? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !isClosed else { return nil }
+        return try body(database)
+    }
+
+    /// Closes the connection; only ``writeIfOpen(_:)`` may follow.
     public func close() {
         lock.lock()
         defer { lock.unlock() }
+        guard !isClosed else { return }
+        isClosed = true
         database.close()
     }
 }
@@ -41,7 +53,11 @@ extension FileManager {
         do {
             try createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
-            throw DatabaseLocationError(directory: directory, reason: error.localizedDescription)
+            // The nearest existing ancestor says why (permission, a read-only mount).
+            var ancestor = (directory as NSString).deletingLastPathComponent
+            while !ancestor.isEmpty, ancestor != "/", !fileExists(atPath: ancestor) { ancestor = (ancestor as NSString).deletingLastPathComponent }
+            let reason = ReplicaPathDiagnosis.problem(opening: (ancestor as NSString).appendingPathComponent("x"))
+            throw DatabaseLocationError(directory: directory, reason: reason ?? error.localizedDescription)
         }
     }
 }

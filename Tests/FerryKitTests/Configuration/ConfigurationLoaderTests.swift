@@ -363,4 +363,44 @@ import Testing
             .init(file: Self.file, line: 6, key: "page-size", message: "not a key of carddav stores (it is one of parse and json stores)"),
         ])
     }
+
+    @Test func columnsThatCannotWork_areRefusedAtLoad() {
+        #expect(problems("""
+            [store items]
+            kind = json
+            url = https://api.example.com/items
+            column.a = text $..x
+            column.b = text $.a b
+            column.c = integer $.list[x]
+            column.body = text $.body
+            column.ferry_x = text $.x
+            column.ok = text $.list[0].name
+            column.odd = text $."odd.key".x
+            """) == [
+            .init(file: Self.file, line: 4, key: "column.a", message: "'$..x' is not a JSON path SQLite can read: write $.field, $.a.b, $.list[0] or $.\"odd key\""),
+            .init(file: Self.file, line: 5, key: "column.b", message: "expected 'TYPE PATH' or 'TYPE PATH unindexed', e.g. text $.email"),
+            .init(file: Self.file, line: 6, key: "column.c", message: "'$.list[x]' is not a JSON path SQLite can read: write $.field, $.a.b, $.list[0] or $.\"odd key\""),
+            .init(file: Self.file, line: 7, key: "column.body", message: "column body would replace a column every store table has (body, deleted, fields, first_seen, id, last_synced, version); choose another name"),
+            .init(file: Self.file, line: 8, key: "column.ferry_x", message: "column ferry_x would replace a column every store table has (body, deleted, fields, first_seen, id, last_synced, version); choose another name"),
+        ])
+    }
+
+    @Test func emptyConfigurationsAndNoStores_warn() throws {
+        #expect(try parse("").warnings.map(\.message) == ["the configuration is empty: ferryd will run and sync nothing"])
+        #expect(try parse("[ferry]\nlog-level = debug\n").warnings.map(\.message) == ["no [store NAME] section: ferryd will run and sync nothing"])
+        #expect(try parse("[store a]\nkind = json\nurl = https://x/y\n").warnings.isEmpty)
+    }
+
+    @Test func garbage_isCappedInSizeAndProblems() throws {
+        let found = problems(String(repeating: "garbage line\n", count: 500))
+        #expect(found.count == ConfigurationLoader.maxProblems + 1)
+        #expect(found.last?.message == "and 400 more problems (is this a Ferry configuration?)")
+        let directory = try TemporaryDirectory()
+        let path = directory.path("big.conf")
+        try Data(repeating: 0x61, count: ConfigurationLoader.maxFileBytes + 1).write(to: URL(fileURLWithPath: path))
+        #expect(throws: ConfigurationErrors(problems: [.init(file: path, line: 0,
+            message: "is \(ConfigurationLoader.maxFileBytes + 1) bytes; a configuration larger than 1024 KiB is refused (is this the right file?)")])) {
+            try ConfigurationLoader.load(path: path, environment: [:])
+        }
+    }
 }

@@ -80,3 +80,28 @@ struct OpenRefusalTests {
         #expect(!FileManager.default.fileExists(atPath: directory.path("missing.db")))
     }
 }
+
+@Suite("Replica open failures say why")
+struct ReplicaOpenDiagnosisTests {
+    @Test func aMissingDirectoryIsNamed() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("missing/sub/replica.db")
+        let error = #expect(throws: StoreError.self) { try ReplicaDatabase(path: path) }
+        #expect(error?.message == "the directory \(directory.path("missing/sub")) does not exist", "\(String(describing: error))")
+        #expect(error?.kind == .readOnly)
+    }
+
+    @Test func aReadOnlyMountIsNamed() throws {
+        let directory = try TemporaryDirectory()
+        let mountPoint = directory.path("ro")
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        guard Shell.succeeds(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", mountPoint]) else {
+            // Mounting needs root (CI has it); elsewhere this case cannot be built.
+            try #require(!isCI, "cannot mount a read-only tmpfs in CI")
+            return
+        }
+        defer { _ = Shell.succeeds(["umount", mountPoint]) }
+        let error = #expect(throws: StoreError.self) { try ReplicaDatabase(path: mountPoint + "/replica.db") }
+        #expect(error?.message == "\(mountPoint) is on a read-only file system", "\(String(describing: error))")
+    }
+}

@@ -120,3 +120,24 @@ struct SyncStateTests {
         #expect(try replica.connection.scalarInt("PRAGMA wal_autocheckpoint") == checkpoint)
     }
 }
+
+@Suite("Change log pruning in steps")
+struct ChangeLogPruningTests {
+    @Test func aLimitPrunesTheOldestInStepsAndNeverReusesASequence() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        defer { replica.close() }
+        try replica.prepare(StoreDefinition(name: "items"))
+        _ = try replica.apply(ChangeBatch(changes: (0..<250).map { record("r\($0)", version: "1") }, cursor: nil), to: "items")
+        var steps: [Int] = []
+        while true {
+            let deleted = try replica.pruneChangeLog(keepingNewerThan: Date().addingTimeInterval(3600), keepingAtLeast: 0, limit: 100)
+            steps.append(deleted)
+            if deleted < 100 { break }
+        }
+        #expect(steps == [100, 100, 50])
+        #expect(try replica.changes(after: 0, limit: 1000).isEmpty)
+        _ = try replica.apply(ChangeBatch(changes: [record("new", version: "1")], cursor: nil), to: "items")
+        #expect(try replica.changes(after: 0, limit: 10).map(\.sequence) == [251])
+    }
+}

@@ -1,5 +1,22 @@
 import Foundation
 import Logging
+import Synchronization
+
+/// The process's configured log level, shared by every logger's handler, so a reload that
+/// changes `log-level` applies to loggers already made. A logger whose level is set on it
+/// (`logger.logLevel = .debug`) keeps its own, as swift-log promises.
+public final class LogLevelSetting: Sendable {
+    private let value: Mutex<Logger.Level>
+
+    public init(_ level: Logger.Level) {
+        value = Mutex(level)
+    }
+
+    public var level: Logger.Level {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}
 
 /// Chooses where Ferry's logs go and installs it as swift-log's backend.
 ///
@@ -32,12 +49,16 @@ public enum FerryLogging {
         return streamDevice == device && streamInode == inode
     }
 
-    /// The handler for `destination`.
-    public static func makeHandler(level: Logger.Level, identifier: String = "ferryd",
+    /// The level every handler ``bootstrap(level:identifier:environment:)`` installed follows;
+    /// ferryd sets it again when a reload changes `log-level`.
+    public static let level = LogLevelSetting(.info)
+
+    /// The handler for `destination`, following `setting`.
+    public static func makeHandler(setting: LogLevelSetting, identifier: String = "ferryd",
                                    destination: Destination) -> any LogHandler {
         switch destination {
-        case .journal: JournalLogHandler(identifier: identifier, level: level)
-        case .stderr: StderrLogHandler(level: level)
+        case .journal: JournalLogHandler(identifier: identifier, setting: setting)
+        case .stderr: StderrLogHandler(setting: setting)
         }
     }
 
@@ -45,8 +66,9 @@ public enum FerryLogging {
     public static func bootstrap(level: Logger.Level, identifier: String = "ferryd",
                                  environment: [String: String] = ProcessInfo.processInfo.environment) {
         let destination = destination(environment: environment)
+        Self.level.level = level
         LoggingSystem.bootstrap { _ in
-            makeHandler(level: level, identifier: identifier, destination: destination)
+            makeHandler(setting: Self.level, identifier: identifier, destination: destination)
         }
     }
 }

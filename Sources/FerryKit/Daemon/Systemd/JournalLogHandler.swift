@@ -8,7 +8,14 @@ import Logging
 /// Use it only when journald is really there (``FerryLogging`` decides): without journald,
 /// `sd_journal_sendv` silently drops entries.
 public struct JournalLogHandler: LogHandler {
-    public var logLevel: Logger.Level
+    /// The shared level, until a level is set on this handler.
+    private let setting: LogLevelSetting
+    private var ownLevel: Logger.Level?
+
+    public var logLevel: Logger.Level {
+        get { ownLevel ?? setting.level }
+        set { ownLevel = newValue }
+    }
     public var metadata: Logger.Metadata = [:]
     public var metadataProvider: Logger.MetadataProvider?
     /// `SYSLOG_IDENTIFIER`, the name `journalctl -t` filters on.
@@ -16,7 +23,14 @@ public struct JournalLogHandler: LogHandler {
 
     public init(identifier: String = "ferryd", level: Logger.Level = .info, metadataProvider: Logger.MetadataProvider? = nil) {
         self.identifier = identifier
-        self.logLevel = level
+        self.setting = LogLevelSetting(level)
+        self.metadataProvider = metadataProvider
+    }
+
+    /// A handler whose level follows `setting` (a reload changes it) until one is set on it.
+    public init(identifier: String = "ferryd", setting: LogLevelSetting, metadataProvider: Logger.MetadataProvider? = nil) {
+        self.identifier = identifier
+        self.setting = setting
         self.metadataProvider = metadataProvider
     }
 

@@ -9,7 +9,14 @@ import Logging
 /// goes to a file or a pipe it reads; on a terminal the prefix is left out for people.
 /// Metadata follows as `key=value`, sorted by key; values with spaces or quotes are quoted.
 public struct StderrLogHandler: LogHandler {
-    public var logLevel: Logger.Level
+    /// The shared level, until a level is set on this handler.
+    private let setting: LogLevelSetting
+    private var ownLevel: Logger.Level?
+
+    public var logLevel: Logger.Level {
+        get { ownLevel ?? setting.level }
+        set { ownLevel = newValue }
+    }
     public var metadata: Logger.Metadata = [:]
     public var metadataProvider: Logger.MetadataProvider?
     private let fileDescriptor: Int32
@@ -20,7 +27,13 @@ public struct StderrLogHandler: LogHandler {
     ///   - priorityPrefix: whether lines start with `<N>`; nil: yes unless the descriptor is a terminal.
     public init(level: Logger.Level = .info, fileDescriptor: Int32 = STDERR_FILENO, priorityPrefix: Bool? = nil,
                 metadataProvider: Logger.MetadataProvider? = nil) {
-        self.logLevel = level
+        self.init(setting: LogLevelSetting(level), fileDescriptor: fileDescriptor, priorityPrefix: priorityPrefix, metadataProvider: metadataProvider)
+    }
+
+    /// A handler whose level follows `setting` (a reload changes it) until one is set on it.
+    public init(setting: LogLevelSetting, fileDescriptor: Int32 = STDERR_FILENO, priorityPrefix: Bool? = nil,
+                metadataProvider: Logger.MetadataProvider? = nil) {
+        self.setting = setting
         self.fileDescriptor = fileDescriptor
         self.withPriorityPrefix = priorityPrefix ?? (isatty(fileDescriptor) == 0)
         self.metadataProvider = metadataProvider

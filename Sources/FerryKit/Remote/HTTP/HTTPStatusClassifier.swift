@@ -105,9 +105,19 @@ enum HTTPStatusClassifier {
 }
 
 extension SyncError {
-    /// A transfer that failed before any usable answer (DNS, TLS, reset, timeout...).
-    init(_ transfer: TransferError, store: String, position: String = "") {
-        self.init(.transport(transfer.kind), store: store, url: transfer.url, position: position,
-                  message: "transfer failed: \(transfer.kind): \(transfer.detail)")
+    /// A transfer that failed before any usable answer (DNS, TLS, reset, timeout...), with the
+    /// setting to change when one is to blame.
+    init(_ transfer: TransferError, store: StoreConfiguration, position: String = "") {
+        let message = switch transfer.kind {
+        case .responseTooLarge:
+            "the response is larger than max-response-size (\(ConfigurationUnits.formatSize(store.session.maxResponseBytes))); raise it in the store's section if the remote really sends that much"
+        case .totalTimeout:
+            "the request took longer than total-timeout (\(Int(store.session.totalTimeout)) s): \(transfer.detail)"
+        case .stalled:
+            "the transfer stalled (slower than low-speed-limit for low-speed-time): \(transfer.detail)"
+        default:
+            "transfer failed: \(transfer.kind): \(transfer.detail)"
+        }
+        self.init(.transport(transfer.kind), store: store.name, url: transfer.url, position: position, message: message)
     }
 }

@@ -141,7 +141,7 @@ struct WebDAVSourceServerTests {
     func aThrowingSinkEndsThePassSilently(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer.sharedLarge(kind)
         let pass = try server.pass(server.store(batch: 4), cursor: nil) { $0.failAfterBatches = 2 }
-        #expect(pass.batches.count == 2)
+        #expect(pass.batches.count == 2, "\(pass.error.map { "\($0)" } ?? "no error")")
         #expect(pass.callsAfterEnd == 0)
         #expect(pass.outcome == nil && pass.error == nil)
     }

@@ -143,7 +143,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         guard case .loading(let number) = state, let loader else { return }
         let page: HTTPPageLoader.Page
         switch result {
-        case .failure(let error): return end(with: .failed(SyncError(error, store: store.name, position: "page \(number)")))
+        case .failure(let error): return end(with: .failed(SyncError(error, store: store, position: "page \(number)")))
         case .success(let loaded): page = loaded
         }
         let status = page.head.status

@@ -295,7 +295,7 @@ public final class ParseSource: RemoteSource {
     private func check(_ result: Result<HTTPPageLoader.Page, TransferError>) -> Result<(HTTPPageLoader.Page, JSONPage), SyncError> {
         let page: HTTPPageLoader.Page
         switch result {
-        case .failure(let error): return .failure(SyncError(error, store: store.name))
+        case .failure(let error): return .failure(SyncError(error, store: store))
         case .success(let loaded): page = loaded
         }
         let status = page.head.status

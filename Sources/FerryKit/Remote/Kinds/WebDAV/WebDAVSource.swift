@@ -77,6 +77,12 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         var stream: MultistatusStream?
         /// The start of any other answer, for the error message.
         var errorBody = Data()
+        /// The transfer has ended (its completion arrived).
+        var transferEnded = false
+        /// The parser refused the body before the transfer ended: reported once the transfer
+        /// ends, because a transfer that then fails (a truncated body) explains the garbage.
+        var refusal: SyncError?
+        var bytesAfterRefusal = 0
     }
 
     public let store: StoreConfiguration
@@ -120,6 +126,8 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private static let fetchWindow = 2
     /// Bytes of a non-multistatus answer kept for its error message.
     private static let errorBodyLimit = 64 << 10
+    /// Bytes awaited after the parser refused a body, for the transfer to fail first.
+    private static let refusedBodyWait = 1 << 20
 
     /// Builds the source for a `carddav` or `caldav` store. Call on the pass's thread: the
     /// session is created here and delivers on this thread's run loop.
@@ -202,6 +210,14 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         guard let request = inFlight[key] else { return }
         if let stream = request.stream {
             stream.feed(data)
+        } else if let refusal = request.refusal {
+            // Waiting for the end of a body already refused; a long one is not worth waiting for.
+            inFlight[key]?.bytesAfterRefusal += data.count
+            if request.bytesAfterRefusal + data.count > Self.refusedBodyWait {
+                task.cancel()
+                inFlight[key] = nil
+                fail(refusal)
+            }
         } else if request.errorBody.count < Self.errorBodyLimit {
             inFlight[key]?.errorBody.append(data.prefix(Self.errorBodyLimit - request.errorBody.count))
         }
@@ -210,8 +226,13 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     public func session(_ session: RemoteSession, task: TransferTask, didCompleteWith metrics: TransferMetrics) {
         let key = ObjectIdentifier(task)
         guard let request = inFlight[key], let head = task.head else { return }
+        if let refusal = request.refusal {
+            inFlight[key] = nil
+            return fail(refusal)
+        }
         if let stream = request.stream {
             // The outcome comes with the parse's end.
+            inFlight[key]?.transferEnded = true
             stream.finish()
             return
         }
@@ -222,7 +243,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     public func session(_ session: RemoteSession, task: TransferTask, didFailWith error: TransferError) {
         guard let request = inFlight.removeValue(forKey: ObjectIdentifier(task)) else { return }
         request.stream?.cancel()
-        fail(SyncError(error, store: store.name, position: positionDescription))
+        fail(SyncError(error, store: store, position: positionDescription))
     }
 
     // MARK: - Parsed answers
@@ -242,13 +263,22 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
 
     /// The end of a multistatus: its summary, or why it is invalid.
     private func parsed(end outcome: Result<Multistatus, MultistatusParser.Failure>, _ key: ObjectIdentifier) {
-        guard let request = inFlight.removeValue(forKey: key), let head = request.head else { return }
+        guard let request = inFlight[key], let head = request.head else { return }
         let summary: Multistatus
         switch outcome {
         case .success(let value):
+            inFlight[key] = nil
             summary = value
         case .failure(let failure):
-            return fail(SyncError(.malformedResponse, store: store.name, url: head.url, position: "\(positionDescription), line \(failure.line) column \(failure.column)", message: "invalid WebDAV XML: \(failure.message)"))
+            let refusal = SyncError(.malformedResponse, store: store.name, url: head.url, position: "\(positionDescription), line \(failure.line) column \(failure.column)", message: "invalid WebDAV XML: \(failure.message)")
+            guard request.transferEnded else {
+                // Wait for the transfer: its failure, if it fails, is the cause.
+                inFlight[key]?.refusal = refusal
+                inFlight[key]?.stream = nil
+                return
+            }
+            inFlight[key] = nil
+            return fail(refusal)
         }
         switch request.purpose {
         case .sync(let token):

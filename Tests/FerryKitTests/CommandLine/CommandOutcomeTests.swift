@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+@testable import FerryKit
+import FerryTestSupport
+
+/// What scripts read: exit codes and `ferry status --json`.
+@Suite struct CommandOutcomeTests {
+    static func report(_ gaps: [ReplicaGap] = []) -> PassReport {
+        var report = PassReport(store: "s", pass: 1, trigger: .onDemand)
+        report.gaps = gaps
+        return report
+    }
+
+    static func failure(_ kind: SyncError.Kind) -> Result<PassReport, SyncError> {
+        .failure(SyncError(kind, store: "s", message: "m"))
+    }
+
+    @Test func syncExitCodes() {
+        #expect(SyncOutcome.exitCode([.success(Self.report()), .success(Self.report())]) == .success)
+        #expect(SyncOutcome.exitCode([.success(Self.report()), .success(Self.report([.firstSyncUnfinished]))]) == .incomplete)
+        #expect(SyncOutcome.exitCode([.success(Self.report([.firstSyncUnfinished])), Self.failure(.httpStatus(500))]) == .unavailable)
+        #expect(SyncOutcome.exitCode([Self.failure(.unauthorized), Self.failure(.cancelled)]) == .interrupted)
+        // The same failure exits the same way whatever the kind that met it.
+        #expect(FerryExitCode.for(SyncError(.malformedResponse, store: "s", message: "m")) == .unavailable)
+        #expect(FerryExitCode.for(SyncError(.remote(code: "parse-102"), store: "s", message: "m")) == .unavailable)
+        #expect(FerryExitCode.for(SyncError(.httpStatus(500), store: "s", message: "m")) == .unavailable)
+        #expect(FerryExitCode.for(SyncError(.store(.full), store: "s", message: "m")) == .database)
+        #expect(FerryExitCode.for(SyncError(.badRecord, store: "s", message: "m")) == .dataError)
+        #expect(FerryExitCode.interrupted.rawValue == 130 && FerryExitCode.incomplete.rawValue == 2)
+    }
+
+    @Test func statusJSONHasEveryKeyAndTheIncompleteState() throws {
+        var state = SyncState(store: "a", cursor: nil, lastAttempt: Date(timeIntervalSince1970: 1_800_000_000),
+                              lastSuccess: Date(timeIntervalSince1970: 1_800_000_000), recordCount: 3)
+        state.incomplete = "refused to delete 80 of 100 records"
+        let rows = StoreStatus.collect(configuration: nil, states: [state, SyncState(store: "b")], now: Date(timeIntervalSince1970: 1_800_000_060))
+        #expect(rows.map(\.state) == ["incomplete", "never-synced"])
+        let json = try #require(String(data: try StoreStatus.makeEncoder().encode(rows[1]), encoding: .utf8))
+        for key in ["cursor", "incomplete", "kind", "last_attempt", "last_error", "last_success", "last_success_age_seconds", "pending_records", "records", "state", "store"] {
+            #expect(json.contains("\"\(key)\":"), "\(key) missing from \(json)")
+        }
+        #expect(json.contains(#""last_error":null"#))
+        #expect(StoreStatus.table(rows).contains("refused to delete 80 of 100 records"))
+    }
+}
+
+@Suite struct LogLevelReloadTests {
+    @Test func handlersFollowTheSharedLevelUntilOneIsSetOnThem() {
+        let setting = LogLevelSetting(.info)
+        var follower = StderrLogHandler(setting: setting, fileDescriptor: -1, priorityPrefix: false)
+        var own = JournalLogHandler(identifier: "t", setting: setting)
+        own.logLevel = .error
+        setting.level = .debug
+        #expect(follower.logLevel == .debug)
+        #expect(own.logLevel == .error)
+        follower.logLevel = .warning
+        setting.level = .trace
+        #expect(follower.logLevel == .warning)
+    }
+}
