@@ -9,8 +9,8 @@
 # Variables: PREFIX (default /usr/local), DESTDIR (staging root for packagers, default empty),
 # SYSCONFDIR (default /etc), UNITDIR (see below).
 #
-# install never builds: run `make build` first as yourself, so no root-owned files end up in
-# .build/. It never overwrites an existing $(SYSCONFDIR)/ferry/ferry.conf.
+# install builds first when nothing is built (as the user behind sudo, so no root-owned files
+# end up in .build/). It never overwrites an existing $(SYSCONFDIR)/ferry/ferry.conf.
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -72,8 +72,18 @@ generated:
 	  fi; \
 	done
 
+# A fresh clone builds first: as the user who ran sudo when there is one, so no root-owned
+# files end up in .build/; as root only when root runs make directly.
 install:
-	@test -x $(RELEASE)/ferryd -a -x $(RELEASE)/ferry -a -d $(GENERATED) || { echo "nothing built: run 'make build' first (as your user, not root)"; exit 1; }
+	@if ! [ -x $(RELEASE)/ferryd -a -x $(RELEASE)/ferry -a -d $(GENERATED) ]; then \
+	  if [ -n "$$SUDO_USER" ] && [ "$$SUDO_USER" != root ]; then \
+	    echo "nothing built yet: building as $$SUDO_USER (make build)"; \
+	    sudo -u "$$SUDO_USER" -H env PATH="$$PATH" $(MAKE) --no-print-directory build || exit 1; \
+	  else \
+	    echo "nothing built yet: building (make build)"; \
+	    $(MAKE) --no-print-directory build || exit 1; \
+	  fi; \
+	fi
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/ferry $(DESTDIR)$(DATADIR)/ferry/demo
 	install -m 0755 $(RELEASE)/ferryd $(RELEASE)/ferry $(DESTDIR)$(BINDIR)/
 	sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/ferry/|$(SYSCONFDIR)/ferry/|g' systemd/ferryd.service > $(DESTDIR)$(UNITDIR)/ferryd.service

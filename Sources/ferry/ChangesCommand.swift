@@ -21,11 +21,11 @@ struct ChangesCommand: ParsableCommand {
 
     func run() throws {
         let path: String
-        let configuration = try? options.load()
+        let configuration = try? options.load(secrets: .referencesOnly)
         if let database = options.database {
             path = database
         } else {
-            do { path = try options.load().global.databasePath } catch { throw fail(error) }
+            do { path = try options.load(secrets: .referencesOnly).global.databasePath } catch { throw fail(error) }
         }
         do {
             guard FileManager.default.fileExists(atPath: path) else { throw StatusError.noDatabase(path) }

@@ -29,8 +29,8 @@ struct ConfigurationOptions: ParsableArguments {
 
     var path: String { config ?? ConfigurationLoader.defaultPath(environment: ProcessInfo.processInfo.environment) }
 
-    func load() throws -> FerryConfiguration {
-        try ConfigurationLoader.load(path: path)
+    func load(secrets: SecretHandling = .resolve) throws -> FerryConfiguration {
+        try ConfigurationLoader.load(path: path, secrets: secrets)
     }
 }
 

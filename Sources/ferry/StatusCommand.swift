@@ -15,9 +15,10 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         // Status works from the database alone when the configuration is unreadable.
-        let configuration = try? options.load()
+        // Status reads the replica only: no secret is needed, none is read.
+        let configuration = try? options.load(secrets: .referencesOnly)
         guard let path = options.database ?? configuration?.global.databasePath else {
-            do { _ = try options.load() } catch { throw fail(error) }
+            do { _ = try options.load(secrets: .referencesOnly) } catch { throw fail(error) }
             return
         }
         let rows: [StoreStatus]

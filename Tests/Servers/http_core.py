@@ -18,6 +18,8 @@ tracebacks for clients that went away, reset or sent a bad body.
 """
 
 import email.utils
+import os
+import threading
 import signal
 import socket
 import socketserver
@@ -258,8 +260,24 @@ def handle_signals():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
+def exit_with_parent():
+    """Ends the process (as SIGTERM would) once the process that started it is gone: a test run
+    that crashed or leaked its server object must not leave servers behind, and a server holding
+    the test runner's stdout would keep `swift test` waiting forever."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def serve(server):
-    """Prints exactly "PORT <n>" (flushed), then serves until a signal ends the process."""
+    """Prints exactly "PORT <n>" (flushed), then serves until a signal ends the process (or
+    the parent goes away)."""
+    exit_with_parent()
     sys.stdout.write("PORT %d\n" % server.port)
     sys.stdout.flush()
     try:

@@ -20,7 +20,8 @@ public enum ConfigurationLoader {
     /// Reads the file at `path` and validates it.
     public static func load(
         path: String,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        secrets: SecretHandling = .resolve
     ) throws(ConfigurationErrors) -> FerryConfiguration {
         let absolute = ConfigurationValueReader.absolute(path, against: FileManager.default.currentDirectoryPath)
         // Checked up front so the one-line error says what to do, in words people know.
@@ -42,7 +43,7 @@ public enum ConfigurationLoader {
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigurationErrors(problems: [.init(file: path, line: 0, message: "not UTF-8 text")])
         }
-        return try parse(text: text, file: absolute, environment: environment)
+        return try parse(text: text, file: absolute, environment: environment, secrets: secrets)
     }
 
     /// Validates configuration `text` as if read from `file` (relative paths in it resolve
@@ -50,7 +51,8 @@ public enum ConfigurationLoader {
     public static func parse(
         text: String,
         file: String,
-        environment: [String: String]
+        environment: [String: String],
+        secrets: SecretHandling = .resolve
     ) throws(ConfigurationErrors) -> FerryConfiguration {
         let baseDirectory = (ConfigurationValueReader.absolute(file, against: FileManager.default.currentDirectoryPath)
             as NSString).deletingLastPathComponent
@@ -78,7 +80,7 @@ public enum ConfigurationLoader {
             }
             storeLines[name] = section.line
             var storeReader = StoreSectionReader(file: file, baseDirectory: baseDirectory, environment: environment,
-                                                 defaults: global.session)
+                                                 defaults: global.session, secretHandling: secrets)
             if let store = storeReader.read(name: name, section: section) {
                 stores.append(store)
             }

@@ -31,11 +31,15 @@ public struct GlobalConfiguration: Sendable, Equatable {
     }
 
     /// The database path used when the file has no `database =`:
-    /// `$STATE_DIRECTORY/ferry.db` under systemd (`StateDirectory=ferry`), else
-    /// `$XDG_STATE_HOME/ferry/ferry.db`, else `~/.local/state/ferry/ferry.db`.
-    public static func defaultDatabasePath(environment: [String: String]) -> String {
+    /// `$STATE_DIRECTORY/ferry.db` under systemd (`StateDirectory=ferry`); for root, the
+    /// service's `/var/lib/ferry/ferry.db` (so `sudo ferry status` reads what ferryd writes);
+    /// else `$XDG_STATE_HOME/ferry/ferry.db`, else `~/.local/state/ferry/ferry.db`.
+    public static func defaultDatabasePath(environment: [String: String], userID: UInt32 = getuid()) -> String {
         if let state = firstPath(environment["STATE_DIRECTORY"]) {
             return (state as NSString).appendingPathComponent("ferry.db")
+        }
+        if userID == 0 {
+            return "/var/lib/ferry/ferry.db"
         }
         if let xdg = firstPath(environment["XDG_STATE_HOME"]), xdg.hasPrefix("/") {
             return (xdg as NSString).appendingPathComponent("ferry/ferry.db")

@@ -5,7 +5,10 @@ import Foundation
 /// Two references are accepted:
 /// - `credential:NAME` reads `$CREDENTIALS_DIRECTORY/NAME`, which systemd fills from
 ///   `LoadCredential=NAME:/path` (readable only by the service, never on disk in clear for
-///   other users);
+///   other users). Outside the unit (an admin running `ferry check-config` or `ferry sync`
+///   before a reload) it reads `credentials/NAME` beside the configuration file
+///   (`/etc/ferry/credentials/NAME`), where the shipped unit's `LoadCredential=` lines take
+///   them from;
 /// - `file:/path` reads a file that must not be readable by group or others: a secret anyone on
 ///   the machine can read is refused rather than silently used.
 ///
@@ -15,6 +18,9 @@ struct SecretResolver {
     var environment: [String: String]
     /// Directory relative `file:` references resolve against (the configuration file's).
     var baseDirectory: String
+    /// Whether secrets are read, or only their references checked (`ferry status` and
+    /// `ferry changes` read no remote, so they need no secret and no access to one).
+    var handling: SecretHandling = .resolve
 
     /// The secret, or a problem message (never containing the secret).
     func resolve(_ reference: String) -> Result<Secret, SecretProblem> {
@@ -23,12 +29,21 @@ struct SecretResolver {
             guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
                 return .failure(.init("credential name must be a plain file name, as in LoadCredential=NAME:/path"))
             }
-            guard let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty else {
-                return .failure(.init("credential:\(name) needs $CREDENTIALS_DIRECTORY, which is not set "
-                    + "(run under systemd with LoadCredential=\(name):/path/to/secret, or use file:/path)"))
+            if handling == .referencesOnly { return .success(Secret("", source: "credential \(name), not read")) }
+            if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
+                let path = (directory as NSString).appendingPathComponent(name)
+                return read(path: path, source: "credential \(name)", checkMode: false)
             }
-            let path = (directory as NSString).appendingPathComponent(name)
-            return read(path: path, source: "credential \(name)", checkMode: false)
+            // Outside the unit: where the unit loads it from, beside the configuration.
+            let fallback = ((baseDirectory as NSString).appendingPathComponent("credentials") as NSString).appendingPathComponent(name)
+            guard FileManager.default.fileExists(atPath: fallback) else {
+                return .failure(.init("credential:\(name) is neither in $CREDENTIALS_DIRECTORY (not set: ferryd gets it from "
+                    + "systemd's LoadCredential=\(name):/path) nor at \(fallback); put it there (chmod 600), or use file:/path"))
+            }
+            return read(path: fallback, source: "credential \(name) (\(fallback))", checkMode: true)
+        }
+        if reference.hasPrefix("file:"), handling == .referencesOnly {
+            return .success(Secret("", source: "\(reference), not read"))
         }
         if reference.hasPrefix("file:") {
             var path = String(reference.dropFirst("file:".count))
@@ -78,4 +93,12 @@ struct SecretResolver {
 struct SecretProblem: Error {
     var message: String
     init(_ message: String) { self.message = message }
+}
+
+/// Whether a configuration load reads its secrets.
+public enum SecretHandling: Sendable, Equatable {
+    /// Read every secret (ferryd, `ferry sync`, `ferry check-config`).
+    case resolve
+    /// Check references only, read nothing: for commands that never talk to a remote.
+    case referencesOnly
 }

@@ -11,9 +11,10 @@ struct StoreSectionReader {
     let defaults: SessionConfiguration
     var values: ConfigurationValueReader
 
-    init(file: String, baseDirectory: String, environment: [String: String], defaults: SessionConfiguration) {
+    init(file: String, baseDirectory: String, environment: [String: String], defaults: SessionConfiguration,
+         secretHandling: SecretHandling = .resolve) {
         self.baseDirectory = baseDirectory
-        self.secrets = SecretResolver(environment: environment, baseDirectory: baseDirectory)
+        self.secrets = SecretResolver(environment: environment, baseDirectory: baseDirectory, handling: secretHandling)
         self.defaults = defaults
         self.values = ConfigurationValueReader(file: file)
     }

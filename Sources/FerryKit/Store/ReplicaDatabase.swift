@@ -65,6 +65,7 @@ public final class ReplicaDatabase {
                 throw StoreError(.other, path: path, message: "cannot switch to WAL journal mode (got \(mode ?? "nothing"))")
             }
             try connection.execute("PRAGMA synchronous = NORMAL")
+            try connection.persistWAL()
             // Reconciliation marks live in TEMP tables: keep them in a temp file (bounded by the
             // page cache), never all in RAM, whatever the build's default.
             try connection.execute("PRAGMA temp_store = FILE")

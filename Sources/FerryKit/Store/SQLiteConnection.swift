@@ -56,6 +56,15 @@ final class SQLiteConnection {
     }
 
     /// Runs one or more statements that take no parameters and return no rows worth reading.
+    /// Keeps the `-wal` and `-shm` files when the last connection closes. A reader that may
+    /// read the replica but not write its directory (an application in the replica's group,
+    /// `ferry status` as another user) can then open the WAL-mode file read-only: SQLite needs
+    /// both files to exist for that, and would otherwise delete them at ferryd's clean stop.
+    func persistWAL() throws(SQLiteError) {
+        var on: Int32 = 1
+        try SQLite.check(sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &on), handle, sql: "SQLITE_FCNTL_PERSIST_WAL")
+    }
+
     func execute(_ sql: String) throws(SQLiteError) {
         try SQLite.check(sqlite3_exec(handle, sql, nil, nil, nil), handle, sql: sql)
     }

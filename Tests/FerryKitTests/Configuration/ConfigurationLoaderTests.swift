@@ -239,9 +239,11 @@ import Testing
     @Test func databaseDefault_followsSystemdThenXDGThenHome() {
         #expect(GlobalConfiguration.defaultDatabasePath(environment: ["STATE_DIRECTORY": "/var/lib/ferry:/var/lib/other"])
             == "/var/lib/ferry/ferry.db")
-        #expect(GlobalConfiguration.defaultDatabasePath(environment: ["XDG_STATE_HOME": "/home/u/.st", "HOME": "/home/u"])
+        #expect(GlobalConfiguration.defaultDatabasePath(environment: ["XDG_STATE_HOME": "/home/u/.st", "HOME": "/home/u"], userID: 1000)
             == "/home/u/.st/ferry/ferry.db")
-        #expect(GlobalConfiguration.defaultDatabasePath(environment: ["HOME": "/home/u"]) == "/home/u/.local/state/ferry/ferry.db")
+        #expect(GlobalConfiguration.defaultDatabasePath(environment: ["HOME": "/home/u"], userID: 1000) == "/home/u/.local/state/ferry/ferry.db")
+        // Root outside the unit (sudo ferry status) reads what the service writes.
+        #expect(GlobalConfiguration.defaultDatabasePath(environment: ["HOME": "/root"], userID: 0) == "/var/lib/ferry/ferry.db")
         #expect(GlobalConfiguration.defaultRuntimeDirectory(environment: ["RUNTIME_DIRECTORY": "/run/ferry"], userID: 1000) == "/run/ferry")
         #expect(GlobalConfiguration.defaultRuntimeDirectory(environment: [:], userID: 0) == "/run/ferry")
         #expect(GlobalConfiguration.defaultRuntimeDirectory(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"], userID: 1000)
@@ -314,7 +316,7 @@ import Testing
             .init(file: Self.file, line: 4, key: "header.X-Api-Key", message: "X-Api-Key carries a credential: write credential:NAME (systemd LoadCredential=) or file:/path/to/secret, not the value"),
             .init(file: Self.file, line: 5, key: "header.Depth", message: "Depth is set by Ferry for each request and cannot be configured"),
             .init(file: Self.file, line: 6, key: "header.Bad Name", message: "'Bad Name' is not an HTTP header name"),
-            .init(file: Self.file, line: 7, key: "header.Authorization", message: "credential:missing needs $CREDENTIALS_DIRECTORY, which is not set (run under systemd with LoadCredential=missing:/path/to/secret, or use file:/path)"),
+            .init(file: Self.file, line: 7, key: "header.Authorization", message: "credential:missing is neither in $CREDENTIALS_DIRECTORY (not set: ferryd gets it from systemd's LoadCredential=missing:/path) nor at /etc/ferry/credentials/missing; put it there (chmod 600), or use file:/path"),
         ])
     }
 

@@ -69,7 +69,7 @@ import Testing
             let file = directory + "/f.conf"
             #expect(problems(config("credential:parse-rest-key"), file: file, environment: [:]) == [
                 .init(file: file, line: 4, key: "rest-api-key",
-                      message: "credential:parse-rest-key needs $CREDENTIALS_DIRECTORY, which is not set (run under systemd with LoadCredential=parse-rest-key:/path/to/secret, or use file:/path)"),
+                      message: "credential:parse-rest-key is neither in $CREDENTIALS_DIRECTORY (not set: ferryd gets it from systemd's LoadCredential=parse-rest-key:/path) nor at \(directory)/credentials/parse-rest-key; put it there (chmod 600), or use file:/path"),
             ])
             let missing = problems(config("credential:absent"), file: file, environment: ["CREDENTIALS_DIRECTORY": directory])
             #expect(missing == [.init(file: file, line: 4, key: "rest-api-key",
@@ -157,6 +157,22 @@ import Testing
             #expect(key.source == "file \(directory)/api-key")
             #expect(!"\(configuration)".contains(Self.secretValue))
             #expect(!String(reflecting: configuration).contains(Self.secretValue))
+        }
+    }
+
+    @Test func outsideTheUnit_credentialsAreReadBesideTheConfiguration_andStatusReadsNone() throws {
+        try withDirectory { directory in
+            try FileManager.default.createDirectory(atPath: directory + "/credentials", withIntermediateDirectories: true)
+            try write(Self.secretValue, to: directory + "/credentials/parse-rest-key", mode: 0o600)
+            let configuration = try ConfigurationLoader.parse(text: config("credential:parse-rest-key"), file: directory + "/f.conf", environment: [:])
+            #expect(restKey(configuration)?.value == Self.secretValue)
+            // Status and changes read no secret: a reference that resolves nowhere is fine.
+            let statusOnly = try ConfigurationLoader.parse(text: config("credential:elsewhere"), file: directory + "/f.conf", environment: [:],
+                                                           secrets: .referencesOnly)
+            #expect(restKey(statusOnly)?.value == "")
+            #expect(throws: ConfigurationErrors.self) {
+                try ConfigurationLoader.parse(text: config("inline-value"), file: directory + "/f.conf", environment: [:], secrets: .referencesOnly)
+            }
         }
     }
 }

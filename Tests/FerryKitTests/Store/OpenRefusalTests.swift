@@ -53,6 +53,9 @@ struct OpenRefusalTests {
         try replica.prepare(StoreDefinition(name: "items"))
         _ = try replica.apply(ChangeBatch(changes: (0..<3_000).map { record(String(format: "%08x", $0 &* 2_654_435_761 % 1_000_003), version: "1", String(repeating: "x", count: 200)) }, cursor: "c"), to: "items")
         replica.close()
+        // The file alone (as copied elsewhere): the kept -wal would hold the same pages intact.
+        try? FileManager.default.removeItem(atPath: path + "-wal")
+        try? FileManager.default.removeItem(atPath: path + "-shm")
         // Overwrite pages in the middle of the file (b-tree pages of the records table), keep the header.
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         let size = try handle.seekToEnd()

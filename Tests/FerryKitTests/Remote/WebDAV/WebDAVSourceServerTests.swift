@@ -28,7 +28,8 @@ struct WebDAVSourceServerTests {
         let first = try server.pass(store, cursor: nil)
         #expect(first.error == nil, "\(String(describing: first.error))")
         expectWellBehaved(first)
-        #expect(first.outcome?.requests == 2)
+        // The collection check, the listing, the query.
+        #expect(first.outcome?.requests == 3)
         #expect(first.upsertCount == 25)
         #expect(first.outcome?.listingComplete == true)
         #expect(Set(first.listed) == Self.cardIDs)
@@ -120,7 +121,7 @@ struct WebDAVSourceServerTests {
         let pass = try server.pass(server.store(), cursor: nil)
         #expect(pass.error == nil, "\(String(describing: pass.error))")
         expectWellBehaved(pass)
-        #expect(pass.outcome?.requests == 2)
+        #expect(pass.outcome?.requests == 3)
         #expect(pass.batches.map(\.changes.count) == [1_000, 1_000, 500])
         #expect(pass.upsertCount == 2_500 && pass.upserts.count == 2_500)
         #expect(pass.finalCursor != nil)
@@ -199,8 +200,8 @@ struct WebDAVSourceServerTests {
         #expect(Set(first.upserts.keys) == Self.cardIDs)
         #expect(Set(first.listed) == Self.cardIDs)
         #expect(first.outcome?.listingComplete == true)
-        // Three sync REPORTs (10 + 10 + 5 members), then one multiget: 25 members fit in one.
-        #expect(first.outcome?.requests == 4)
+        // The collection check, three sync REPORTs (10 + 10 + 5 members), then one multiget: 25 fit in one.
+        #expect(first.outcome?.requests == 5)
         // Only the token of the complete answer is ever handed out.
         let token = try #require(first.finalCursor)
         #expect(!token.hasPrefix("ferry-partial:"))
@@ -220,8 +221,8 @@ struct WebDAVSourceServerTests {
         let pass = try server.pass(server.store(batch: 7), cursor: nil)
         #expect(pass.error == nil, "\(String(describing: pass.error))")
         expectWellBehaved(pass)
-        // The listing, the refused query, then 4 multigets of at most 7.
-        #expect(pass.outcome?.requests == 6)
+        // The collection check, the listing, the refused query, then 4 multigets of at most 7.
+        #expect(pass.outcome?.requests == 7)
         #expect(Set(pass.upserts.keys) == Self.cardIDs)
         #expect(pass.upsertCount == 25)
         #expect(pass.upserts["card-17.vcf"]?.fields == DAVServer.expectedCardFields(17))
@@ -237,8 +238,8 @@ struct WebDAVSourceServerTests {
         let pass = try server.pass(server.store(batch: 7), cursor: nil)
         #expect(pass.error == nil, "\(String(describing: pass.error))")
         expectWellBehaved(pass)
-        // The listing, the query (10 members), then 15 members in 3 multigets.
-        #expect(pass.outcome?.requests == 5)
+        // The collection check, the listing, the query (10 members), then 15 members in 3 multigets.
+        #expect(pass.outcome?.requests == 6)
         #expect(Set(pass.upserts.keys) == Self.cardIDs)
         #expect(pass.upsertCount == 25)
         #expect(pass.outcome?.listingComplete == true)

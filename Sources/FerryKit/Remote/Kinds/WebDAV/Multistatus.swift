@@ -22,6 +22,9 @@ public struct Multistatus: Sendable, Equatable {
         public var errors: [String] = []
         /// 0-based index of this response in the multistatus, for errors and problems.
         public var position: Int = 0
+        /// The children of `DAV:resourcetype` (`DAV:collection`, `urn:...:carddav` +
+        /// `addressbook`...), when a 2xx propstat carried it; nil when it was not asked for.
+        public var resourceTypes: [String]?
 
         public init(position: Int = 0) {
             self.position = position
@@ -78,4 +81,8 @@ public enum DAVName {
     /// RFC 3253 §3.6: the REPORT is not supported on this resource.
     public static let supportedReport = "DAV:supported-report"
     public static let numberOfMatchesWithinLimits = "DAV:number-of-matches-within-limits"
+    public static let collection = "DAV:collection"
+    public static let principal = "DAV:principal"
+    public static let addressBook = cardDAV + "addressbook"
+    public static let calendar = calDAV + "calendar"
 }

@@ -38,6 +38,8 @@ final class MultistatusHandler: NSObject, XMLParserDelegate {
         var etag: String?
         var data: String?
         var dataTooLarge = false
+        /// Children of `DAV:resourcetype`, when the propstat has one.
+        var resourceTypes: [String]?
     }
 
     private let maxDataBytes: Int
@@ -129,8 +131,12 @@ final class MultistatusHandler: NSObject, XMLParserDelegate {
                 response?.errors.append(element.qualified)
             case "propstat" where propstat != nil && element.isDAV("status"):
                 begin(.propstatStatus)
+            case "resourcetype" where propstat != nil && depth == 5:
+                propstat?.resourceTypes?.append(element.qualified)
             case "prop" where propstat != nil && depth == 4:
-                if element.isDAV("getetag") {
+                if element.isDAV("resourcetype") {
+                    propstat?.resourceTypes = []
+                } else if element.isDAV("getetag") {
                     begin(.etag)
                 } else if element.name == "address-data" && element.namespace == DAVName.cardDAV
                             || element.name == "calendar-data" && element.namespace == DAVName.calDAV {
@@ -258,6 +264,7 @@ final class MultistatusHandler: NSObject, XMLParserDelegate {
             if let etag = finished.etag { response?.etag = etag }
             if let data = finished.data { response?.data = data }
             if finished.dataTooLarge { response?.dataTooLarge = true }
+            if let types = finished.resourceTypes { response?.resourceTypes = types }
         } else if response?.propstatStatus == nil {
             response?.propstatStatus = finished.status
         }

@@ -14,6 +14,19 @@ struct WebDAVChangeSet {
 
     var isEmpty: Bool { changed.isEmpty && deleted.isEmpty }
 
+    /// Adds a member to fetch that the answers did not name (one an earlier pass could not store).
+    mutating func noteChanged(_ id: String, href: String) {
+        guard hrefs[id] == nil, !deletedSet.contains(id) else { return }
+        hrefs[id] = href
+        changed.append(id)
+    }
+
+    /// Adds a member known to be gone.
+    mutating func noteDeleted(_ id: String) {
+        guard hrefs[id] == nil, deletedSet.insert(id).inserted else { return }
+        deleted.append(id)
+    }
+
     /// Takes one `DAV:response` of a sync report or listing: a 2xx member changed, a 404/410
     /// member is gone; the collection itself and other statuses (a 507 for the request-URI)
     /// say nothing about a member.

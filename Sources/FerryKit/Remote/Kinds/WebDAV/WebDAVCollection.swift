@@ -44,6 +44,26 @@ public struct WebDAVCollection: Sendable, Equatable {
         return decoded
     }
 
+    /// The href of a member by its record id (the inverse of ``id(forHref:)``): the
+    /// collection's path and the id, percent-encoded as a path.
+    public func href(forID id: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "%#?;")
+        // A member outside the collection kept its whole path as its id.
+        if id.hasPrefix("/") { return id.addingPercentEncoding(withAllowedCharacters: allowed) ?? id }
+        let encodedPath = URLComponents(string: url).map(\.percentEncodedPath) ?? path
+        let base = encodedPath.hasSuffix("/") ? encodedPath : encodedPath + "/"
+        return base + (id.addingPercentEncoding(withAllowedCharacters: allowed) ?? id)
+    }
+
+    /// The absolute URL of an href (a path, or already absolute) on the collection's server.
+    public func url(forHref href: String) -> String {
+        if href.authorityStart != nil { return href }
+        guard let authority = url.authorityStart,
+              let pathStart = url[authority...].firstIndex(of: "/") else { return url + href }
+        return String(url[..<pathStart]) + (href.hasPrefix("/") ? href : "/" + href)
+    }
+
     /// `%XX` sequences decoded as UTF-8; nil when a sequence is malformed or the result is not
     /// UTF-8 (what Foundation's `removingPercentEncoding` does).
     static func percentDecoded(_ text: Substring) -> String? {

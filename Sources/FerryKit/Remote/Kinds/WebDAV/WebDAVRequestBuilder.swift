@@ -21,6 +21,11 @@ public struct WebDAVRequestBuilder: Sendable {
         commonHeaders = headers
     }
 
+    /// Adds the headers every request of the store carries (a plain GET of a member).
+    public func authorize(_ request: inout HTTPRequest) {
+        for (name, value) in commonHeaders { request.headers.set(name, value) }
+    }
+
     private func request(method: String, depth: String, body: String) -> HTTPRequest {
         var headers = commonHeaders
         headers.set("Content-Type", "application/xml; charset=utf-8")
@@ -74,6 +79,12 @@ public struct WebDAVRequestBuilder: Sendable {
         body += "</C:\(element)>"
         // Depth 1: what vdirsyncer and DAVx5 send; Radicale and Xandikos accept it.
         return request(method: "REPORT", depth: "1", body: body)
+    }
+
+    /// PROPFIND Depth 0 for the collection's own resource type (is it what the store syncs?).
+    public func propfindCollection() -> HTTPRequest {
+        let body = #"<?xml version="1.0" encoding="utf-8"?><D:propfind xmlns:D="DAV:"><D:prop><D:resourcetype/></D:prop></D:propfind>"#
+        return request(method: "PROPFIND", depth: "0", body: body)
     }
 
     /// PROPFIND Depth 1 for every member's etag.

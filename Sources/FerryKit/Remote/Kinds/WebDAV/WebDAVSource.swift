@@ -39,6 +39,8 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     /// Where the pass is. Every transition happens on the creating thread's run loop.
     private enum Phase {
         case idle
+        /// A full pass first asks what the URL is (PROPFIND Depth 0 of its resource type).
+        case checking
         /// A sync-collection REPORT is in flight; `round` counts REPORTs in this pass.
         case syncing(round: Int)
         /// The PROPFIND fallback is in flight.
@@ -47,6 +49,8 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         case querying
         /// Multigets: `batch` is the oldest batch not yet handed to the sink.
         case fetching(batch: Int)
+        /// Plain GETs of members the multigets left out or answered 404 for.
+        case recovering
         /// Finished, failed, or cancelled: nothing more reaches the sink.
         case done
     }
@@ -63,10 +67,17 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
 
     /// What an in-flight request was for.
     private enum Purpose {
+        case check
         case sync(token: String)
         case propfind
         case query
         case multiget(batch: Int)
+        case get(id: String)
+
+        /// Whether a 2xx answer is a multistatus (parsed as it arrives).
+        var expectsMultistatus: Bool {
+            if case .get = self { false } else { true }
+        }
     }
 
     /// A request in flight, and then its answer being parsed.
@@ -99,6 +110,8 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     /// By task identity; an entry stays until its answer is parsed, after the transfer ended.
     private var inFlight: [ObjectIdentifier: InFlight] = [:]
     private var requests = 0
+    /// The answer to the collection check, as it is parsed.
+    private var checkResponses: [Multistatus.Response] = []
 
     // The pass's accumulated result of the sync phase.
     private var changes = WebDAVChangeSet()
@@ -124,6 +137,11 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private var answered: [Int: (responses: [Multistatus.Response], url: String)] = [:]
     /// Multigets in flight at once.
     private static let fetchWindow = 2
+    /// Members a multiget left out or answered 404 for while listed: fetched one by one with
+    /// GET before they are called missing (Xandikos's multiget misreads hrefs with `%23`).
+    private var stragglers: [String] = []
+    private var recovered: [RecordChange] = []
+    private var recoveryProblems: [RecordProblem] = []
     /// Bytes of a non-multistatus answer kept for its error message.
     private static let errorBodyLimit = 64 << 10
     /// Bytes awaited after the parser refused a body, for the transfer to fail first.
@@ -153,8 +171,14 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         self.plan = plan
         self.sink = sink
         let cursor = plan.cursor.flatMap { $0.isEmpty ? nil : $0 }
-        mode = cursor == nil ? .initial : .incremental
-        startSync(token: cursor ?? "", round: 1)
+        // A sweep owed by an earlier pass (refused, or cut short) lists everything again.
+        mode = cursor == nil ? .initial : plan.reconcile ? .resync : .incremental
+        if let cursor, mode == .incremental {
+            startSync(token: cursor, round: 1)
+        } else {
+            phase = .checking
+            send(builder.propfindCollection(), for: .check)
+        }
     }
 
     public func cancel() {
@@ -197,7 +221,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         let key = ObjectIdentifier(task)
         guard var request = inFlight[key] else { return }
         request.head = head
-        if (200..<300).contains(head.status) || head.status == 507 {
+        if request.purpose.expectsMultistatus, (200..<300).contains(head.status) || head.status == 507 {
             request.stream = MultistatusStream(parser: parser, name: store.name, flow: task.flowControl, handlers: .init(
                 responses: { [weak self] in self?.parsed($0, key) },
                 end: { [weak self] in self?.parsed(end: $0, key) }))
@@ -218,8 +242,10 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
                 inFlight[key] = nil
                 fail(refusal)
             }
-        } else if request.errorBody.count < Self.errorBodyLimit {
-            inFlight[key]?.errorBody.append(data.prefix(Self.errorBodyLimit - request.errorBody.count))
+        } else {
+            // A member's body (GET) up to one byte past the record limit; an error's start.
+            let limit = if case .get = request.purpose { store.maxRecordBytes + 1 } else { Self.errorBodyLimit }
+            if request.errorBody.count < limit { inFlight[key]?.errorBody.append(data.prefix(limit - request.errorBody.count)) }
         }
     }
 
@@ -252,12 +278,16 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private func parsed(_ responses: [Multistatus.Response], _ key: ObjectIdentifier) {
         guard let request = inFlight[key] else { return }
         switch request.purpose {
+        case .check:
+            checkResponses += responses
         case .sync, .propfind:
             for response in responses { changes.absorb(response, in: builder.collection) }
         case .query:
             take(responses)
         case .multiget(let batch):
             parsing[batch, default: []] += responses
+        case .get:
+            break
         }
     }
 
@@ -281,6 +311,10 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
             return fail(refusal)
         }
         switch request.purpose {
+        case .check:
+            endCheck(head: head)
+        case .get:
+            break
         case .sync(let token):
             endSync(summary, head: head, sentToken: token)
         case .propfind:
@@ -296,6 +330,17 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     /// An answer that is not a multistatus (an error status, or a 2xx without a body).
     private func answered(_ head: ResponseHead, errorBody: Data, for purpose: Purpose) {
         switch purpose {
+        case .check:
+            switch head.status {
+            case 400, 403, 405, 415, 501:
+                // A server that will not describe the URL: the sync report says the rest.
+                logger.debug("the collection check was refused (\(head.status)); syncing without it", metadata: ["store": "\(store.name)"])
+                startSync(token: "", round: 1)
+            default:
+                fail(statusError(head, body: errorBody))
+            }
+        case .get(let id):
+            recoveredMember(id, head: head, body: errorBody)
         case .sync(let token):
             // The body may say why (valid-sync-token, supported-report); an unparseable body says nothing.
             let errors = (400..<500).contains(head.status) ? (try? parser.parse(errorBody))?.errors ?? [] : []
@@ -314,6 +359,19 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         case .propfind, .multiget:
             fail(statusError(head, body: errorBody))
         }
+    }
+
+    // MARK: - Collection check
+
+    /// The URL's resource type answered: go on when it is the collection the store syncs.
+    private func endCheck(head: ResponseHead) {
+        let own = checkResponses.first { response in response.hrefs.contains { builder.collection.id(forHref: $0) == nil } }
+        checkResponses = []
+        if let types = own?.resourceTypes,
+           let problem = CollectionCheck.problem(with: types, content: store.kind == .caldav ? .calendar : .addressBook, url: store.url) {
+            return fail(SyncError(.configuration, store: store.name, url: head.url, position: positionDescription, message: problem))
+        }
+        startSync(token: "", round: 1)
     }
 
     // MARK: - Sync phase
@@ -383,8 +441,17 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
 
     /// The listing is complete: fetch its changed members.
     private func beginFetching() {
-        if mode != .incremental {
-            // A full listing of the collection: every member the server has now.
+        if mode == .incremental {
+            // Members an earlier pass could not store are fetched again with the changes.
+            let known = Set(changes.changed).union(changes.deleted)
+            for id in plan.pendingIDs where !known.contains(id) {
+                changes.noteChanged(id, href: builder.collection.href(forID: id))
+            }
+        } else {
+            // A full listing of the collection: every member the server has now. Pending
+            // members it does not name are gone, so nothing is missing for them any more.
+            let listed = Set(changes.changed)
+            for id in plan.pendingIDs where !listed.contains(id) { changes.noteDeleted(id) }
             guard deliverList(changes.changed) else { return }
             if changes.changed.count > batchSize {
                 unfetched = Set(changes.changed)
@@ -481,10 +548,54 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
             var changes = takeDeletes()
             var problems: [RecordProblem] = []
             records(from: responses, requested: batches[oldest], into: &changes, problems: &problems)
-            let result = ChangeBatch(changes: changes, cursor: isLast ? finalCursor : nil, problems: problems, origin: url)
+            // The cursor waits for the stragglers, when there are any.
+            let result = ChangeBatch(changes: changes, cursor: isLast && stragglers.isEmpty ? finalCursor : nil, problems: problems, origin: url)
             guard deliver(result) else { return }
-            if isLast { return finishPass() }
+            if isLast { return stragglers.isEmpty ? finishPass() : recoverNext() }
         }
+    }
+
+    // MARK: - Stragglers
+
+    /// GETs the next straggler, or hands over what the GETs found, with the pass's cursor.
+    private func recoverNext() {
+        guard let id = stragglers.first else {
+            phase = .recovering
+            let batch = ChangeBatch(changes: takeDeletes() + recovered, cursor: finalCursor, problems: recoveryProblems,
+                                    origin: builder.collection.url)
+            recovered = []
+            recoveryProblems = []
+            guard deliver(batch) else { return }
+            return finishPass()
+        }
+        phase = .recovering
+        stragglers.removeFirst()
+        var request = HTTPRequest(url: builder.collection.url(forHref: changes.hrefs[id] ?? builder.collection.href(forID: id)))
+        builder.authorize(&request)
+        send(request, for: .get(id: id))
+    }
+
+    /// A straggler's own answer: its body (2xx), its deletion (404, 410), or a problem.
+    private func recoveredMember(_ id: String, head: ResponseHead, body: Data) {
+        switch head.status {
+        case 200..<300:
+            let etag = head.headers["ETag"] ?? ""
+            if body.count > store.maxRecordBytes {
+                recoveryProblems.append(RecordProblem(position: 0, id: id, reason: "larger than \(store.maxRecordBytes) bytes"))
+            } else if let text = String(validating: body, as: UTF8.self), !etag.isEmpty {
+                let fields = store.kind == .caldav ? CardFieldExtractor.fields(iCalendar: text) : CardFieldExtractor.fields(vCard: text)
+                recovered.append(.upsert(RemoteRecord(id: id, version: etag, body: body, fields: fields)))
+            } else {
+                recoveryProblems.append(RecordProblem(position: 0, id: id, reason: etag.isEmpty ? "GET answered without an ETag" : "body is not valid UTF-8"))
+            }
+        case 404, 410:
+            recovered.append(.delete(id: id))
+        case 401, 403, 429:
+            return fail(statusError(head, body: body))
+        default:
+            recoveryProblems.append(RecordProblem(position: 0, id: id, reason: "missing from the multiget answer, and GET answered \(head.status)"))
+        }
+        recoverNext()
     }
 
     /// Turns one multiget answer into changes and problems.
@@ -497,9 +608,8 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
                 append(response, id: id, to: &changes, problems: &problems)
             }
         }
-        for id in missing.sorted() {
-            problems.append(RecordProblem(position: responses.count, id: id, reason: "missing from the multiget answer"))
-        }
+        // Left out of the answer: asked for again, alone, with a GET.
+        stragglers += missing.sorted()
     }
 
     /// Turns one member response carrying data into an upsert, a delete, or a problem.
@@ -507,8 +617,9 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         let position = response.position
         switch response.effectiveStatus ?? 200 {
         case 404, 410:
-            // Deleted between the sync report and the multiget.
-            changes.append(.delete(id: id))
+            // Deleted since it was listed, or misread by the server (Xandikos and hrefs with
+            // `%23`): a GET of the member tells.
+            stragglers.append(id)
         case 200..<300:
             if response.dataTooLarge {
                 problems.append(RecordProblem(position: position, id: id, reason: "larger than \(store.maxRecordBytes) bytes"))
@@ -534,7 +645,9 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         switch phase {
         case .syncing(let round): "sync report \(round)"
         case .listing: "PROPFIND listing"
+        case .checking: "collection check"
         case .querying: "collection query"
+        case .recovering: "GET of members the multigets left out"
         case .fetching(let batch): "multiget batch \(batch)"
         case .idle, .done: ""
         }

@@ -1,0 +1,40 @@
+import Foundation
+import Testing
+@testable import FerryKit
+import FerryTestSupport
+
+/// A program that may read the replica but not write its directory (another user) reads it:
+/// with `sqlite3`, `ferry status` and `ferry changes`, after ferryd's connection has closed.
+@Suite("Read-only consumers")
+struct ReadOnlyConsumerTests {
+    static let ferry = FerrydProcessTests.binary("ferry")
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: ferry), "build ferry first: swift build"))
+    func anotherUserReadsTheReplicaWithoutWritingItsDirectory() throws {
+        guard getuid() == 0, Shell.succeeds(["runuser", "-u", "nobody", "--", "true"]) else {
+            // Another user is needed: root runs this (CI does).
+            try #require(!isCI, "CI runs as root and must check this")
+            return
+        }
+        let directory = try TemporaryDirectory("ferry-readers")
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+        let path = directory.path("replica.db")
+        let replica = try ReplicaDatabase(path: path)
+        try replica.prepare(StoreDefinition(name: "items"))
+        _ = try replica.apply(ChangeBatch(changes: (0..<5).map { record("r\($0)", version: "1") }, cursor: "c"), to: "items")
+        try replica.recordSuccess(of: "items", at: Date(), counts: MergeCounts(inserted: 5))
+        replica.close()
+        // The directory and the files are readable by others, writable by nobody but root.
+        for file in [path, path + "-wal", path + "-shm"] {
+            #expect(FileManager.default.fileExists(atPath: file), "\(file) is kept after the writer closed")
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file)
+        }
+        let asNobody = ["runuser", "-u", "nobody", "--"]
+        let count = try Shell.run("/usr/bin/env", asNobody + ["sqlite3", path, "select count(*) from items"])
+        #expect(String(decoding: count, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "5")
+        let status = try Shell.run("/usr/bin/env", asNobody + [Self.ferry, "status", "--json", "--database", path, "--config", "/nonexistent.conf"])
+        #expect(String(decoding: status, as: UTF8.self).contains(#""records":5"#))
+        let changes = try Shell.run("/usr/bin/env", asNobody + [Self.ferry, "changes", "--database", path, "--config", "/nonexistent.conf"])
+        #expect(String(decoding: changes, as: UTF8.self).split(separator: "\n").count == 5)
+    }
+}
