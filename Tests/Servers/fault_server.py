@@ -39,6 +39,8 @@ Endpoints (any method unless noted; HEAD sends headers only; query strings shown
                                   "query"}
   /echo                           200 JSON {"method","path","query","headers","body",
                                   "body_length"}; any method; Content-Length or chunked body
+  /echo-page?id=I&next=URL        200 JSON {"results":[{"id","updated_at","query","headers"}],
+                                  "next":URL}: one record telling how the page was asked for
   /etag                           200 ETag "v1" + Last-Modified; 304 on If-None-Match match
                                   (or If-Modified-Since not older than Last-Modified)
   /stats                          JSON {"connections","requests","paths":{path:count}}
@@ -331,6 +333,13 @@ class Handler(http_core.Handler):
             "query": self.query_string, "headers": self.header_dict(),
             "body": self.body.decode("utf-8", "replace"), "body_length": len(self.body)})
 
+    def ep_echo_page(self, arg, q):
+        # A JSON collection page of one record: the request as received (so a test sees which
+        # headers and parameters a page was asked for with), and a next link when asked.
+        record = {"id": q.get("id", "1"), "updated_at": "1", "query": self.query_string,
+                  "headers": self.header_dict()}
+        self.respond_json(200, {"results": [record], "next": q.get("next")})
+
     def ep_etag(self, arg, q):
         hs = [("ETag", ETAG), ("Last-Modified", LAST_MODIFIED), ("Cache-Control", "no-cache")]
         inm = self.headers.get("If-None-Match")
@@ -391,6 +400,7 @@ ROUTES = {
     "invalid-json": no_arg(Handler.ep_invalid_json),
     "headers": no_arg(Handler.ep_headers),
     "echo": no_arg(Handler.ep_echo),
+    "echo-page": no_arg(Handler.ep_echo_page),
     "etag": no_arg(Handler.ep_etag),
     "stats": Handler.ep_stats,
 }

@@ -96,6 +96,8 @@ public struct StoreConfiguration: Sendable, Equatable {
     public var columns: [TypedColumn] = []
     /// Extra headers every request of the store carries (`header.NAME =`).
     public var headers = ConfiguredHeaders()
+    /// Query parameters every request URL of the store carries (`query.NAME =`).
+    public var query = ConfiguredQuery()
     /// Transport limits for this store's requests.
     public var session = SessionConfiguration()
     /// Where the store's section starts, for errors found after loading.
@@ -110,4 +112,8 @@ public struct StoreConfiguration: Sendable, Equatable {
 
     /// The remote-store protocol, from the options.
     public var kind: StoreKind { options.kind }
+
+    /// Every secret the store's requests carry: its kind's credentials, configured headers and
+    /// query parameters. None of them may appear in an error, a log line, status or a cursor.
+    public var secrets: [Secret] { options.value.credentials + headers.secrets + query.secrets }
 }

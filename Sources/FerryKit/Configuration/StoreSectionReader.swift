@@ -50,6 +50,7 @@ struct StoreSectionReader {
         var maxRecordBytes = 1 << 20
         var columns: [TypedColumn] = []
         var headers = ConfiguredHeaders()
+        var query = ConfiguredQuery()
         var session: SessionConfiguration
     }
 
@@ -121,6 +122,7 @@ struct StoreSectionReader {
         store.maxRecordBytes = common.maxRecordBytes
         store.columns = common.columns
         store.headers = common.headers
+        store.query = common.query
         store.session = common.session
         return store
     }
@@ -181,6 +183,10 @@ struct StoreSectionReader {
             if let field = readHeader(entry, name: String(key.dropFirst("header.".count))) {
                 common.headers.fields.append(field)
             }
+        case let key where key.hasPrefix("query."):
+            if let field = readQueryItem(entry, name: String(key.dropFirst("query.".count))) {
+                common.query.items.append(field)
+            }
         default:
             return false
         }
@@ -188,7 +194,7 @@ struct StoreSectionReader {
     }
 
     /// `header.NAME = VALUE`: plain text, or a secret reference for a credential.
-    private mutating func readHeader(_ entry: ConfigurationSyntax.Entry, name: String) -> ConfiguredHeaders.Field? {
+    private mutating func readHeader(_ entry: ConfigurationSyntax.Entry, name: String) -> ConfiguredField? {
         guard ConfiguredHeaders.isFieldName(name) else {
             values.problem(entry, "'\(name)' is not an HTTP header name")
             return nil
@@ -197,6 +203,21 @@ struct StoreSectionReader {
             values.problem(entry, "\(name) is set by Ferry for each request and cannot be configured")
             return nil
         }
+        return readField(entry, name: name)
+    }
+
+    /// `query.NAME = VALUE`: a parameter on every request URL; a secret only by reference.
+    private mutating func readQueryItem(_ entry: ConfigurationSyntax.Entry, name: String) -> ConfiguredField? {
+        guard !name.isEmpty, !name.contains(where: { $0 == "&" || $0 == "=" || $0 == "#" || $0 == " " }) else {
+            values.problem(entry, "'\(name)' is not a query parameter name")
+            return nil
+        }
+        return readField(entry, name: name)
+    }
+
+    /// A configured header or parameter value: a secret reference, or plain text unless the
+    /// name says it is a credential.
+    private mutating func readField(_ entry: ConfigurationSyntax.Entry, name: String) -> ConfiguredField? {
         if entry.value.hasPrefix("credential:") || entry.value.hasPrefix("file:") {
             switch secrets.resolve(entry.value) {
             case .success(let secret): return .init(name: name, value: .secret(secret))
@@ -205,7 +226,7 @@ struct StoreSectionReader {
                 return nil
             }
         }
-        if ConfiguredHeaders.looksLikeCredential(name) {
+        if ConfiguredField.looksLikeCredential(name) {
             // Never echo the value: it is probably the secret itself.
             values.problem(entry, "\(name) carries a credential: write credential:NAME (systemd LoadCredential=) or file:/path/to/secret, not the value")
             return nil
@@ -325,6 +346,11 @@ struct StoreSectionReader {
         guard components.user == nil, components.password == nil else {
             // Never echo it: the user-info part may hold a password.
             values.problem(entry, "credentials in the URL are refused; use username = and a password secret reference")
+            return nil
+        }
+        if let secret = components.queryItems?.first(where: { ConfiguredField.looksLikeCredential($0.name) && !($0.value ?? "").isEmpty }) {
+            // Never echo the value: it would end up in status, cursors and error lines.
+            values.problem(entry, "the URL carries a credential in its query (\(secret.name)=...); remove it and write query.\(secret.name) = credential:NAME")
             return nil
         }
         return text

@@ -70,6 +70,20 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
 }
 
 extension SyncError {
+    /// The error with every occurrence of `secrets` replaced, in its URL, position and message:
+    /// what a pass applies before anything records or logs an error, so no configured secret
+    /// reaches status, the journal or an exit message even when a server echoes it or a URL
+    /// carries it.
+    public func redacting(_ secrets: [Secret]) -> SyncError {
+        var redacted = self
+        for secret in secrets where !secret.value.isEmpty {
+            redacted.url = redacted.url.replacingOccurrences(of: secret.value, with: "REDACTED")
+            redacted.position = redacted.position.replacingOccurrences(of: secret.value, with: "REDACTED")
+            redacted.message = redacted.message.replacingOccurrences(of: secret.value, with: "REDACTED")
+        }
+        return redacted
+    }
+
     /// A replica failure during a pass, keeping its kind (`.store(.full)`) and its words.
     public init(_ error: StoreError, store: String, url: String = "") {
         // A record the policy refuses is the record's fault, not the replica's.

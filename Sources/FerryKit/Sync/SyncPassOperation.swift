@@ -154,7 +154,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         report.counts += counts
         report.pages += batch.pageCount
         for problem in counts.problems {
-            journal.skipped(problem, origin: batch.origin)
+            journal.skipped(problem, origin: redacted(batch.origin))
         }
         updateProgress { progress in
             progress.completedUnits += Int64(batch.changes.count)
@@ -255,11 +255,17 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         }
     }
 
+    /// `text` without any of the store's secrets (a URL a server sent back may hold one).
+    private func redacted(_ text: String) -> String {
+        setup.store.secrets.reduce(text) { $1.value.isEmpty ? $0 : $0.replacingOccurrences(of: $1.value, with: "REDACTED") }
+    }
+
     // MARK: - Ending
 
     /// The one way out: undoes what the pass set up on the connection, records a failure
     /// (never a cancellation) in the replica, tells the journal, and finishes.
     private func end(_ result: Result<PassReport, SyncError>) {
+        let result = result.mapError { $0.redacting(setup.store.secrets) }
         let pass: Pass?
         switch state {
         case .done: return

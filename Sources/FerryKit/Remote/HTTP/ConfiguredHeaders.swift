@@ -1,7 +1,6 @@
-/// Extra request headers from a store's `header.NAME = VALUE` lines, sent with every request of
-/// the store: plain text (`header.Accept = application/vnd.github+json`) or a secret by
-/// reference (`header.X-Api-Key = credential:api-key`), whose value stays inside the request.
-public struct ConfiguredHeaders: Sendable, Equatable {
+/// A header or query parameter a store's configuration adds to every request: plain text, or
+/// a secret by reference whose value stays inside the request.
+public struct ConfiguredField: Sendable, Equatable {
     public enum Value: Sendable, Equatable {
         case text(String)
         case secret(Secret)
@@ -14,15 +13,32 @@ public struct ConfiguredHeaders: Sendable, Equatable {
         }
     }
 
-    public struct Field: Sendable, Equatable {
-        public var name: String
-        public var value: Value
+    public var name: String
+    public var value: Value
 
-        public init(name: String, value: Value) {
-            self.name = name
-            self.value = value
-        }
+    public init(name: String, value: Value) {
+        self.name = name
+        self.value = value
     }
+
+    /// The secret it carries, if any.
+    var secret: Secret? {
+        if case .secret(let secret) = value { secret } else { nil }
+    }
+
+    /// Names that carry credentials by convention: a plain value for one of them is an inline
+    /// secret, which the configuration refuses.
+    static func looksLikeCredential(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return ["auth", "key", "token", "secret", "password", "passwd", "cookie", "session", "signature", "sig"].contains { lowered.contains($0) }
+    }
+}
+
+/// Extra request headers from a store's `header.NAME = VALUE` lines, sent with every request of
+/// the store: plain text (`header.Accept = application/vnd.github+json`) or a secret by
+/// reference (`header.X-Api-Key = credential:api-key`).
+public struct ConfiguredHeaders: Sendable, Equatable {
+    public typealias Field = ConfiguredField
 
     public var fields: [Field] = []
 
@@ -31,6 +47,9 @@ public struct ConfiguredHeaders: Sendable, Equatable {
     }
 
     public var isEmpty: Bool { fields.isEmpty }
+
+    /// The secrets the headers carry.
+    var secrets: [Secret] { fields.compactMap(\.secret) }
 
     /// Sets every configured field on `headers`, replacing what a kind put there (an admin's
     /// `Accept` wins over the kind's default).
@@ -46,13 +65,6 @@ public struct ConfiguredHeaders: Sendable, Equatable {
         "host", "content-length", "transfer-encoding", "connection", "expect", "content-type", "depth",
         "if-match", "if-none-match", "if-modified-since", "if-unmodified-since",
     ]
-
-    /// Names that carry credentials by convention: a plain value for one of them is an inline
-    /// secret, which the configuration refuses.
-    static func looksLikeCredential(_ name: String) -> Bool {
-        let lowered = name.lowercased()
-        return ["auth", "key", "token", "secret", "password", "cookie", "session"].contains { lowered.contains($0) }
-    }
 
     /// Whether `name` is an HTTP field name (RFC 9110 token).
     static func isFieldName(_ name: String) -> Bool {

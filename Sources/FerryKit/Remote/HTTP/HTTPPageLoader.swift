@@ -24,13 +24,17 @@ final class HTTPPageLoader: RemoteSessionDelegate {
     }
 
     private let configuration: SessionConfiguration
+    /// Parameters set on every request URL (the store's `query.NAME`), secrets among them:
+    /// added to the URL that is sent, never to the one a ``Page`` reports.
+    private let query: ConfiguredQuery
     private var session: RemoteSession?
     fileprivate var state = State.idle
     /// Requests started, for ``SourceOutcome/requests``.
     private(set) var requestCount = 0
 
-    init(configuration: SessionConfiguration) {
+    init(configuration: SessionConfiguration, query: ConfiguredQuery = ConfiguredQuery()) {
         self.configuration = configuration
+        self.query = query
     }
 
     var isCancelled: Bool {
@@ -38,8 +42,9 @@ final class HTTPPageLoader: RemoteSessionDelegate {
     }
 
     /// Starts a request; `completion` runs later on this run loop, exactly once, unless
-    /// ``cancel()`` is called first.
-    func load(_ request: HTTPRequest, completion: @escaping Completion) {
+    /// ``cancel()`` is called first. `configuredQuery`: whether the store's `query.NAME`
+    /// parameters go with it (not to a page on another origin).
+    func load(_ request: HTTPRequest, configuredQuery: Bool = true, completion: @escaping Completion) {
         switch state {
         case .idle: break
         case .cancelled: return
@@ -48,8 +53,10 @@ final class HTTPPageLoader: RemoteSessionDelegate {
         let session = self.session ?? RemoteSession(configuration: configuration, delegate: self)
         self.session = session
         requestCount += 1
+        var sent = request
+        if configuredQuery { sent.url = query.apply(to: request.url) }
         do {
-            let task = try session.start(request)
+            let task = try session.start(sent)
             var body = Data()
             body.reserveCapacity(1 << 16)
             state = .loading(task, head: nil, body: body, completion: completion)
@@ -93,8 +100,11 @@ final class HTTPPageLoader: RemoteSessionDelegate {
     func session(_ session: RemoteSession, task: TransferTask, didCompleteWith metrics: TransferMetrics) {
         guard case .loading(let current, let head, let body, let completion) = state, current === task else { return }
         state = .idle
-        let finalHead = head ?? ResponseHead(status: metrics.status, headers: HTTPHeaders(), url: task.request.url.redactingUserInfo)
-        completion(.success(Page(request: task.request, head: finalHead, body: body)))
+        let shown = query.removingSecrets(from: task.request.url)
+        let finalHead = head ?? ResponseHead(status: metrics.status, headers: HTTPHeaders(), url: shown.redactingUserInfo)
+        var request = task.request
+        request.url = shown
+        completion(.success(Page(request: request, head: finalHead, body: body)))
     }
 
     func session(_ session: RemoteSession, task: TransferTask, didFailWith error: TransferError) {

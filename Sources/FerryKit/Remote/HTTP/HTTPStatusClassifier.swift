@@ -34,9 +34,7 @@ enum HTTPStatusClassifier {
 
         /// The context of `store`'s requests: its kind's credentials and its secret headers.
         init(_ store: StoreConfiguration) {
-            let secrets = store.options.value.credentials + store.headers.fields.compactMap {
-                if case .secret(let secret) = $0.value { secret } else { nil }
-            }
+            let secrets = store.secrets
             self.init(store: store.name, credentialsConfigured: !secrets.isEmpty, secrets: secrets.map(\.value))
         }
     }

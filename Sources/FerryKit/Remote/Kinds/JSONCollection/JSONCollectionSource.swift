@@ -41,6 +41,8 @@ public final class JSONCollectionSource: RemoteSource {
     private let options: JSONCollectionOptions
     private let scanner: JSONRecordScanner
     private let headers: HTTPHeaders
+    /// ``headers`` without credentials (pages on another origin).
+    private let publicHeaders: HTTPHeaders
     private var state = State.idle
     private var plan = PassPlan(cursor: nil, reconcile: false)
     /// Pages scanned but not yet handed over, merged into one batch (see ``batchTarget``).
@@ -72,6 +74,10 @@ public final class JSONCollectionSource: RemoteSource {
                                                   allowsIntegerIDs: true))
         var headers = HTTPHeaders()
         headers.set("Accept", "application/json")
+        var plain = store.headers
+        plain.fields.removeAll { $0.secret != nil }
+        plain.apply(to: &headers)
+        publicHeaders = headers
         if let authorization = options.authentication.authorization {
             headers.set("Authorization", authorization)
         }
@@ -106,6 +112,7 @@ public final class JSONCollectionSource: RemoteSource {
         }
         // A full pass starts the mark afresh; an incremental one keeps it when nothing is newer.
         let setup = JSONPageProducer.Setup(store: store, logger: logger, options: options, scanner: scanner, headers: headers,
+                                           publicHeaders: publicHeaders,
                                            session: store.session, reconcile: plan.reconcile, firstURL: url, firstRequest: request,
                                            cursor: JSONCollectionCursor(highWater: plan.reconcile ? nil : stored.highWater),
                                            maxUnconsumedRecords: batchTarget, errorContext: HTTPStatusClassifier.Context(store))

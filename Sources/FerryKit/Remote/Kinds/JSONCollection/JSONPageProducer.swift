@@ -52,6 +52,8 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         var options: JSONCollectionOptions
         var scanner: JSONRecordScanner
         var headers: HTTPHeaders
+        /// The headers without credentials, for pages on another origin than the store's URL.
+        var publicHeaders: HTTPHeaders
         var session: SessionConfiguration
         var reconcile: Bool
         var firstURL: String
@@ -67,7 +69,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         case idle
         case loading(page: Int)
         /// Waiting for the pass to take pages before requesting `request`.
-        case paused(page: Int, request: HTTPRequest)
+        case paused(page: Int, request: HTTPRequest, credentials: Bool)
         case done
     }
 
@@ -79,6 +81,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
     private var next: JSONCollectionCursor
     private var visited: Set<String> = []
     private var warnedUnsorted = false
+    private var warnedOtherOrigin = false
     private var unconsumed = 0
     /// Records of every page so far, and what page 1 said the collection holds.
     private var recordsRead = 0
@@ -102,7 +105,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             // A demo dataset may be a chain of files; file:// is allowed only for such a store.
             session.allowedProtocols.insert("file")
         }
-        loader = HTTPPageLoader(configuration: session)
+        loader = HTTPPageLoader(configuration: session, query: store.query)
         load(setup.firstRequest, page: 1)
     }
 
@@ -116,18 +119,32 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
     func consumed(_ records: Int) {
         perform { [self] in
             self.unconsumed -= records
-            guard case .paused(let page, let request) = self.state, self.unconsumed < self.setup.maxUnconsumedRecords else { return }
-            self.load(request, page: page)
+            guard case .paused(let page, let request, let credentials) = self.state, self.unconsumed < self.setup.maxUnconsumedRecords else { return }
+            self.load(request, page: page, credentials: credentials)
         }
     }
 
-    private func load(_ request: HTTPRequest, page: Int) {
+    private func load(_ request: HTTPRequest, page: Int, credentials: Bool = true) {
         guard let loader else { return }
         state = .loading(page: page)
         visited.insert(request.url)
-        loader.load(request) { [weak self] result in
+        loader.load(request, configuredQuery: credentials) { [weak self] result in
             self?.received(result)
         }
+    }
+
+    /// Whether a page at `url` may get the store's credentials: only on the store URL's origin
+    /// (or that host upgraded to https). A page elsewhere is asked for without them, and says
+    /// so in the journal once.
+    private func mayCarryCredentials(_ url: String) -> Bool {
+        guard let home = URLOrigin(store.url), let target = URLOrigin(url) else { return true }
+        if home.trusts(target) { return true }
+        if !warnedOtherOrigin {
+            warnedOtherOrigin = true
+            setup.logger.notice("store \(store.name): pagination leads to another origin (\(target.scheme)://\(target.host):\(target.port)); its pages are fetched without the store's credentials",
+                                metadata: ["store": "\(store.name)"])
+        }
+        return false
     }
 
     private func end(with event: Event) {
@@ -224,11 +241,12 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         unconsumed += changes.count + problems.count
         if let nextURL, !exhausted {
             // Request the next page before handing this one over, unless the pass is behind.
-            let request = HTTPRequest(url: nextURL, headers: setup.headers)
+            let credentials = mayCarryCredentials(nextURL)
+            let request = HTTPRequest(url: nextURL, headers: credentials ? setup.headers : setup.publicHeaders)
             if unconsumed < setup.maxUnconsumedRecords {
-                load(request, page: number + 1)
+                load(request, page: number + 1, credentials: credentials)
             } else {
-                state = .paused(page: number + 1, request: request)
+                state = .paused(page: number + 1, request: request, credentials: credentials)
             }
             deliver(.page(scannedPage))
         } else {
@@ -254,7 +272,9 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
                 target = URLQuery.setting(param, to: token, in: setup.firstURL)
             }
         }
-        guard let target else { return .success(nil) }
+        // A link the server built from the request's URL echoes the configured secrets; the
+        // loader adds them again to what it sends.
+        guard let target = target.map(store.query.removingSecrets) else { return .success(nil) }
         // A page that points back into the chain would loop forever.
         if visited.contains(target) { return .failure(malformed(page, "pagination loops back to \(target.redactingUserInfo)")) }
         // file:// pages may only chain to files; http pages never to files.

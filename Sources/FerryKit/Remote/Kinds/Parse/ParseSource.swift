@@ -60,7 +60,7 @@ public final class ParseSource: RemoteSource {
         self.headers = headers
         pageSize = options.pageSize
         lookback = options.lookback
-        loader = HTTPPageLoader(configuration: store.session)
+        loader = HTTPPageLoader(configuration: store.session, query: store.query)
         changeScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId", versionPath: "updatedAt",
                                                         fieldPaths: ["count"]))
     }

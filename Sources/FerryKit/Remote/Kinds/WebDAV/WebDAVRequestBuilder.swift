@@ -10,11 +10,14 @@ public struct WebDAVRequestBuilder: Sendable {
     /// Headers every request carries: `Authorization` and the store's configured headers.
     /// Never logged: ``HTTPRequest`` leaves headers out of its description.
     private let commonHeaders: HTTPHeaders
+    /// The store's `query.NAME` parameters, set on every request URL.
+    private let query: ConfiguredQuery
 
     public init(collection: WebDAVCollection, kind: StoreKind, authentication: HTTPAuthentication = .none,
-                headers configured: ConfiguredHeaders = ConfiguredHeaders()) {
+                headers configured: ConfiguredHeaders = ConfiguredHeaders(), query: ConfiguredQuery = ConfiguredQuery()) {
         self.collection = collection
         self.kind = kind
+        self.query = query
         var headers = HTTPHeaders()
         if let authorization = authentication.authorization { headers.set("Authorization", authorization) }
         configured.apply(to: &headers)
@@ -24,13 +27,14 @@ public struct WebDAVRequestBuilder: Sendable {
     /// Adds the headers every request of the store carries (a plain GET of a member).
     public func authorize(_ request: inout HTTPRequest) {
         for (name, value) in commonHeaders { request.headers.set(name, value) }
+        request.url = query.apply(to: request.url)
     }
 
     private func request(method: String, depth: String, body: String) -> HTTPRequest {
         var headers = commonHeaders
         headers.set("Content-Type", "application/xml; charset=utf-8")
         headers.set("Depth", depth)
-        return HTTPRequest(method: method, url: collection.url, headers: headers, body: Data(body.utf8))
+        return HTTPRequest(method: method, url: query.apply(to: collection.url), headers: headers, body: Data(body.utf8))
     }
 
     /// REPORT sync-collection with `token` ("" for an initial sync), sync-level 1, asking for

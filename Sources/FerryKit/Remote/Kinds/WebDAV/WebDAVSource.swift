@@ -159,7 +159,8 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         }
         batchSize = options.multigetBatch
         errorContext = HTTPStatusClassifier.Context(store)
-        builder = WebDAVRequestBuilder(collection: collection, kind: options.kind, authentication: options.authentication, headers: store.headers)
+        builder = WebDAVRequestBuilder(collection: collection, kind: options.kind, authentication: options.authentication,
+                                       headers: store.headers, query: store.query)
         parser = MultistatusParser(maxDataBytes: store.maxRecordBytes)
         session = RemoteSession(configuration: store.session, delegate: self)
     }
