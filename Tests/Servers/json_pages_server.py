@@ -28,6 +28,7 @@ takes `since=<updated_at>` (only items with updated_at > since).
 """
 
 import argparse
+import hashlib
 import json
 import threading
 import time
@@ -39,6 +40,7 @@ LOCK = threading.Lock()
 ITEMS = {}
 CLOCK = [0]
 REQUESTS = [0]
+NOT_MODIFIED = [0]
 
 
 def stamp():
@@ -95,7 +97,7 @@ class Handler(http_core.Handler):
         q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         path = parts.path
         if path == "/stats":
-            return self.send(200, {"requests": REQUESTS[0]})
+            return self.send(200, {"requests": REQUESTS[0], "not_modified": NOT_MODIFIED[0]})
         REQUESTS[0] += 1
         if path in ("/link", "/exhausted", "/nexturl"):
             page = int(q.get("page", 1))
@@ -106,7 +108,14 @@ class Handler(http_core.Handler):
             extra = "&since=" + q["since"] if q.get("since") else ""
             nxt = "%s?page=%d&per_page=%d%s" % (path.lstrip("/"), page + 1, per, extra)
             if path == "/nexturl":
-                return self.send(200, {"items": chunk, "next": nxt if more else None, "total": len(items)})
+                # Each page has an ETag of its own content, honoured by If-None-Match (304), as
+                # a caching API's pages do: a 304 for page 1 says nothing of the others.
+                obj = {"items": chunk, "next": nxt if more else None, "total": len(items)}
+                etag = '"%s"' % hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+                if self.headers.get("If-None-Match") == etag:
+                    NOT_MODIFIED[0] += 1
+                    return self.write_response(304, [("ETag", etag)])
+                return self.send(200, obj, [("ETag", etag)])
             headers = []
             if more:
                 last = max(1, -(-len(items) // per))

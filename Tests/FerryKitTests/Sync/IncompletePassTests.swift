@@ -208,3 +208,43 @@ struct TestFailure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }
+
+/// A conditional request answered 304 stands for the whole collection only when the
+/// collection is one page; a resync a person asks for never takes the shortcut.
+@Suite("Conditional requests never hide pages", .serialized)
+struct ConditionalRequestTests {
+    static func stats(_ server: TestServer) throws -> (requests: Int, notModified: Int) {
+        let object = try JSONSerialization.jsonObject(with: try server.control("/stats")) as? [String: Any]
+        return (object?["requests"] as? Int ?? -1, object?["not_modified"] as? Int ?? -1)
+    }
+
+    @Test func aMultiPageCollectionIsReadWhole_aOnePageOneMayBeNotModified() throws {
+        let server = try TestServer.python("json_pages_server.py", arguments: ["--count", "120"])
+        let directory = try TemporaryDirectory()
+        let database = try SharedDatabase(path: directory.path("replica.db"))
+        defer { database.close() }
+        let paged = try configuredStore(name: "paged", kind: "json", url: server.baseURL + "/nexturl", [
+            "records-path": "items", "pagination": "next-url:next", "page-size-param": "per_page", "page-size": "50",
+        ])
+        _ = try IncompletePassTests.pass(paged, database).get()
+        // A record on the last page changes; page 1's own ETag does not.
+        _ = try server.control("/admin/update", method: "POST", body: #"{"ids":[110]}"#)
+        let second = try IncompletePassTests.pass(paged, database).get()
+        #expect(!second.unchanged)
+        #expect(second.counts.updated == 1)
+        #expect(try Self.stats(server).notModified == 0, "no page of a multi-page collection was asked conditionally")
+
+        // One page: the validators stand for the collection, and an unchanged one costs a 304...
+        let single = try configuredStore(name: "single", kind: "json", url: server.baseURL + "/nexturl", [
+            "records-path": "items", "pagination": "next-url:next", "page-size-param": "per_page", "page-size": "500",
+        ])
+        _ = try IncompletePassTests.pass(single, database).get()
+        let quiet = try IncompletePassTests.pass(single, database).get()
+        #expect(quiet.unchanged)
+        #expect(try Self.stats(server).notModified == 1)
+        // ...except when a person asks for a resync: then it is read whole.
+        let resync = try IncompletePassTests.pass(single, database, trigger: .onDemand).get()
+        #expect(!resync.unchanged)
+        #expect(try Self.stats(server).notModified == 1)
+    }
+}
