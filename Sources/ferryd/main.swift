@@ -16,6 +16,9 @@ struct FerryDaemonCommand: ParsableCommand {
     var config: String?
 
     func run() throws {
+        // Before any thread exists, so every thread inherits the mask: a SIGTERM during a slow
+        // start waits for the daemon's signal thread instead of killing the process silently.
+        SignalWaiter.block([SIGHUP, SIGTERM, SIGINT])
         let environment = ProcessInfo.processInfo.environment
         let path = config ?? ConfigurationLoader.defaultPath(environment: environment)
         // The level is refined once the configuration is read; problems before that are errors anyway.

@@ -40,7 +40,7 @@ STATE_FILE=/run/ferry/reload-state
 APP_ID=ferry-test
 REST_KEY=rest-secret-$RANDOM$RANDOM
 
-passed=0; failed=0
+passed=0; failed=0; skipped=0
 pass() { passed=$((passed + 1)); echo "PASS: $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
 check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
@@ -52,7 +52,7 @@ wait_until() {
     return 1
 }
 finish() {
-    echo "$passed passed, $failed failed"
+    echo "$passed passed, $failed failed, $skipped skipped"
     [[ $failed -eq 0 ]]
     exit $?
 }
@@ -178,6 +178,18 @@ ok = passes and all(e.get("FERRY_STORE") == "quotes" and e.get("CODE_FILE") and 
 sys.exit(0 if ok else 1)' "$ID_PASS_STARTED" "$ID_PASS_FINISHED"
 }
 check "journal: pass entries with FERRY_STORE, FERRY_PASS, MESSAGE_ID, CODE_FILE" wait_until 20 journal_has_pass_entries
+# The hardened unit lets libdispatch set its workers' priority (LimitNICE=-4): no EACCES noise.
+# systemd can grant that only up to its own hard limit; a container whose PID 1 has none (this
+# sandbox's) cannot show it, and that is said, not counted as a pass.
+check "unit: LimitNICE allows nice -4 (RLIMIT_NICE 24)" [ "$(show LimitNICE)" = 24 ]
+no_priority_noise() { ! box journalctl -u ferryd --no-pager -o cat | grep -q "Failed to set thread priority"; }
+pid1_nice=$(box awk '/Max nice priority/ {print $5}' /proc/1/limits)
+if [[ "$pid1_nice" == unlimited || "${pid1_nice:-0}" -ge 24 ]]; then
+    check "journal: no 'Failed to set thread priority' line from libdispatch" no_priority_noise
+else
+    skipped=$((skipped + 1))
+    echo "SKIP: journal without libdispatch priority noise: the box's PID 1 may not raise RLIMIT_NICE (hard limit ${pid1_nice:-0})"
+fi
 main_pid=$(show MainPID)
 
 # --- synchronous reload adding a store ---------------------------------------------------------

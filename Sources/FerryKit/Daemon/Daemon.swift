@@ -27,7 +27,7 @@ public final class Daemon: @unchecked Sendable {
     private let logger: Logger
     private var state = State.created
     private var reloadGeneration = 0
-    private var signalSources: [any DispatchSourceSignal] = []
+    private var signalWaiter: SignalWaiter?
     private var timers: [Timer] = []
     private var lastStatus = ""
     private var reportedStuck: Set<String> = []
@@ -81,20 +81,8 @@ public final class Daemon: @unchecked Sendable {
     // MARK: - Signals
 
     private func installSignalHandlers() {
-        // A parent may hand us a mask with these blocked; the handlers would then never run.
-        var set = sigset_t()
-        sigemptyset(&set)
-        for signal in [SIGHUP, SIGTERM, SIGINT] { sigaddset(&set, signal) }
-        pthread_sigmask(SIG_UNBLOCK, &set, nil)
-        let queue = DispatchQueue(label: "ferryd-signals")
-        for signalNumber in [SIGHUP, SIGTERM, SIGINT] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
-            source.setEventHandler {
-                RunLoopHandle.main.perform { [weak self] in self?.handle(signal: signalNumber) }
-            }
-            source.resume()
-            signalSources.append(source)
+        signalWaiter = SignalWaiter([SIGHUP, SIGTERM, SIGINT]) { [weak self] signalNumber in
+            RunLoopHandle.main.perform { [weak self] in self?.handle(signal: signalNumber) }
         }
     }
 
@@ -227,7 +215,7 @@ public final class Daemon: @unchecked Sendable {
         let retention = configuration.global.changeRetention
         let database = self.database
         let logger = self.logger
-        DispatchQueue.global(qos: .utility).async {
+        DispatchQueue.global().async {
             let cutoff = Date().addingTimeInterval(-retention.seconds)
             var total = 0
             do {
