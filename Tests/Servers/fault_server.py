@@ -29,6 +29,15 @@ Endpoints (any method unless noted; HEAD sends headers only; query strings shown
   /stall?after=N&seconds=S        Content-Length N+1000, N bytes, sleep S, close
   /stall-headers?seconds=S        sleep S before sending anything, then 200 "ok\\n"
   /slow?bytes=N&bps=B             N bytes (Content-Length) paced at about B bytes/s
+  /multistatus?cards=N&photo=B&photo_every=K&seed=S&chunk_min=A&chunk_max=Z&delay_ms=D
+                                  207 CardDAV multistatus (application/xml, chunked): N vCards
+                                  (href /book/card-<i>.vcf, etag "e-<i>", UID card-<i>), those
+                                  with i % K == 0 with a base64 PHOTO of B bytes (defaults: 30
+                                  cards, all with 96 KiB), CRs escaped as &#13; (as a serializer
+                                  must, to keep them), sync-token "t-<N>-<B>-<K>" last; sent in
+                                  chunks of a random A..Z bytes (default 1..65536), a random
+                                  0..D ms sleep after each (default 0), all drawn from seed S
+                                  (default 0)
   /truncate/<n>?send=m            Content-Length n, m bytes (default n/2), close (FIN)
   /reset                          no answer: close with RST (SO_LINGER on, 0 s)
   /gzip/<n>                       n bytes of text; Content-Encoding: gzip when the request's
@@ -50,9 +59,11 @@ Endpoints (any method unless noted; HEAD sends headers only; query strings shown
 """
 
 import argparse
+import base64
 import email.utils
 import gzip
 import json
+import random
 import threading
 import time
 from functools import lru_cache
@@ -119,6 +130,29 @@ def text_body(n):
 @lru_cache(maxsize=8)
 def gzip_body(n):
     return gzip.compress(text_body(n), compresslevel=6, mtime=0)
+
+
+@lru_cache(maxsize=8)
+def multistatus_body(cards, photo, every):
+    """The /multistatus body: a collection query's answer over an address book where some
+    contacts have pictures (big folded PHOTO lines) and the rest are small: slow to parse, an
+    entity every line and many small elements."""
+    out = ['<?xml version="1.0" encoding="utf-8"?>\n'
+           '<multistatus xmlns="DAV:" xmlns:C="urn:ietf:params:xml:ns:carddav">']
+    for i in range(cards):
+        lines = ["BEGIN:VCARD", "VERSION:3.0", "UID:card-%d" % i, "FN:Person %d" % i]
+        if i % every == 0:
+            picture = base64.b64encode(random.Random(i).randbytes(photo)).decode()
+            line = "PHOTO;ENCODING=b;TYPE=JPEG:" + picture
+            lines += [line[:75]] + [" " + line[k:k + 74] for k in range(75, len(line), 74)]
+        else:
+            lines += ["EMAIL;TYPE=work:person-%d@example.com" % i, "TEL;TYPE=cell:+1-555-%d" % i]
+        card = "&#13;\n".join(lines + ["END:VCARD", ""])
+        out.append('<response><href>/book/card-%d.vcf</href><propstat><prop>'
+                   '<getetag>"e-%d"</getetag><C:address-data>%s</C:address-data></prop>'
+                   '<status>HTTP/1.1 200 OK</status></propstat></response>' % (i, i, card))
+    out.append("<sync-token>t-%d-%d-%d</sync-token></multistatus>\n" % (cards, photo, every))
+    return "".join(out).encode()
 
 
 def qint(q, name, default):
@@ -291,6 +325,29 @@ class Handler(http_core.Handler):
             if sent < n:
                 time.sleep(tick)
 
+    def ep_multistatus(self, arg, q):
+        body = multistatus_body(qint(q, "cards", 30), qint(q, "photo", 96 << 10),
+                                max(1, qint(q, "photo_every", 1)))
+        rng = random.Random(qint(q, "seed", 0))
+        low = max(1, qint(q, "chunk_min", 1))
+        high = max(low, qint(q, "chunk_max", 65536))
+        delay = qfloat(q, "delay_ms", 0) / 1000.0
+        head = self.head_bytes(207, [("Content-Type", "application/xml; charset=utf-8"),
+                                     ("Transfer-Encoding", "chunked")])
+        if self.command == "HEAD":
+            return self.wfile.write(head)
+        w = self.wfile.write
+        w(head)
+        view = memoryview(body)
+        off = 0
+        while off < len(body):
+            c = min(rng.randint(low, high), len(body) - off)
+            w(b"%x\r\n" % c + view[off:off + c] + b"\r\n")
+            off += c
+            if delay and off < len(body):
+                time.sleep(rng.uniform(0, delay))
+        w(b"0\r\n\r\n")
+
     def ep_truncate(self, arg, q):
         n = int(arg)
         m = min(qint(q, "send", n // 2), n)
@@ -393,6 +450,7 @@ ROUTES = {
     "stall": no_arg(Handler.ep_stall),
     "stall-headers": no_arg(Handler.ep_stall_headers),
     "slow": no_arg(Handler.ep_slow),
+    "multistatus": no_arg(Handler.ep_multistatus),
     "truncate": need_arg(Handler.ep_truncate),
     "reset": no_arg(Handler.ep_reset),
     "gzip": need_arg(Handler.ep_gzip),

@@ -309,12 +309,17 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Asks for no more body bytes: the next write from libcurl pauses the transfer. Bytes
     /// already buffered for the owner are still delivered.
+    ///
+    /// `held` is a level, read by the write callback under the same lock: a ``release()`` that
+    /// comes before libcurl's next write means that write is accepted, one that comes after
+    /// finds `paused` set and resumes the transfer. Either way the last call wins.
     func hold() {
         shared.withLock { $0.held = true }
     }
 
     /// Ends a ``hold()``. Returns true when the transfer had paused and must be resumed on the
-    /// I/O thread.
+    /// I/O thread (which applies the resume after the write callback that paused has returned:
+    /// both run there).
     func release() -> Bool {
         shared.withLock { shared in
             shared.held = false

@@ -157,6 +157,12 @@ public final class TransferTask: CustomStringConvertible {
 }
 
 /// Suspends and resumes one transfer's body from any thread (``TransferTask/flowControl``).
+///
+/// Level-triggered: each call sets whether the transfer may read, and the last call to reach
+/// the transfer wins. A resume that arrives before the transfer actually paused keeps it from
+/// pausing; one that arrives while it is paused restarts it. The transfer cannot tell a late
+/// suspend from a new one, so callers on different threads must order their calls themselves:
+/// make each decision and its call one step under a lock they share (``FedInputStream`` does).
 public struct TransferFlowControl: Sendable {
     fileprivate let transfer: CurlTransfer
 

@@ -1,13 +1,43 @@
 import Foundation
 
+/// What a streamed body comes from, held and released from any thread. Calls take effect in
+/// the order they arrive, the last one winning (``TransferFlowControl``'s semantics), so a
+/// caller deciding on shared state must make each decision and its call one step.
+protocol FlowControl: Sendable {
+    func suspend()
+    func resume()
+}
+
+extension TransferFlowControl: FlowControl {}
+
 /// An `InputStream` that one thread feeds and another reads, blocking: how a parser that pulls
 /// its input (swift-corelibs-foundation's `XMLParser(stream:)`, which has no push API) is given
 /// a body arriving in pieces on a run loop that must never block.
 ///
-/// Flow control: ``append(_:)`` says when more than `highWater` bytes wait, so the feeder can
-/// suspend its source; once the reader has brought them down to `lowWater`, `onDrained` runs
-/// (on the reader's thread) so the feeder can resume it. Each crossing is reported once.
+/// Flow control: the stream holds its source (`flow`) while more than `highWater` bytes wait
+/// for the reader, and releases it once the reader has brought them down to `lowWater`, or
+/// has stopped reading. Each decision and the call that carries it out happen under the
+/// stream's lock, whichever thread makes them (the feeder's append, the reader's read), so they
+/// reach the source in the order they were made. Were the call made after the lock is
+/// released, a reader draining the backlog between a feeder's decision to suspend and its
+/// suspend() would resume first (finding nothing held), and the late suspend would then hold
+/// the source with nothing left to release it: a transfer paused until its total timeout.
 final class FedInputStream: InputStream {
+    /// Whether the source may send.
+    enum SourceState: Equatable {
+        case flowing
+        case held
+    }
+
+    /// The hysteresis between the two marks: what the source should be once `buffered` bytes
+    /// wait, given what it is now.
+    static func sourceState(after state: SourceState, buffered: Int, highWater: Int, lowWater: Int) -> SourceState {
+        switch state {
+        case .flowing: buffered > highWater ? .held : .flowing
+        case .held: buffered <= lowWater ? .flowing : .held
+        }
+    }
+
     private let condition = NSCondition()
     // Guarded by `condition`.
     private var chunks: [Data] = []
@@ -15,39 +45,52 @@ final class FedInputStream: InputStream {
     private var buffered = 0
     private var ended = false
     private var aborted = false
-    private var aboveHighWater = false
+    /// The reader will read no more (its parse ended): nothing is kept for it any more.
+    private var readerDone = false
+    private var source = SourceState.flowing
 
     private let highWater: Int
     private let lowWater: Int
-    private let onDrained: () -> Void
+    private let flow: (any FlowControl)?
     /// Runs on the reader's thread each time a read is about to wait for bytes (a parser hands
     /// over what it has parsed so far, so nothing waits behind a slow network).
     private let beforeWaiting: () -> Void
 
-    init(highWater: Int, lowWater: Int, beforeWaiting: @escaping () -> Void, onDrained: @escaping () -> Void) {
+    /// `flow` is held and released from the feeder's and the reader's threads, with the
+    /// stream's lock held (nil: nothing to hold, the body is in memory).
+    init(highWater: Int, lowWater: Int, flow: (any FlowControl)?, beforeWaiting: @escaping () -> Void) {
         precondition(lowWater < highWater)
         self.highWater = highWater
         self.lowWater = lowWater
+        self.flow = flow
         self.beforeWaiting = beforeWaiting
-        self.onDrained = onDrained
         super.init(data: Data())
+    }
+
+    /// Holds or releases the source for the bytes now waiting. Call with the lock held.
+    private func steerSource() {
+        let next = Self.sourceState(after: source, buffered: buffered, highWater: highWater, lowWater: lowWater)
+        guard next != source else { return }
+        source = next
+        switch next {
+        case .held: flow?.suspend()
+        case .flowing: flow?.resume()
+        }
     }
 
     // MARK: - Feeding thread
 
-    /// Queues `data` for the reader. Returns true when this pushed the waiting bytes past the
-    /// high-water mark: the feeder should stop its source until `onDrained` runs.
-    func append(_ data: Data) -> Bool {
-        guard !data.isEmpty else { return false }
+    /// Queues `data` for the reader, holding the source if this brings the bytes waiting past
+    /// the high-water mark. Dropped after ``finish()``, ``abort()`` or the reader's end.
+    func append(_ data: Data) {
+        guard !data.isEmpty else { return }
         condition.lock()
         defer { condition.unlock() }
-        guard !ended, !aborted else { return false }
+        guard !ended, !aborted, !readerDone else { return }
         chunks.append(data)
         buffered += data.count
         condition.signal()
-        guard !aboveHighWater, buffered > highWater else { return false }
-        aboveHighWater = true
-        return true
+        steerSource()
     }
 
     /// No more bytes: the reader sees the end once it has read what is queued.
@@ -124,10 +167,21 @@ final class FedInputStream: InputStream {
             chunks[head] = chunk.dropFirst(count)
         }
         buffered -= count
-        let drained = aboveHighWater && buffered <= lowWater
-        if drained { aboveHighWater = false }
+        steerSource()
         condition.unlock()
-        if drained { onDrained() }
         return count
+    }
+
+    /// The reader will read no more (its parse ended, whether or not at the end of the body):
+    /// what is queued is dropped, later appends too, and a held source is released, so a
+    /// reader that gave up early never leaves its transfer paused.
+    func readerFinished() {
+        condition.lock()
+        defer { condition.unlock() }
+        readerDone = true
+        chunks = []
+        head = 0
+        buffered = 0
+        steerSource()
     }
 }

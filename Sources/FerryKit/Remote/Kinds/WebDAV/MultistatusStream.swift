@@ -19,7 +19,9 @@ import FoundationXML
 ///
 /// Memory stays bounded, and the three stages (download, parse, the owner's use of the
 /// responses) overlap: once more than ``highWater`` bytes wait for the parser, the transfer is
-/// suspended, and the parser resumes it itself when they are down to ``lowWater``; the parser
+/// suspended, and the parser resumes it itself when they are down to ``lowWater``
+/// (``FedInputStream`` makes both decisions, each with its call, under one lock, so a resume
+/// never overtakes the suspend it answers); the parser
 /// hands responses over in groups of at most ``groupSize``, and waits while ``maxGroupsAhead``
 /// groups are still queued on the owner's loop. (A resume posted to the owner's loop would
 /// wait behind those groups: download and parse would take turns with the owner instead of
@@ -29,14 +31,6 @@ import FoundationXML
 /// Bytes are screened (``MultistatusScreen``) before the parser sees them; an answer that
 /// fails screening ends with that failure, after every response complete before the refused
 /// bytes, however the body was split.
-/// What a streamed body comes from, paused and resumed from any thread.
-protocol FlowControl: Sendable {
-    func suspend()
-    func resume()
-}
-
-extension TransferFlowControl: FlowControl {}
-
 final class MultistatusStream: @unchecked Sendable {
     struct Handlers {
         /// Complete responses, in document order.
@@ -63,7 +57,6 @@ final class MultistatusStream: @unchecked Sendable {
 
     private let parser: MultistatusParser
     private let owner: RunLoopHandle
-    private let flow: (any FlowControl)?
     /// Groups posted and not yet taken by the owner; the parser waits at ``maxGroupsAhead``.
     private let ahead = NSCondition()
     private var groupsAhead = 0
@@ -83,13 +76,12 @@ final class MultistatusStream: @unchecked Sendable {
     init(parser: MultistatusParser, name: String, flow: (any FlowControl)?, handlers: Handlers) {
         self.parser = parser
         self.handlers = handlers
-        self.flow = flow
         self.owner = RunLoopHandle.current()
         input = FedInputStream(
             highWater: Self.highWater,
             lowWater: Self.lowWater,
-            beforeWaiting: { [unowned self] in self.handOverGroup() },
-            onDrained: { [flow] in flow?.resume() })
+            flow: flow,
+            beforeWaiting: { [unowned self] in self.handOverGroup() })
         // The thread keeps the stream alive until the parse ends, which feed's end, cancel()
         // or a failure always brings.
         Thread.start(named: "xml \(name)") { [self] in
@@ -109,13 +101,11 @@ final class MultistatusStream: @unchecked Sendable {
         } catch {
             // The parser gets the bytes before the refused ones, and then the end.
             let safe = screen.refusedOffset - chunkStart
-            if safe > 0 { _ = input.append(data.prefix(safe)) }
+            if safe > 0 { input.append(data.prefix(safe)) }
             refuse(error)
             return
         }
-        if input.append(data) {
-            flow?.suspend()
-        }
+        input.append(data)
     }
 
     /// The body is complete; `end` follows once the parser has read it.
@@ -171,6 +161,8 @@ final class MultistatusStream: @unchecked Sendable {
             if self.group.count >= Self.groupSize { self.handOverGroup() }
         }
         let parsed = xml.parse()
+        // A parse that ended early (invalid XML) must not leave the transfer held.
+        input.readerFinished()
         handOverGroup()
         let outcome = Result { () throws(MultistatusParser.Failure) in try handler.outcome(of: xml, parsed: parsed) }
         post { stream in
