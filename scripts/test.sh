@@ -45,7 +45,7 @@ cap() {
 
 phase "dependencies: apt"
 if ensure_apt_packages libcurl4-openssl-dev libsqlite3-dev libsystemd-dev pkg-config \
-        systemd-container sqlite3 python3-venv curl openssl git; then
+        systemd-container sqlite3 python3-venv curl openssl git nginx-light; then
     ok "apt dependencies"
 else
     bad "apt dependencies"

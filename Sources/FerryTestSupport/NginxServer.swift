@@ -4,13 +4,16 @@ import Foundation
 /// configuration, so no system nginx is touched: the server that is never the bottleneck
 /// (`ferry-bench core`, `json-e2e`).
 public final class NginxServer: LoopbackServer, @unchecked Sendable {
-    public let port: Int
+    /// The first port nginx listens on.
+    public var port: Int { ports[0] }
+    /// Every port, in the order the configuration's server blocks were given them.
+    public let ports: [Int]
     public var name: String { "nginx" }
     private let process: Process
     private let prefix: URL
 
-    private init(port: Int, process: Process, prefix: URL) {
-        self.port = port
+    private init(ports: [Int], process: Process, prefix: URL) {
+        self.ports = ports
         self.process = process
         self.prefix = prefix
     }
@@ -58,10 +61,40 @@ public final class NginxServer: LoopbackServer, @unchecked Sendable {
         return try start(binary: binary, prefix: prefix, root: root, probe: probe)
     }
 
+    /// Starts nginx (if installed) with the `server { }` blocks `servers` writes for
+    /// `portCount` free ports on 127.0.0.1: redirecting fronts, reverse proxies, TLS
+    /// terminators (`tls/` beside the test servers holds a certificate). Nil when there is no
+    /// nginx binary. `probe` is a path on the first port that must answer, whatever its status,
+    /// before this returns.
+    public static func start(ports portCount: Int, probe: String, servers: @escaping ([Int]) -> String) throws -> NginxServer? {
+        guard let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            return nil
+        }
+        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-nginx-\(getpid())-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: prefix, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        return try start(binary: binary, prefix: prefix, portCount: portCount, probe: probe, anyStatus: true, servers: servers)
+    }
+
     private static func start(binary: String, prefix: URL, root: URL, probe: String?) throws -> NginxServer {
-        // A few attempts: the free port found here could be taken before nginx binds it.
+        try start(binary: binary, prefix: prefix, portCount: 1, probe: probe, anyStatus: false) { ports in
+            """
+            server {
+                listen 127.0.0.1:\(ports[0]);
+                root \(root.path);
+            }
+            """
+        }
+    }
+
+    private static func start(binary: String, prefix: URL, portCount: Int, probe: String?, anyStatus: Bool,
+                              servers: ([Int]) -> String) throws -> NginxServer {
+        // A few attempts: the free ports found here could be taken before nginx binds them.
         for _ in 0..<5 {
-            let port = try Shell.freePort()
+            var ports: [Int] = []
+            while ports.count < portCount {
+                let port = try Shell.freePort()
+                if !ports.contains(port) { ports.append(port) }
+            }
             let user = getuid() == 0 ? "user nobody nogroup;" : ""
             let conf = """
             \(user)
@@ -81,10 +114,7 @@ public final class NginxServer: LoopbackServer, @unchecked Sendable {
                 fastcgi_temp_path \(prefix.path)/tmp-fastcgi;
                 uwsgi_temp_path \(prefix.path)/tmp-uwsgi;
                 scgi_temp_path \(prefix.path)/tmp-scgi;
-                server {
-                    listen 127.0.0.1:\(port);
-                    root \(root.path);
-                }
+            \(servers(ports))
             }
             """
             let confPath = prefix.appendingPathComponent("nginx.conf").path
@@ -95,10 +125,10 @@ public final class NginxServer: LoopbackServer, @unchecked Sendable {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            let server = NginxServer(port: port, process: process, prefix: prefix)
+            let server = NginxServer(ports: ports, process: process, prefix: prefix)
             let deadline = Date().addingTimeInterval(10)
             while Date() < deadline, process.isRunning {
-                if let probe, server.answers(path: probe) { return server }
+                if let probe, server.answers(path: probe, anyStatus: anyStatus) { return server }
                 usleep(50_000)
             }
             server.stop()
@@ -106,10 +136,10 @@ public final class NginxServer: LoopbackServer, @unchecked Sendable {
         throw TestServerError.didNotStart("nginx did not start (see its error.log)")
     }
 
-    private func answers(path: String) -> Bool {
+    private func answers(path: String, anyStatus: Bool) -> Bool {
         let probe = Process()
         probe.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        probe.arguments = ["-s", "-f", "-o", "/dev/null", "-r", "0-0", baseURL + path]
+        probe.arguments = ["-s", "-o", "/dev/null", "-r", "0-0"] + (anyStatus ? [] : ["-f"]) + [baseURL + path]
         probe.standardOutput = FileHandle.nullDevice
         probe.standardError = FileHandle.nullDevice
         guard (try? probe.run()) != nil else { return false }

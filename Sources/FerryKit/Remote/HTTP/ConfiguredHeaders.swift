@@ -55,7 +55,10 @@ public struct ConfiguredHeaders: Sendable, Equatable {
     /// `Accept` wins over the kind's default).
     func apply(to headers: inout HTTPHeaders) {
         for field in fields {
-            headers.set(field.name, field.value.value)
+            switch field.value {
+            case .text(let text): headers.set(field.name, text)
+            case .secret(let secret): headers.setCredential(field.name, secret.value)
+            }
         }
     }
 

@@ -11,6 +11,10 @@ final class HTTPPageLoader: RemoteSessionDelegate {
         let request: HTTPRequest
         let head: ResponseHead
         let body: Data
+
+        /// Where the page came from: the request's URL, or where its redirects ended. Relative
+        /// links on the page are relative to it.
+        var url: String { head.redirects > 0 ? head.url : request.url }
     }
 
     typealias Completion = (Result<Page, TransferError>) -> Void
@@ -128,12 +132,12 @@ private struct LoopBound: @unchecked Sendable {
 extension HTTPPageLoader.Page {
     /// The error this non-2xx page stands for (``HTTPStatusClassifier``).
     func statusError(target: HTTPStatusClassifier.Target, position: String = "", context: HTTPStatusClassifier.Context) -> SyncError {
-        HTTPStatusClassifier.error(status: head.status, headers: head.headers, body: body, url: request.url, target: target,
-                                   position: position, context: context)
+        HTTPStatusClassifier.error(status: head.status, headers: head.headers, body: body, url: url, target: target,
+                                   position: position, context: context, credentialsWithheld: head.credentialsWithheld)
     }
 
     /// The error for a 2xx page whose body is not the JSON expected.
     func malformedJSON(_ error: JSONScanError, store: String) -> SyncError {
-        SyncError(malformedJSON: error, status: head.status, contentType: head.headers["Content-Type"], url: request.url, store: store)
+        SyncError(malformedJSON: error, status: head.status, contentType: head.headers["Content-Type"], url: url, store: store)
     }
 }

@@ -8,6 +8,7 @@ import Foundation
 /// | answer                                             | kind                          |
 /// |----------------------------------------------------|-------------------------------|
 /// | 429; or 403 with `X-RateLimit-Remaining: 0`        | `.rateLimited` (retry after)  |
+/// | 401 after a redirect to another origin             | `.unauthorized` (withheld)    |
 /// | 401 with credentials configured                    | `.unauthorized` (refused)     |
 /// | 401 without credentials                            | `.unauthorized` (needed)      |
 /// | 403                                                | `.unauthorized` (no access)   |
@@ -46,9 +47,16 @@ enum HTTPStatusClassifier {
         case derivedURL
     }
 
-    /// The error for a non-2xx answer.
+    /// The error for a non-2xx answer: `head`'s status and headers, at `head.url`.
+    static func error(_ head: ResponseHead, body: Data, target: Target, position: String = "", context: Context) -> SyncError {
+        error(status: head.status, headers: head.headers, body: body, url: head.url, target: target, position: position,
+              context: context, credentialsWithheld: head.credentialsWithheld)
+    }
+
+    /// The error for a non-2xx answer. `credentialsWithheld`: a redirect led to an origin the
+    /// store's credentials were not sent to.
     static func error(status: Int, headers: HTTPHeaders, body: Data, url: String, target: Target, position: String = "",
-                      context: Context, now: Date = Date()) -> SyncError {
+                      context: Context, credentialsWithheld: Bool = false, now: Date = Date()) -> SyncError {
         let wait = retryAfter(headers, now: now)
         let detail = ErrorBodySnippet.summary(of: body, contentType: headers["Content-Type"], redacting: context.secrets)
         let said = detail.map { ": \($0)" } ?? ""
@@ -60,6 +68,8 @@ enum HTTPStatusClassifier {
             return make(.rateLimited, "rate limited (HTTP 429)\(said)")
         case 403 where isRateLimitExhausted(headers):
             return make(.rateLimited, "rate limit exhausted (HTTP 403, X-RateLimit-Remaining: 0)")
+        case 401 where context.credentialsConfigured && credentialsWithheld:
+            return make(.unauthorized, "the remote asks for credentials (HTTP 401) at the URL a redirect led to; it is on another origin, so the store's credentials were not sent (set url = to it if it is the same service)")
         case 401 where context.credentialsConfigured:
             return make(.unauthorized, "the remote refused the credentials (HTTP 401)\(said)")
         case 401:

@@ -75,10 +75,9 @@ final class CurlTransfer: @unchecked Sendable {
         let protocols = configuration.allowedProtocols.sorted().joined(separator: ",")
         try Curl.setopt(easy, CURLOPT_URL, request.url)
         try Curl.setopt(easy, CURLOPT_PROTOCOLS_STR, protocols)
-        try Curl.setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, protocols)
         try Curl.setopt(easy, CURLOPT_NOSIGNAL, true)
-        try Curl.setopt(easy, CURLOPT_FOLLOWLOCATION, configuration.maxRedirects > 0)
-        try Curl.setopt(easy, CURLOPT_MAXREDIRS, configuration.maxRedirects)
+        // Redirects are followed by the session, one transfer per hop (``RedirectPolicy``).
+        try Curl.setopt(easy, CURLOPT_FOLLOWLOCATION, false)
         try Curl.setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout * 1000))
         try Curl.setopt(easy, CURLOPT_TIMEOUT_MS, Int(configuration.totalTimeout * 1000))
         try Curl.setopt(easy, CURLOPT_LOW_SPEED_LIMIT, configuration.lowSpeedLimit)
@@ -140,7 +139,7 @@ final class CurlTransfer: @unchecked Sendable {
         // showed up in the small-request benchmark's profile.
         let line = UnsafeRawBufferPointer(start: data, count: count)[...]
         if line.starts(with: "HTTP/".utf8) {
-            // A new status line: an interim 100, or the next response of a redirect chain.
+            // A new status line: after an interim 100, or a proxy's CONNECT answer.
             receivedHeaders = HTTPHeaders()
             return count
         }
@@ -195,14 +194,10 @@ final class CurlTransfer: @unchecked Sendable {
     private func makeHeadIfNeeded() -> ResponseHead {
         if let builtHead { return builtHead }
         var status = Curl.info(easy, long: CURLINFO_RESPONSE_CODE)
-        // Only a redirect makes the effective URL differ from the request's; asking libcurl for
-        // it copies a C string per response.
-        let redirected = Curl.info(easy, long: CURLINFO_REDIRECT_COUNT) > 0
-        let url = redirected ? Curl.info(easy, string: CURLINFO_EFFECTIVE_URL) ?? request.url : request.url
-        if status == 0 && url.hasPrefix("file:") {
+        if status == 0 && request.url.hasPrefix("file:") {
             status = 200
         }
-        let head = ResponseHead(status: status, headers: receivedHeaders, url: url.redactingUserInfo)
+        let head = ResponseHead(status: status, headers: receivedHeaders, url: request.url.redactingUserInfo)
         builtHead = head
         return head
     }
@@ -246,8 +241,6 @@ final class CurlTransfer: @unchecked Sendable {
             }
         case CURLE_WRITE_ERROR where exceededMaximum, CURLE_FILESIZE_EXCEEDED:
             kind = .responseTooLarge
-        case CURLE_TOO_MANY_REDIRECTS:
-            kind = .tooManyRedirects
         case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE,
              CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
             kind = .tls

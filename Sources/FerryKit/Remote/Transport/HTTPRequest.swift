@@ -1,7 +1,7 @@
 import Foundation
 
 /// One request for a ``RemoteSession``.
-public struct HTTPRequest: Sendable, CustomStringConvertible {
+public struct HTTPRequest: Sendable, Equatable, CustomStringConvertible {
     public var method: String
     public var url: String
     public var headers: HTTPHeaders

@@ -4,7 +4,8 @@ import Foundation
 /// session, in order: head, data chunks, then exactly one of completion or failure. Nothing
 /// arrives for a task after its ``TransferTask/cancel()`` returned.
 public protocol RemoteSessionDelegate: AnyObject {
-    /// The final response's status line and headers (after redirects), before any body.
+    /// The final response's status line and headers (after redirects, which the session
+    /// follows as ``RedirectPolicy`` says), before any body.
     func session(_ session: RemoteSession, task: TransferTask, didReceive head: ResponseHead)
     /// The next piece of the body. While this runs the transfer keeps buffering up to the
     /// configured limit, then pauses until the owner catches up.
@@ -19,10 +20,14 @@ public protocol RemoteSessionDelegate: AnyObject {
 ///
 /// The session and its tasks belong to that thread: calling them from another thread traps.
 /// libcurl's I/O happens on one shared thread (``CurlIOThread``), never on the owner's.
+///
+/// A redirect is followed with a transfer per hop under the same ``TransferTask``: the owner
+/// sees one head, the last one's.
 public final class RemoteSession {
     public let configuration: SessionConfiguration
     public weak var delegate: (any RemoteSessionDelegate)?
     private let owner: RunLoopHandle
+    private let redirectPolicy: RedirectPolicy
     private var tasks: [ObjectIdentifier: TransferTask] = [:]
     private var nextIdentifier = 1
 
@@ -31,6 +36,7 @@ public final class RemoteSession {
         self.configuration = configuration
         self.delegate = delegate
         self.owner = RunLoopHandle.current()
+        self.redirectPolicy = RedirectPolicy(configuration)
     }
 
     /// Tasks started and not yet completed, failed or cancelled.
@@ -47,12 +53,17 @@ public final class RemoteSession {
         let task = TransferTask(identifier: nextIdentifier, request: request, transfer: transfer, session: self)
         nextIdentifier += 1
         tasks[ObjectIdentifier(task)] = task
-        transfer.deliver = { [weak self, weak task] delivery in
-            guard let self, let task else { return }
+        submit(transfer, for: task)
+        return task
+    }
+
+    private func submit(_ transfer: CurlTransfer, for task: TransferTask) {
+        transfer.deliver = { [weak self, weak task, weak transfer] delivery in
+            // A hop left behind by a redirect has nothing more to say.
+            guard let self, let task, let transfer, transfer === task.transfer else { return }
             self.dispatch(delivery, for: task)
         }
         CurlIOThread.shared.submit(.add(transfer))
-        return task
     }
 
     /// Cancels every task. The session stays usable.
@@ -64,7 +75,11 @@ public final class RemoteSession {
     }
 
     private func dispatch(_ delivery: CurlTransfer.Delivery, for task: TransferTask) {
-        if let head = delivery.head {
+        if var head = delivery.head {
+            guard !followsRedirect(head, delivery: delivery, for: task) else { return }
+            head.redirects = task.chain.redirects
+            head.isPermanentlyRedirected = task.chain.redirects > 0 && task.chain.allPermanent
+            head.credentialsWithheld = task.chain.credentialsWithheld
             task.head = head
             delegate?.session(self, task: task, didReceive: head)
         }
@@ -86,6 +101,39 @@ public final class RemoteSession {
         }
     }
 
+    /// Whether `head` was a redirect the session took over: it then started the next hop, or
+    /// failed the task.
+    private func followsRedirect(_ head: ResponseHead, delivery: CurlTransfer.Delivery, for task: TransferTask) -> Bool {
+        let decision = redirectPolicy.decide(status: head.status, location: head.headers["Location"], after: task.transfer.request, chain: task.chain)
+        if case .deliver = decision { return false }
+        if delivery.completion == nil, task.transfer.markCancelled() {
+            // The redirect's own body is not worth reading to the end.
+            CurlIOThread.shared.submit(.cancel(task.transfer))
+        }
+        switch decision {
+        case .deliver:
+            return false
+        case .follow(let next, let chain):
+            do {
+                let transfer = try CurlTransfer(request: next, configuration: configuration, owner: owner)
+                task.chain = chain
+                task.transfer = transfer
+                submit(transfer, for: task)
+            } catch {
+                end(task, with: error)
+            }
+        case .refuse(let kind, let detail):
+            end(task, with: TransferError(kind: kind, url: head.url, detail: detail))
+        }
+        return true
+    }
+
+    private func end(_ task: TransferTask, with error: TransferError) {
+        tasks[ObjectIdentifier(task)] = nil
+        task.isDone = true
+        delegate?.session(self, task: task, didFailWith: error)
+    }
+
     fileprivate func remove(_ task: TransferTask) {
         tasks[ObjectIdentifier(task)] = nil
     }
@@ -97,20 +145,25 @@ public final class RemoteSession {
 
 /// One request started by a ``RemoteSession``.
 public final class TransferTask: CustomStringConvertible {
-    /// Increasing per session, for logs.
+    /// Increasing per session and never reused: for logs, and to key what an owner keeps
+    /// about a task that may outlive the session's hold on it.
     public let identifier: Int
+    /// The request as started; a redirect sends it again elsewhere (``ResponseHead/url``).
     public let request: HTTPRequest
     /// The response head once received.
     public fileprivate(set) var head: ResponseHead?
     public fileprivate(set) var isCancelled = false
     fileprivate var isDone = false
-    fileprivate let transfer: CurlTransfer
+    /// The transfer of the chain's latest hop.
+    fileprivate var transfer: CurlTransfer
+    fileprivate var chain: RedirectPolicy.Chain
     private weak var session: RemoteSession?
 
     fileprivate init(identifier: Int, request: HTTPRequest, transfer: CurlTransfer, session: RemoteSession) {
         self.identifier = identifier
         self.request = request
         self.transfer = transfer
+        self.chain = RedirectPolicy.Chain(firstURL: request.url)
         self.session = session
     }
 
@@ -146,7 +199,8 @@ public final class TransferTask: CustomStringConvertible {
 
     /// ``suspend()`` and ``resume()`` for the thread the body is handed to, which should not
     /// have to wait for the owner's loop to let the transfer go on. Harmless once the task has
-    /// ended or was cancelled.
+    /// ended or was cancelled. Take it once the head arrived: it controls the transfer then
+    /// answering, and the head comes after the last redirect.
     public var flowControl: TransferFlowControl {
         TransferFlowControl(transfer: transfer)
     }

@@ -5,6 +5,13 @@ public struct ResponseHead: Sendable, Equatable {
     public let headers: HTTPHeaders
     /// The URL that answered, after redirects, without credentials.
     public let url: String
+    /// Redirects followed to reach this response (0: the request's own URL answered).
+    public internal(set) var redirects = 0
+    /// Whether every redirect followed was permanent (301, 308): the configured URL has moved.
+    public internal(set) var isPermanentlyRedirected = false
+    /// Whether a redirect led to an origin the request's own does not trust, so the request
+    /// that got this answer went without the store's credentials.
+    public internal(set) var credentialsWithheld = false
 
     public init(status: Int, headers: HTTPHeaders, url: String) {
         self.status = status

@@ -22,6 +22,8 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
         case truncated
         /// The URL's scheme (or a redirect's) is not among the allowed protocols.
         case protocolNotAllowed
+        /// A redirect from https to http, refused: it would send the request in clear.
+        case insecureRedirect
         case invalidURL
         /// A local file could not be read (file:// stores).
         case fileNotReadable
@@ -48,7 +50,7 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
         switch kind {
         case .connectTimeout, .totalTimeout, .stalled, .connection, .truncated, .nameResolution, .other:
             true
-        case .tooManyRedirects, .responseTooLarge, .tls, .protocolNotAllowed, .invalidURL, .fileNotReadable:
+        case .tooManyRedirects, .responseTooLarge, .tls, .protocolNotAllowed, .insecureRedirect, .invalidURL, .fileNotReadable:
             false
         }
     }

@@ -70,6 +70,29 @@ struct CredentialHandlingTests {
         #expect(!(state.cursor ?? "").contains(Self.key))
     }
 
+    /// A redirect is a link the server chose: followed with the credentials on the store's
+    /// own origin, without them anywhere else (an API that sends its downloads to a CDN).
+    @Test func aRedirectToAnotherOriginGetsNoCredentials() throws {
+        let home = try TestServer.fault()
+        let elsewhere = try TestServer.fault()
+        let secrets = try Self.secrets()
+        let directory = try TemporaryDirectory()
+        let database = try SharedDatabase(path: directory.path("replica.db"))
+        defer { database.close() }
+        // Page 1 redirects (307) to page 1 on the same origin; its next page redirects (302)
+        // to page 2 on another origin.
+        let page2 = URLQuery.encode(home.baseURL + "/redirect-to?status=302&url=" + URLQuery.encode(elsewhere.baseURL + "/echo-page?id=2"))
+        let page1 = URLQuery.encode(home.baseURL + "/echo-page?id=1&next=\(page2)")
+        let store = try Self.store(home.baseURL + "/redirect-to?status=307&url=\(page1)", secrets)
+        let report = try IncompletePassTests.pass(store, database).get()
+        #expect(report.counts.inserted == 2 && report.isComplete, "\(report.gaps)")
+        let echoes = try Self.echoes(database)
+        #expect(Self.header(echoes["1"], "Authorization") == "Bearer \(Self.token)")
+        #expect(Self.header(echoes["1"], "X-Api-Key") == Self.key)
+        #expect(Self.header(echoes["2"], "Authorization") == nil)
+        #expect(Self.header(echoes["2"], "X-Api-Key") == nil)
+    }
+
     @Test func noSecretReachesAnErrorOrStatus() throws {
         let server = try TestServer.fault()
         let secrets = try Self.secrets()

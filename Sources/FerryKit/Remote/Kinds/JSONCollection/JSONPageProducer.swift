@@ -261,10 +261,10 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         case .singlePage:
             return .success(nil)
         case .link:
-            target = LinkHeader.target(rel: "next", in: page.head.headers.values(for: "Link"), base: page.request.url)
+            target = LinkHeader.target(rel: "next", in: page.head.headers.values(for: "Link"), base: page.url)
         case .nextURL(let path):
             if let text = scanned.fields[path]?.text, !text.isEmpty {
-                target = LinkHeader.resolve(text, against: page.request.url)
+                target = LinkHeader.resolve(text, against: page.url)
                 if target == nil { return .failure(malformed(page, "next URL \(text.debugDescription) at \(path) is not a URL")) }
             }
         case .cursor(let param, let path):

@@ -50,10 +50,10 @@ public final class ParseSource: RemoteSource {
         errorContext = HTTPStatusClassifier.Context(context.store)
         classURL = store.url.trimmingTrailingSlashes + "/classes/" + URLQuery.encode(options.className)
         var headers = HTTPHeaders()
-        headers.set("X-Parse-Application-Id", options.applicationID)
+        headers.setCredential("X-Parse-Application-Id", options.applicationID)
         switch options.key {
-        case .master(let key): headers.set("X-Parse-Master-Key", key.value)
-        case .restAPI(let key): headers.set("X-Parse-REST-API-Key", key.value)
+        case .master(let key): headers.setCredential("X-Parse-Master-Key", key.value)
+        case .restAPI(let key): headers.setCredential("X-Parse-REST-API-Key", key.value)
         }
         headers.set("Accept", "application/json")
         store.headers.apply(to: &headers)

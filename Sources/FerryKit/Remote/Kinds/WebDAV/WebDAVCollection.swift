@@ -5,11 +5,17 @@ import Foundation
 /// A record's id is its member href, percent-decoded, relative to the collection
 /// (`/dav/book/a%20b.vcf` in `/dav/book/` → `a b.vcf`); an href outside the collection keeps
 /// its whole decoded path. The href as the server sent it is what later requests use.
+///
+/// When the URL redirects, members are named relative to where it leads (``moved(to:followed:)``):
+/// a server that moved `/old/book/` to `/dav/book/` names its members `/dav/book/...`.
 public struct WebDAVCollection: Sendable, Equatable {
-    /// The collection URL, with a trailing slash.
+    /// The collection URL requests go to, with a trailing slash.
     public let url: String
-    /// The collection's decoded path, with a trailing slash (`/dav/book/`).
+    /// The collection's decoded path, with a trailing slash (`/dav/book/`): ids are relative
+    /// to it.
     public let path: String
+    /// ``path`` as sent, percent-encoded.
+    private let encodedPath: String
 
     /// `nil` for a URL that is not absolute http(s).
     public init?(url: String) {
@@ -18,8 +24,33 @@ public struct WebDAVCollection: Sendable, Equatable {
         guard let parsed = URLComponents(string: url), let scheme = parsed.scheme?.lowercased(),
               scheme == "http" || scheme == "https", parsed.host != nil else { return nil }
         self.url = url
+        encodedPath = parsed.percentEncodedPath.hasSuffix("/") ? parsed.percentEncodedPath : parsed.percentEncodedPath + "/"
         let path = parsed.percentEncodedPath.removingPercentEncoding ?? parsed.percentEncodedPath
         self.path = path.hasSuffix("/") ? path : path + "/"
+    }
+
+    private init(url: String, path: String, encodedPath: String) {
+        self.url = url
+        self.path = path
+        self.encodedPath = encodedPath
+    }
+
+    /// The collection at the URL a response came from, without its query (the configured
+    /// `query.NAME` parameters, which requests add again).
+    public init?(answeredAt url: String) {
+        guard var components = URLComponents(string: url) else { return nil }
+        components.percentEncodedQuery = nil
+        components.fragment = nil
+        guard let string = components.string else { return nil }
+        self.init(url: string)
+    }
+
+    /// This collection once a request to ``url`` was redirected to `found`: members named
+    /// relative to `found`'s path, and requests sent to `found` when `followed`, or still to
+    /// ``url`` (through the redirect) when not. Nil when nothing changes.
+    public func moved(to found: WebDAVCollection, followed: Bool) -> WebDAVCollection? {
+        let moved = followed ? found : WebDAVCollection(url: url, path: found.path, encodedPath: found.encodedPath)
+        return moved == self ? nil : moved
     }
 
     /// The record id of a member href; `nil` for the collection itself or an empty href.
@@ -51,9 +82,7 @@ public struct WebDAVCollection: Sendable, Equatable {
         allowed.remove(charactersIn: "%#?;")
         // A member outside the collection kept its whole path as its id.
         if id.hasPrefix("/") { return id.addingPercentEncoding(withAllowedCharacters: allowed) ?? id }
-        let encodedPath = URLComponents(string: url).map(\.percentEncodedPath) ?? path
-        let base = encodedPath.hasSuffix("/") ? encodedPath : encodedPath + "/"
-        return base + (id.addingPercentEncoding(withAllowedCharacters: allowed) ?? id)
+        return encodedPath + (id.addingPercentEncoding(withAllowedCharacters: allowed) ?? id)
     }
 
     /// The absolute URL of an href (a path, or already absolute) on the collection's server.

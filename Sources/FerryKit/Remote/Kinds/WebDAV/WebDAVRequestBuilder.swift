@@ -5,7 +5,8 @@ import Foundation
 /// REPORT addressbook-multiget / calendar-multiget (RFC 6352 §8.7, RFC 4791 §7.9), and
 /// PROPFIND Depth 1 (the fallback for servers without sync-collection).
 public struct WebDAVRequestBuilder: Sendable {
-    public let collection: WebDAVCollection
+    /// Where requests go and what member ids are relative to; moves when the URL redirects.
+    public var collection: WebDAVCollection
     public let kind: StoreKind
     /// Headers every request carries: `Authorization` and the store's configured headers.
     /// Never logged: ``HTTPRequest`` leaves headers out of its description.
@@ -26,7 +27,7 @@ public struct WebDAVRequestBuilder: Sendable {
 
     /// Adds the headers every request of the store carries (a plain GET of a member).
     public func authorize(_ request: inout HTTPRequest) {
-        for (name, value) in commonHeaders { request.headers.set(name, value) }
+        request.headers.merge(commonHeaders)
         request.url = query.apply(to: request.url)
     }
 

@@ -74,7 +74,8 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         case multiget(batch: Int)
         case get(id: String)
 
-        /// Whether a 2xx answer is a multistatus (parsed as it arrives).
+        /// Whether a 2xx answer is a multistatus (parsed as it arrives); every such request is
+        /// sent to the collection.
         var expectsMultistatus: Bool {
             if case .get = self { false } else { true }
         }
@@ -98,7 +99,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
 
     public let store: StoreConfiguration
     private let logger: Logger
-    private let builder: WebDAVRequestBuilder
+    private var builder: WebDAVRequestBuilder
     private let parser: MultistatusParser
     private let batchSize: Int
     private let errorContext: HTTPStatusClassifier.Context
@@ -107,8 +108,11 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private var phase = Phase.idle
     private var mode = Mode.incremental
     private var plan = PassPlan(cursor: nil, reconcile: false)
-    /// By task identity; an entry stays until its answer is parsed, after the transfer ended.
-    private var inFlight: [ObjectIdentifier: InFlight] = [:]
+    /// By task identifier; an entry stays until its answer is parsed, after the transfer
+    /// ended. Not by `ObjectIdentifier(task)`: the session lets go of a task once its transfer
+    /// ends, and a task started meanwhile can be allocated at the freed address and take over
+    /// the entry of an answer still being parsed (a multiget lost that way held a pass forever).
+    private var inFlight: [Int: InFlight] = [:]
     private var requests = 0
     /// The answer to the collection check, as it is parsed.
     private var checkResponses: [Multistatus.Response] = []
@@ -198,7 +202,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private func send(_ request: HTTPRequest, for purpose: Purpose) {
         do {
             let task = try session.start(request)
-            inFlight[ObjectIdentifier(task)] = InFlight(purpose: purpose)
+            inFlight[task.identifier] = InFlight(purpose: purpose)
             requests += 1
         } catch {
             // Never call the sink inside start(): report on the next loop turn.
@@ -219,9 +223,10 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     // MARK: - RemoteSessionDelegate
 
     public func session(_ session: RemoteSession, task: TransferTask, didReceive head: ResponseHead) {
-        let key = ObjectIdentifier(task)
+        let key = task.identifier
         guard var request = inFlight[key] else { return }
         request.head = head
+        if head.redirects > 0, request.purpose.expectsMultistatus { followMove(head) }
         if request.purpose.expectsMultistatus, (200..<300).contains(head.status) || head.status == 507 {
             request.stream = MultistatusStream(parser: parser, name: store.name, flow: task.flowControl, handlers: .init(
                 responses: { [weak self] in self?.parsed($0, key) },
@@ -231,7 +236,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     }
 
     public func session(_ session: RemoteSession, task: TransferTask, didReceive data: Data) {
-        let key = ObjectIdentifier(task)
+        let key = task.identifier
         guard let request = inFlight[key] else { return }
         if let stream = request.stream {
             stream.feed(data)
@@ -251,7 +256,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     }
 
     public func session(_ session: RemoteSession, task: TransferTask, didCompleteWith metrics: TransferMetrics) {
-        let key = ObjectIdentifier(task)
+        let key = task.identifier
         guard let request = inFlight[key], let head = task.head else { return }
         if let refusal = request.refusal {
             inFlight[key] = nil
@@ -268,7 +273,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     }
 
     public func session(_ session: RemoteSession, task: TransferTask, didFailWith error: TransferError) {
-        guard let request = inFlight.removeValue(forKey: ObjectIdentifier(task)) else { return }
+        guard let request = inFlight.removeValue(forKey: task.identifier) else { return }
         request.stream?.cancel()
         fail(SyncError(error, store: store, position: positionDescription))
     }
@@ -276,7 +281,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     // MARK: - Parsed answers
 
     /// Complete responses of a multistatus, as the parser finds them.
-    private func parsed(_ responses: [Multistatus.Response], _ key: ObjectIdentifier) {
+    private func parsed(_ responses: [Multistatus.Response], _ key: Int) {
         guard let request = inFlight[key] else { return }
         switch request.purpose {
         case .check:
@@ -293,7 +298,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     }
 
     /// The end of a multistatus: its summary, or why it is invalid.
-    private func parsed(end outcome: Result<Multistatus, MultistatusParser.Failure>, _ key: ObjectIdentifier) {
+    private func parsed(end outcome: Result<Multistatus, MultistatusParser.Failure>, _ key: Int) {
         guard let request = inFlight[key], let head = request.head else { return }
         let summary: Multistatus
         switch outcome {
@@ -325,6 +330,27 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         case .multiget(let batch):
             answered[batch] = (parsing.removeValue(forKey: batch) ?? [], head.url)
             deliverAnsweredBatches()
+        }
+    }
+
+    /// A request to the collection was redirected. Members are named relative to where it led
+    /// (a server that moved `/old/book/` names them `/dav/book/...`), and later requests go
+    /// there directly when the store's credentials may go too (the same origin, or the same
+    /// host over https); otherwise through the redirect, which withholds them.
+    private func followMove(_ head: ResponseHead) {
+        guard let found = WebDAVCollection(answeredAt: head.url),
+              let moved = builder.collection.moved(to: found, followed: !head.credentialsWithheld) else { return }
+        builder.collection = moved
+        let target = found.url.redactingUserInfo
+        if head.credentialsWithheld {
+            logger.notice("store \(store.name): the collection URL redirects to another origin (\(target)); requests go on through the redirect, without the store's credentials",
+                          metadata: ["store": "\(store.name)"])
+        } else if head.isPermanentlyRedirected {
+            logger.notice("store \(store.name): the collection has moved to \(target) (a permanent redirect); this pass syncs it there; set url = \(target) in the store's section",
+                          metadata: ["store": "\(store.name)"])
+        } else {
+            logger.info("store \(store.name): the collection URL redirects to \(target); members are named relative to it",
+                        metadata: ["store": "\(store.name)"])
         }
     }
 
@@ -698,8 +724,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
 
     /// Every request goes to the configured collection, so a 404 means the url is wrong.
     private func statusError(_ head: ResponseHead, body: Data) -> SyncError {
-        HTTPStatusClassifier.error(status: head.status, headers: head.headers, body: body, url: head.url, target: .configuredURL,
-                                   position: positionDescription, context: errorContext)
+        HTTPStatusClassifier.error(head, body: body, target: .configuredURL, position: positionDescription, context: errorContext)
     }
 }
 
