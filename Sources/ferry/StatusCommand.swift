@@ -6,12 +6,15 @@ struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show each store's state, last success, record count, cursor and last error.",
-        discussion: "--json prints one object per line: store, kind, state (ok|failing|never-synced|not-configured), last_success, last_success_age_seconds, last_attempt, records, cursor, last_error.")
+        discussion: "--json prints one object per line: store, kind, state (ok|incomplete|failing|never-synced|not-configured), last_success, last_success_age_seconds, last_attempt, records, cursor, last_error, incomplete, pending_records. A failure ferryd could not write into the replica (a full or read-only disk) is read from its runtime directory.")
 
     @OptionGroup var options: ConfigurationOptions
 
     @Flag(help: "Print JSON lines instead of a table.")
     var json = false
+
+    @Option(help: "ferryd's runtime directory, where it publishes failures the replica could not take (default: $RUNTIME_DIRECTORY, else /run/ferry).")
+    var runtimeDirectory: String?
 
     func run() throws {
         // Status works from the database alone when the configuration is unreadable.
@@ -28,7 +31,10 @@ struct StatusCommand: ParsableCommand {
             }
             let database = try ReplicaDatabase.openReadOnly(path: path)
             defer { database.close() }
-            rows = StoreStatus.collect(configuration: configuration, states: try database.syncStates())
+            let runtime = runtimeDirectory ?? configuration?.global.runtimeDirectory
+                ?? GlobalConfiguration.defaultRuntimeDirectory(environment: ProcessInfo.processInfo.environment)
+            rows = StoreStatus.collect(configuration: configuration, states: try database.syncStates(),
+                                       unrecorded: UnrecordedFailures.read(directory: runtime, database: path))
         } catch {
             throw fail(error)
         }

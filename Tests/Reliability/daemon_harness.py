@@ -262,11 +262,14 @@ def ferry(*arguments, check=True):
     return result
 
 
-def status_json(config_path, database=None):
-    """`ferry status --json` as {store: row}; (rows, exit code, stderr)."""
+def status_json(config_path, database=None, runtime_dir=None):
+    """`ferry status --json` as {store: row}; (rows, exit code, stderr). `runtime_dir`: the
+    daemon's, where it publishes failures the replica could not take."""
     arguments = ["status", "--json", "--config", config_path]
     if database:
         arguments += ["--database", database]
+    if runtime_dir:
+        arguments += ["--runtime-directory", runtime_dir]
     result = ferry(*arguments, check=False)
     rows = {}
     for line in result.stdout.splitlines():

@@ -51,9 +51,19 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         try container.encode(pendingRecords, forKey: .pendingRecords)
     }
 
-    /// Joins the configured stores with what the database recorded.
-    public static func collect(configuration: FerryConfiguration?, states: [SyncState], now: Date = Date()) -> [StoreStatus] {
+    /// Joins the configured stores with what the database recorded, and with failures ferryd
+    /// could not record there (``UnrecordedFailures``): one newer than the store's last
+    /// recorded attempt makes it `failing`.
+    public static func collect(configuration: FerryConfiguration?, states: [SyncState],
+                               unrecorded: [String: UnrecordedFailures.Failure] = [:], now: Date = Date()) -> [StoreStatus] {
         var byName = Dictionary(uniqueKeysWithValues: states.map { ($0.store, $0) })
+        for (name, failure) in unrecorded {
+            var state = byName[name] ?? SyncState(store: name)
+            guard failure.at > (state.lastAttempt ?? .distantPast) else { continue }
+            state.lastAttempt = failure.at
+            state.lastError = failure.message
+            byName[name] = state
+        }
         var rows: [StoreStatus] = []
         for store in configuration?.stores ?? [] {
             rows.append(StoreStatus(store: store.name, kind: store.kind.rawValue, state: byName.removeValue(forKey: store.name), now: now))

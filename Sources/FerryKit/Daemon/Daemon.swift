@@ -30,6 +30,8 @@ public final class Daemon: @unchecked Sendable {
     private var signalWaiter: SignalWaiter?
     private var timers: [Timer] = []
     private var lastStatus = ""
+    /// What the runtime directory's ``UnrecordedFailures`` file says now.
+    private var publishedUnrecorded: [String: UnrecordedFailures.Failure] = [:]
     private var reportedStuck: Set<String> = []
     /// Configuration errors of the last failed reload, kept in STATUS until a reload succeeds.
     private var reloadProblem: String?
@@ -234,10 +236,29 @@ public final class Daemon: @unchecked Sendable {
 
     private func refreshStatus() {
         guard case .running(let scheduler) = state else { return }
-        let line = statusLine(scheduler.snapshot)
+        let snapshot = scheduler.snapshot
+        let line = statusLine(snapshot)
         if line != lastStatus {
             notifier.status(line)
             lastStatus = line
+        }
+        publishUnrecordedFailures(snapshot.unrecordedFailures)
+    }
+
+    /// Keeps `ferry status` truthful while the replica cannot take the failures it should
+    /// show; written only when the set changes.
+    private func publishUnrecordedFailures(_ failures: [String: UnrecordedFailures.Failure]) {
+        guard failures != publishedUnrecorded else { return }
+        let directory = configuration.global.runtimeDirectory
+        do {
+            try UnrecordedFailures(database: database.path, stores: failures).publish(directory: directory)
+            for name in failures.keys.sorted() where publishedUnrecorded[name] == nil {
+                logger.notice("store \(name): the replica could not record this failure; `ferry status` reads it from \(directory)/\(UnrecordedFailures.fileName)",
+                              metadata: ["store": "\(name)"])
+            }
+            publishedUnrecorded = failures
+        } catch {
+            logger.warning("cannot publish failures the replica could not record in \(directory): \(error); `ferry status` may show them as ok")
         }
     }
 

@@ -249,8 +249,11 @@ public final class Scheduler {
         schedule.lastFinished = now
         var outcome = result
         if case .failure(let error) = result, error.kind == .cancelled, schedule.cancelledAsStuck != nil {
-            outcome = .failure(SyncError(.transport(.stalled), store: name,
-                                         message: "no progress for \(ConfigurationUnits.format(stuckPassTimeout)) (stuck-pass-timeout); the pass was cancelled"))
+            var stuck = SyncError(.transport(.stalled), store: name,
+                                  message: "no progress for \(ConfigurationUnits.format(stuckPassTimeout)) (stuck-pass-timeout); the pass was cancelled")
+            // A cancelled pass records nothing in the replica; this failure is the daemon's own.
+            stuck.unrecordedAt = Date()
+            outcome = .failure(stuck)
         }
         schedule.cancelledAsStuck = nil
         switch outcome {
@@ -268,8 +271,13 @@ public final class Scheduler {
             // Cancelled by a reload, a stop or a person: not the store's failure. Run again soon.
             schedule.nextDue = now
             schedule.trigger = .onDemand
-        case .failure(let error):
-            if case .store = error.kind { noteReplicaProblem(store: name) }
+        case .failure(var error):
+            if case .store = error.kind {
+                noteReplicaProblem(store: name)
+                // On a volume that refuses writes, SQLite may accept the failure's record into
+                // its cache and shared memory and lose it: the daemon publishes it as well.
+                if replicaProblem != nil, error.unrecordedAt == nil { error.unrecordedAt = Date() }
+            }
             schedule.consecutiveFailures += 1
             schedule.lastError = error
             let delay = backoff.delay(afterFailures: schedule.consecutiveFailures, error: error, unit: environment.randomUnit())
@@ -344,6 +352,8 @@ public final class Scheduler {
         /// The replica's file system is read-only or full (from the last database failure,
         /// until a pass succeeds again).
         public var replicaProblem: String?
+        /// Failing stores whose failure the replica does not hold (``UnrecordedFailures``).
+        public var unrecordedFailures: [String: UnrecordedFailures.Failure] = [:]
 
         /// Up to this many stores, STATUS= names each one; beyond it, it counts them.
         public static let listedStores = 8
@@ -360,6 +370,11 @@ public final class Scheduler {
                 if let error = schedule.lastError {
                     // SQLite may say only "disk I/O error" where the volume probe knows better.
                     snapshot.causes[name] = if case .store = error.kind { replicaProblem ?? error.kind.statusCause } else { error.kind.statusCause }
+                    if let at = error.unrecordedAt {
+                        // "disk I/O error" alone would not tell `ferry status` readers why.
+                        let problem = if case .store = error.kind, let replicaProblem { "\(replicaProblem): " } else { "" }
+                        snapshot.unrecordedFailures[name] = .init(at: at, message: problem + error.description)
+                    }
                 }
             } else if schedule.lastReport == nil {
                 snapshot.neverSynced.append(name)

@@ -39,6 +39,9 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// How long the server asked us to wait, from Retry-After or a rate-limit reset header.
     public var retryAfter: Duration?
+    /// When the pass failed, if the replica could not record the failure (its disk full or
+    /// read-only); nil when it holds it, or the failure was never meant for it.
+    public var unrecordedAt: Date?
 
     public init(_ kind: Kind, store: String, url: String = "", position: String = "", message: String, retryAfter: Duration? = nil) {
         self.kind = kind

@@ -265,7 +265,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     /// The one way out: undoes what the pass set up on the connection, records a failure
     /// (never a cancellation) in the replica, tells the journal, and finishes.
     private func end(_ result: Result<PassReport, SyncError>) {
-        let result = result.mapError { $0.redacting(setup.store.secrets) }
+        var result = result.mapError { $0.redacting(setup.store.secrets) }
         let pass: Pass?
         switch state {
         case .done: return
@@ -278,9 +278,16 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             if pass?.marking == true { database.cancelReconciliation(of: store) }
             // Restoring the pragmas cannot fail in a way that would change the outcome.
             if pass?.bulk == true { try? database.setBulkMode(false) }
-            if case .failure(let failure) = result, failure.kind != .cancelled {
-                // A failure to record the failure (a full disk) must not hide the first error.
-                try? database.recordFailure(of: store, at: Date(), message: failure.description)
+            if case .failure(var failure) = result, failure.kind != .cancelled {
+                // A failure to record the failure (a full disk) must not hide the first error;
+                // the daemon publishes it elsewhere (``UnrecordedFailures``).
+                let now = Date()
+                do {
+                    try database.recordFailure(of: store, at: now, message: failure.description)
+                } catch {
+                    failure.unrecordedAt = now
+                    result = .failure(failure)
+                }
             }
         }
         switch result {

@@ -42,6 +42,37 @@ import FerryTestSupport
         #expect(json.contains(#""last_error":null"#))
         #expect(StoreStatus.table(rows).contains("refused to delete 80 of 100 records"))
     }
+
+    @Test func aFailureTheReplicaCouldNotTakeMakesTheStoreFailing_untilARecordedAttemptSupersedesIt() {
+        let synced = Date(timeIntervalSince1970: 1_800_000_000)
+        let state = SyncState(store: "disk", lastAttempt: synced, lastSuccess: synced, recordCount: 300)
+        let failure = UnrecordedFailures.Failure(at: synced + 60, message: "replica disk is full: store disk: database or disk is full")
+        let rows = StoreStatus.collect(configuration: nil, states: [state], unrecorded: ["disk": failure, "gone": failure],
+                                       now: synced + 90)
+        #expect(rows.map(\.state) == ["failing", "failing"])
+        #expect(rows[0].lastError == failure.message && rows[0].lastAttempt == synced + 60 && rows[0].records == 300)
+        #expect(rows[0].lastSuccess == synced, "the last success stays what the replica recorded")
+        // A later attempt the replica recorded (the disk has room again) wins over the file.
+        let later = SyncState(store: "disk", lastAttempt: synced + 120, lastSuccess: synced + 120, recordCount: 600)
+        let current = StoreStatus.collect(configuration: nil, states: [later], unrecorded: ["disk": failure], now: synced + 150)
+        #expect(current.map(\.state) == ["ok"])
+    }
+
+    @Test func unrecordedFailuresArePublishedForOneDatabase_andRemovedWhenNoneIsLeft() throws {
+        let directory = try TemporaryDirectory()
+        let database = directory.path + "/ferry.db"
+        #expect(FileManager.default.createFile(atPath: database, contents: Data()))
+        let failure = UnrecordedFailures.Failure(at: Date(timeIntervalSince1970: 1_800_000_000.25), message: "m")
+        try UnrecordedFailures(database: database, stores: ["a": failure]).publish(directory: directory.path)
+        #expect(UnrecordedFailures.read(directory: directory.path, database: directory.path + "/./ferry.db") == ["a": failure])
+        #expect(UnrecordedFailures.read(directory: directory.path, database: directory.path + "/other.db").isEmpty,
+                "another replica's failures are not this one's")
+        try UnrecordedFailures(database: database, stores: [:]).publish(directory: directory.path)
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/" + UnrecordedFailures.fileName))
+        try UnrecordedFailures(database: database, stores: [:]).publish(directory: directory.path)
+        #expect(FileManager.default.createFile(atPath: directory.path + "/" + UnrecordedFailures.fileName, contents: Data("{".utf8)))
+        #expect(UnrecordedFailures.read(directory: directory.path, database: database).isEmpty, "a malformed file says nothing")
+    }
 }
 
 @Suite struct LogLevelReloadTests {

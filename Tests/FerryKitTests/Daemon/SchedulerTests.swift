@@ -167,6 +167,27 @@ struct SchedulerTests {
         #expect(scheduler.snapshot.wedged.isEmpty)
         #expect(scheduler.snapshot.failing == ["slow"])
         #expect(scheduler.snapshot.causes["slow"] == "transport: stalled")
+        // The pass was cancelled, so it recorded nothing: the daemon publishes the failure.
+        #expect(scheduler.snapshot.unrecordedFailures["slow"]?.message.contains("stuck-pass-timeout") == true)
+    }
+
+    @Test func aFailureTheReplicaCouldNotRecordIsInTheSnapshot_untilTheStoreSucceeds() throws {
+        let environment = FakeSchedulerEnvironment()
+        environment.unit = 0
+        let scheduler = Scheduler(configuration: Self.configuration([Self.store("disk"), Self.store("net")]),
+                                  environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        var full = Self.failure("disk", .store(.full))
+        full.unrecordedAt = Date(timeIntervalSince1970: 1_800_000_000)
+        try #require(environment.started.first { $0.request.store.name == "disk" }).finish(.failure(full))
+        try #require(environment.started.first { $0.request.store.name == "net" }).finish(.failure(Self.failure("net", .httpStatus(503))))
+        let snapshot = scheduler.snapshot
+        #expect(snapshot.failing == ["disk", "net"])
+        #expect(snapshot.unrecordedFailures.keys.sorted() == ["disk"], "the replica recorded the other failure itself")
+        #expect(snapshot.unrecordedFailures["disk"]?.at == full.unrecordedAt)
+        environment.advance(by: .seconds(3600), scheduler)
+        try #require(environment.started.last { $0.request.store.name == "disk" }).finish(.success(Self.report("disk")))
+        #expect(scheduler.snapshot.unrecordedFailures.isEmpty)
     }
 
     @Test func stopCancelsEveryPassAndWaitsForThem() {

@@ -117,7 +117,7 @@ public enum ReloadAcknowledgement {
 
     /// Write a temporary file beside the target, then rename(2) over it: readers see the old or
     /// the new content, never a partial one.
-    private static func writeAtomically(_ text: String, to file: String) throws(ReloadError) {
+    static func writeAtomically(_ text: String, to file: String) throws(ReloadError) {
         let temporary = file + ".tmp.\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .fileOperationFailed(operation: "create", path: temporary, errno: errno) }
