@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libFuzzer runs over Ferry's parsers (issue 6, item 5).
+# libFuzzer runs over Ferry's parsers.
 #
 #   bash scripts/fuzz.sh [seconds-per-target] [target...]
 #

@@ -3,8 +3,7 @@ import FerryKit
 import Foundation
 import Logging
 
-/// `ferry-bench dav`: Ferry against vdirsyncer 0.21 on the same Xandikos collection (issue 7's
-/// benchmark). Goals: first sync ≥ 8× faster, no-change sync ≥ 15×.
+/// `ferry-bench dav`: Ferry against vdirsyncer 0.21 on the same Xandikos collection. Goals: first sync ≥ 8× faster, no-change sync ≥ 15×.
 ///
 /// Both sides store what they fetch: Ferry runs the pass `ferry sync` runs (``OneShotSync``)
 /// into a fresh SQLite file, vdirsyncer syncs into a fresh vdir. A freshly started Xandikos

@@ -4,7 +4,7 @@ import FerryKit
 import FerryTestSupport
 import Foundation
 
-/// `ferry-bench json-e2e`: issue 7's paginated-JSON benchmark. A million ~370-byte records as
+/// `ferry-bench json-e2e`: the paginated-JSON benchmark. A million ~370-byte records as
 /// pre-rendered static pages served by nginx, measured in one run as
 /// (a) the server alone (all pages through Ferry's RemoteSession, and through curl, bodies dropped),
 /// (b) a raw prepared-upsert loop of the same rows into an empty table (``RawUpsert``),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Ferry's end-to-end crash loop (issue 6, items 1 and 3): SIGKILL `ferry sync` again and again
+"""Ferry's end-to-end crash loop: SIGKILL `ferry sync` again and again
 while the servers change underneath it, then prove the replica equals the servers exactly.
 
     python3 Tests/Reliability/crash_loop.py [--kills 50] [--records 100000] [--cards 2000]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Ferry reliability suite, end to end through ferryd (issue 6 items 2, 4 and 6).
+"""Ferry reliability suite, end to end through ferryd.
 
     python3 Tests/Reliability/daemon_suite.py [--parts queue,load,faults,disk] [--duration 75]
                                               [--stores 200] [--interval 3]

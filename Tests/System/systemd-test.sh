@@ -1,5 +1,5 @@
 #!/bin/bash
-# ferryd under a real systemd: the system test of issue 4 (run by .ci/run; needs root).
+# ferryd under a real systemd: the system test (run by .ci/run; needs root).
 #
 #   FERRYD=.build/release/ferryd FERRY=.build/release/ferry Tests/System/systemd-test.sh
 #   Tests/System/systemd-test.sh --infra-only     # only the parts that need no ferryd

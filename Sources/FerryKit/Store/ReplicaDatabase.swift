@@ -179,9 +179,9 @@ public final class ReplicaDatabase {
 
     /// Tunes the connection for a big first sync: a 64 MB page cache (random ids touch random
     /// index pages) and checkpoints every 20,000 pages instead of 1,000. 128 MB bought ~5% more
-    /// rows/s over 1M random ids and cost ~65 MB more peak memory (issue 7 caps a 1M-record pass
-    /// at 150 MB). Turning it off restores
-    /// the previous values and checkpoints so the WAL does not stay large.
+    /// rows/s over 1M random ids and cost ~65 MB more peak memory (a 1M-record pass must stay
+    /// under 150 MB). Turning it off restores the previous values and checkpoints so the WAL
+    /// does not stay large.
     public func setBulkMode(_ on: Bool) throws(StoreError) {
         do {
             if on {
