@@ -36,71 +36,11 @@ import Logging
 /// version the etag as sent (quotes kept), its body the address-data / calendar-data text, and
 /// its fields what ``CardFieldExtractor`` finds.
 public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
-    /// Where the pass is. Every transition happens on the creating thread's run loop.
-    private enum Phase {
-        case idle
-        /// A full pass first asks what the URL is (PROPFIND Depth 0 of its resource type).
-        case checking
-        /// A sync-collection REPORT is in flight; `round` counts REPORTs in this pass.
-        case syncing(round: Int)
-        /// The PROPFIND fallback is in flight.
-        case listing
-        /// The query over the whole collection is in flight.
-        case querying
-        /// Multigets: `batch` is the oldest batch not yet handed to the sink.
-        case fetching(batch: Int)
-        /// Plain GETs of members the multigets left out or answered 404 for.
-        case recovering
-        /// Finished, failed, or cancelled: nothing more reaches the sink.
-        case done
-    }
-
-    /// Why the pass syncs from an empty token.
-    private enum Mode {
-        case incremental
-        case initial
-        /// The stored token was refused; everything is listed for reconciliation.
-        case resync
-        /// The server has no sync-collection.
-        case fallback
-    }
-
-    /// What an in-flight request was for.
-    private enum Purpose {
-        case check
-        case sync(token: String)
-        case propfind
-        case query
-        case multiget(batch: Int)
-        case get(id: String)
-
-        /// Whether a 2xx answer is a multistatus (parsed as it arrives); every such request is
-        /// sent to the collection.
-        var expectsMultistatus: Bool {
-            if case .get = self { false } else { true }
-        }
-    }
-
-    /// A request in flight, and then its answer being parsed.
-    private struct InFlight {
-        var purpose: Purpose
-        var head: ResponseHead?
-        /// A 2xx multistatus, parsed as it arrives.
-        var stream: MultistatusStream?
-        /// The start of any other answer, for the error message.
-        var errorBody = Data()
-        /// The transfer has ended (its completion arrived).
-        var transferEnded = false
-        /// The parser refused the body before the transfer ended: reported once the transfer
-        /// ends, because a transfer that then fails (a truncated body) explains the garbage.
-        var refusal: SyncError?
-        var bytesAfterRefusal = 0
-    }
-
     public let store: StoreConfiguration
     private let logger: Logger
     private var builder: WebDAVRequestBuilder
     private let parser: MultistatusParser
+    private let memberReader: WebDAVMemberReader
     private let batchSize: Int
     private let errorContext: HTTPStatusClassifier.Context
     private var session: RemoteSession!
@@ -166,6 +106,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         builder = WebDAVRequestBuilder(collection: collection, kind: options.kind, authentication: options.authentication,
                                        headers: store.headers, query: store.query)
         parser = MultistatusParser(maxDataBytes: store.maxRecordBytes)
+        memberReader = WebDAVMemberReader(kind: store.kind, maxRecordBytes: store.maxRecordBytes)
         session = RemoteSession(configuration: store.session, delegate: self)
     }
 
@@ -604,23 +545,11 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
 
     /// A straggler's own answer: its body (2xx), its deletion (404, 410), or a problem.
     private func recoveredMember(_ id: String, head: ResponseHead, body: Data) {
-        switch head.status {
-        case 200..<300:
-            let etag = head.headers["ETag"] ?? ""
-            if body.count > store.maxRecordBytes {
-                recoveryProblems.append(RecordProblem(position: 0, id: id, reason: "larger than \(store.maxRecordBytes) bytes"))
-            } else if let text = String(validating: body, as: UTF8.self), !etag.isEmpty {
-                let fields = store.kind == .caldav ? CardFieldExtractor.fields(iCalendar: text) : CardFieldExtractor.fields(vCard: text)
-                recovered.append(.upsert(RemoteRecord(id: id, version: etag, body: body, fields: fields)))
-            } else {
-                recoveryProblems.append(RecordProblem(position: 0, id: id, reason: etag.isEmpty ? "GET answered without an ETag" : "body is not valid UTF-8"))
-            }
-        case 404, 410:
-            recovered.append(.delete(id: id))
-        case 401, 403, 429:
-            return fail(statusError(head, body: body))
-        default:
-            recoveryProblems.append(RecordProblem(position: 0, id: id, reason: "missing from the multiget answer, and GET answered \(head.status)"))
+        switch memberReader.read(get: head, body: body, id: id) {
+        case .change(let change): recovered.append(change)
+        case .problem(let reason): recoveryProblems.append(RecordProblem(position: 0, id: id, reason: reason))
+        case .failPass: return fail(statusError(head, body: body))
+        case .fetchAlone: preconditionFailure("a member fetched alone is not fetched again")
         }
         recoverNext()
     }
@@ -639,30 +568,13 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         stragglers += missing.sorted()
     }
 
-    /// Turns one member response carrying data into an upsert, a delete, or a problem.
+    /// Turns one member response into an upsert, a problem, or a straggler.
     private func append(_ response: Multistatus.Response, id: String, to changes: inout [RecordChange], problems: inout [RecordProblem]) {
-        let position = response.position
-        switch response.effectiveStatus ?? 200 {
-        case 404, 410:
-            // Deleted since it was listed, or misread by the server (Xandikos and hrefs with
-            // `%23`): a GET of the member tells.
-            stragglers.append(id)
-        case 200..<300:
-            if response.dataTooLarge {
-                problems.append(RecordProblem(position: position, id: id, reason: "larger than \(store.maxRecordBytes) bytes"))
-            } else if let data = response.data {
-                let body = Data(data.utf8)
-                guard body.count <= store.maxRecordBytes else {
-                    problems.append(RecordProblem(position: position, id: id, reason: "larger than \(store.maxRecordBytes) bytes"))
-                    return
-                }
-                let fields = store.kind == .caldav ? CardFieldExtractor.fields(iCalendar: data) : CardFieldExtractor.fields(vCard: data)
-                changes.append(.upsert(RemoteRecord(id: id, version: response.etag ?? "", body: body, fields: fields)))
-            } else {
-                problems.append(RecordProblem(position: position, id: id, reason: "no \(store.kind == .caldav ? "calendar-data" : "address-data") in the answer"))
-            }
-        case let other:
-            problems.append(RecordProblem(position: position, id: id, reason: "status \(other)"))
+        switch memberReader.read(response, id: id) {
+        case .change(let change): changes.append(change)
+        case .problem(let reason): problems.append(RecordProblem(position: response.position, id: id, reason: reason))
+        case .fetchAlone: stragglers.append(id)
+        case .failPass: preconditionFailure("a multistatus member never fails the pass")
         }
     }
 
