@@ -274,8 +274,9 @@ public final class Scheduler {
         case .failure(var error):
             if case .store = error.kind {
                 noteReplicaProblem(store: name)
-                // On a volume that refuses writes, SQLite may accept the failure's record into
-                // its cache and shared memory and lose it: the daemon publishes it as well.
+                // On a volume that refuses writes, recording the failure may not throw and still
+                // not reach other readers (seen on ext4 remounted read-only): the daemon
+                // publishes it as well.
                 if replicaProblem != nil, error.unrecordedAt == nil { error.unrecordedAt = Date() }
             }
             schedule.consecutiveFailures += 1
