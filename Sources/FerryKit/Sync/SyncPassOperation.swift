@@ -94,9 +94,12 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 let cursor = state?.cursor
                 if cursor == nil { try database.noteFirstSyncStarted(of: store.name) }
                 let pending = state?.pendingRecords ?? 0 > 0 ? try database.pendingRecordIDs(of: store.name) : []
-                // A sweep the last pass could not do (or refused) is done now; a kind that cannot
-                // fetch by id reads everything to find records a pass could not store.
-                let wanted = setup.reconcile || state?.sweepPending == true || (!pending.isEmpty && !store.kind.fetchesByID)
+                // A kind whose changes name its deletions (a DAV sync token) needs no sweep when one
+                // is merely due. A sweep the last pass could not do (or refused) is done now
+                // whatever the kind; a kind that cannot fetch by id reads everything to find
+                // records a pass could not store.
+                let due = setup.reconcile && !store.kind.reportsDeletions
+                let wanted = due || state?.sweepPending == true || (!pending.isEmpty && !store.kind.fetchesByID)
                 // An empty store has nothing to sweep: a first sync skips reconciliation, whose
                 // listing of every id would cost about as much as the sync itself.
                 let reconcile = wanted ? try database.hasRecords(in: store.name) : false

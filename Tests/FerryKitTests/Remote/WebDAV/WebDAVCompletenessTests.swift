@@ -52,6 +52,20 @@ struct WebDAVCompletenessTests {
     /// and says so until the sweep is allowed. Xandikos only: Radicale's resync from an empty
     /// token names the members it deleted (404s from its history), which are deletions it
     /// states, not ones a sweep infers, so no sweep is refused there.
+    @Test func aDueSweepCostsADAVStoreNothing_itsTokenNamesDeletions() throws {
+        let server = try DAVServer.shared(.xandikos)
+        let directory = try TemporaryDirectory()
+        let database = try SharedDatabase(path: directory.path("replica.db"))
+        defer { database.close() }
+        let store = server.store()
+        _ = try IncompletePassTests.pass(store, database).get()
+        // `ferry sync` asks for a sweep on every run (reconcile-interval is due): with a sync
+        // token that lists deletions, the pass stays one REPORT.
+        let quiet = try IncompletePassTests.pass(store, database, reconcile: true).get()
+        #expect(quiet.requests == 1 && quiet.reconciliation == nil, "\(quiet.requests) requests, \(String(describing: quiet.reconciliation))")
+        #expect(quiet.isComplete)
+    }
+
     @Test func aResyncWhoseSweepIsRefusedStaysPending() throws {
         let server = try DAVServer(.xandikos, cards: 20, events: 0)
         defer { server.stop() }
