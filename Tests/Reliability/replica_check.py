@@ -89,6 +89,11 @@ def plant_differences(workdir):
     try:
         q = [r[0] for r in db.execute("SELECT id FROM quotes ORDER BY id LIMIT 3")]
         c = [r[0] for r in db.execute("SELECT id FROM contacts ORDER BY id LIMIT 1")]
+        # The damage no client could do: the guards that refuse local writes go first
+        # (Ferry puts them back at its next pass).
+        for (trigger,) in db.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger' "
+                                     "AND name LIKE 'ferry_refuse_local_%'").fetchall():
+            db.execute('DROP TRIGGER "%s"' % trigger.replace('"', '""'))
         db.execute("DELETE FROM quotes WHERE id = ?", (q[0],))
         db.execute("UPDATE quotes SET body = body || ' ' WHERE id = ?", (q[1],))
         db.execute("UPDATE quotes SET version = '2000-01-01T00:00:00.000Z' WHERE id = ?", (q[2],))

@@ -34,6 +34,7 @@ extension ReplicaDatabase {
                     )
                     """)
                 try syncColumns(of: definition)
+                try installLocalWriteGuards(store: name)
                 let row = try connection.prepare("INSERT INTO ferry_sync_state(store) VALUES (?1) ON CONFLICT(store) DO NOTHING")
                 try row.bind(name, at: 1)
                 try row.run()

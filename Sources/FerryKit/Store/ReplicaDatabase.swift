@@ -66,6 +66,9 @@ public final class ReplicaDatabase {
             }
             try connection.execute("PRAGMA synchronous = NORMAL")
             try connection.persistWAL()
+            // What this connection writes is the remote's state, never a local edit: the
+            // triggers that refuse local writes (``ReplicaDatabase/prepare(_:)``) are off here.
+            try connection.setTriggersEnabled(false)
             // Reconciliation marks live in TEMP tables: keep them in a temp file (bounded by the
             // page cache), never all in RAM, whatever the build's default.
             try connection.execute("PRAGMA temp_store = FILE")

@@ -65,6 +65,17 @@ final class SQLiteConnection {
         try SQLite.check(sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &on), handle, sql: "SQLITE_FCNTL_PERSIST_WAL")
     }
 
+    /// Turns this connection's triggers on or off (`SQLITE_DBCONFIG_ENABLE_TRIGGER`); other
+    /// connections to the same file keep theirs. Ferry's writer turns them off: the guard
+    /// triggers on store tables are for every program but the one applying the remote's
+    /// changes.
+    func setTriggersEnabled(_ enabled: Bool) throws(SQLiteError) {
+        var now: Int32 = -1
+        try SQLite.check(ferry_sqlite_db_config_flag(handle, SQLITE_DBCONFIG_ENABLE_TRIGGER, enabled ? 1 : 0, &now), handle,
+                         sql: "SQLITE_DBCONFIG_ENABLE_TRIGGER")
+        precondition(now == (enabled ? 1 : 0), "SQLite kept triggers \(now == 1 ? "on" : "off")")
+    }
+
     func execute(_ sql: String) throws(SQLiteError) {
         try SQLite.check(sqlite3_exec(handle, sql, nil, nil, nil), handle, sql: sql)
     }
