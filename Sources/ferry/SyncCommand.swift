@@ -17,6 +17,9 @@ struct SyncCommand: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Log every pass event, even on a terminal.")
     var verbose = false
 
+    @Flag(help: "Sweep records deleted on the remote now, even when the store's last sweep is younger than its reconcile-interval.")
+    var sweep = false
+
     func run() throws {
         let configuration: FerryConfiguration
         do { configuration = try options.load() } catch { throw fail(error) }
@@ -28,6 +31,7 @@ struct SyncCommand: ParsableCommand {
         let sync: OneShotSync
         do {
             sync = try OneShotSync(configuration: configuration, storeNames: stores, databasePath: options.database, logger: logger)
+            sync.sweepNow = sweep
         } catch let error as OneShotSyncError {
             FileHandle.standardError.write(Data("ferry: \(error)\n".utf8))
             throw ExitCode(FerryExitCode.usage.rawValue)

@@ -21,6 +21,8 @@ public final class OneShotSync {
     private let database: SharedDatabase
     private let maxConcurrentPasses: Int
     private let logger: Logger
+    /// Sweep deleted ids whatever the replica's last sweep (`ferry sync --sweep`).
+    public var sweepNow = false
 
     /// Picks the stores to sync (all when `storeNames` is empty) and opens the database;
     /// an unknown store name is a usage error naming the known ones.
@@ -42,8 +44,9 @@ public final class OneShotSync {
 
     public var databasePath: String { database.path }
 
-    /// Runs one pass per store (sweeping deleted records too, unless the store says
-    /// `reconcile-interval = never`) and returns each outcome in configuration order.
+    /// Runs one pass per store (sweeping deleted records too when the store's last sweep is a
+    /// `reconcile-interval` old, or always with `sweepNow`; never with `reconcile-interval =
+    /// never`) and returns each outcome in configuration order.
     /// `progress` is called on the calling thread about every `refresh`; SIGINT cancels every
     /// pass cleanly.
     public func run(refresh: Duration = .milliseconds(200), progress: ([Progress]) -> Void) -> [(store: String, result: Result<PassReport, SyncError>)] {
@@ -52,7 +55,7 @@ public final class OneShotSync {
         queue.maxConcurrentOperationCount = maxConcurrentPasses
         let operations = stores.enumerated().map { index, store in
             SyncPassOperation(.init(store: store, database: database, trigger: .onDemand, reconcile: store.reconcileInterval != nil,
-                                    pass: index + 1, logger: logger))
+                                    sweepInterval: sweepNow ? nil : store.reconcileInterval, pass: index + 1, logger: logger))
         }
         let interrupt = cancelOnInterrupt(operations)
         // Each finished pass wakes the wait below, so the command returns as soon as the last

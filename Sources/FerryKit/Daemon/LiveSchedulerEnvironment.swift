@@ -59,7 +59,8 @@ public final class LiveSchedulerEnvironment: SchedulerEnvironment, @unchecked Se
 
     public func startPass(_ request: PassRequest, completion: @escaping (Result<PassReport, SyncError>) -> Void) -> any ScheduledPass {
         let operation = SyncPassOperation(.init(store: request.store, database: database, trigger: request.trigger,
-                                                reconcile: request.reconcile, pass: request.number, logger: logger))
+                                                reconcile: request.reconcile, sweepInterval: request.sweepInterval,
+                                                pass: request.number, logger: logger))
         let store = request.store.name
         let box = UncheckedSendableBox(completion)
         // The operation is not captured by its own completion block (a retain cycle); its

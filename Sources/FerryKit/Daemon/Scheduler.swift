@@ -114,6 +114,7 @@ public final class Scheduler {
                 schedule.lastError = nil
                 schedule.notBefore = nil
                 schedule.lastReconcile = nil
+                schedule.sweepOwed = true
                 logger.notice("store \(store.name): now syncs another remote (url, kind or options changed); starting afresh",
                               metadata: ["store": "\(store.name)"])
             }
@@ -219,7 +220,8 @@ public final class Scheduler {
         passCounter += 1
         let number = passCounter
         let reconcile = schedule.needsReconciliation(now: now)
-        let request = PassRequest(store: schedule.configuration, trigger: schedule.trigger, reconcile: reconcile, number: number)
+        let request = PassRequest(store: schedule.configuration, trigger: schedule.trigger, reconcile: reconcile, number: number,
+                                  sweepInterval: schedule.sweepOwed ? nil : schedule.configuration.reconcileInterval)
         schedule.runningNumber = number
         schedule.rerunRequested = false
         schedule.cancelledAsStuck = nil
@@ -264,7 +266,10 @@ public final class Scheduler {
             schedule.lastError = nil
             schedule.notBefore = nil
             replicaProblem = nil
-            if case .swept = report.reconciliation { schedule.lastReconcile = now }
+            if case .swept = report.reconciliation {
+                schedule.lastReconcile = now
+                schedule.sweepOwed = false
+            }
             schedule.nextDue = now + schedule.configuration.interval + schedule.configuration.jitter * environment.randomUnit()
             schedule.trigger = .scheduled
         case .failure(let error) where error.kind == .cancelled:

@@ -8,6 +8,8 @@ public struct PassRequest: Sendable {
     public var reconcile: Bool
     /// Increasing per process, for `FERRY_PASS` in the journal.
     public var number: Int
+    /// With `reconcile`: only when the replica's last sweep is this old (nil: now).
+    public var sweepInterval: Duration? = nil
 }
 
 /// A pass the environment started, as the scheduler sees it.

@@ -16,8 +16,11 @@ struct StoreSchedule {
     /// What the last finished pass left out (``ReplicaGap``); empty when the replica is whole.
     var gaps: [ReplicaGap] = []
     var lastFinished: ContinuousClock.Instant?
-    /// When the last pass with a complete sweep ran; nil forces one.
+    /// When the last pass of this process with a complete sweep ran. Nil asks the next pass
+    /// to sweep if the replica's own record says one is due (``SweepSchedule``).
     var lastReconcile: ContinuousClock.Instant?
+    /// The store now names another remote: its next pass sweeps whatever the replica says.
+    var sweepOwed = false
     var running: (any ScheduledPass)?
     /// The number of the running pass, to match its completion.
     var runningNumber: Int?

@@ -104,6 +104,12 @@ enum Migrations {
                 PRIMARY KEY (store_id, id)
             ) WITHOUT ROWID;
             """),
+        // v5: when the store's deleted ids were last swept, so a sweep is due by the replica's
+        // own record: `ferry sync` and a restarted ferryd no longer sweep on every first pass
+        // (a sweep lists every id, about the cost of a first sync).
+        Step(version: 5, sql: """
+            ALTER TABLE ferry_sync_state ADD COLUMN last_swept REAL;
+            """),
     ]
 
     static var currentVersion: Int { steps.last!.version }

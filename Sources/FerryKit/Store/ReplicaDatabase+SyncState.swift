@@ -21,7 +21,7 @@ extension ReplicaDatabase {
             let statement = try connection.prepare(
                 """
                 SELECT store, cursor, last_attempt, last_success, last_error, total_inserted, total_updated, total_deleted,
-                       incomplete, sweep_pending,
+                       incomplete, sweep_pending, last_swept,
                        (SELECT count(*) FROM ferry_pending_records p JOIN ferry_stores s ON s.store_id = p.store_id WHERE s.name = ferry_sync_state.store)
                 FROM ferry_sync_state \(clause)
                 """)
@@ -35,7 +35,8 @@ extension ReplicaDatabase {
                     totalUpdated: statement.int64(at: 6), totalDeleted: statement.int64(at: 7)))
                 states[states.count - 1].incomplete = statement.string(at: 8)
                 states[states.count - 1].sweepPending = statement.int64(at: 9) != 0
-                states[states.count - 1].pendingRecords = Int(statement.int64(at: 10))
+                states[states.count - 1].lastSwept = date(10)
+                states[states.count - 1].pendingRecords = Int(statement.int64(at: 11))
             }
             statement.reset()
             for index in states.indices {
@@ -55,11 +56,12 @@ extension ReplicaDatabase {
 
     /// Notes a successful pass: clears the last error, adds its counts to the totals, and
     /// records what the replica still lacks (`gaps`; none clears it) and whether the next pass
-    /// must list every id again.
-    public func recordSuccess(of store: String, at date: Date, counts: MergeCounts, gaps: [ReplicaGap] = []) throws(StoreError) {
+    /// must list every id again; `swept`: the pass swept deleted ids.
+    public func recordSuccess(of store: String, at date: Date, counts: MergeCounts, gaps: [ReplicaGap] = [], swept: Bool = false) throws(StoreError) {
         try updateState(store, """
             last_success = ?2, last_error = NULL, total_inserted = total_inserted + ?3, total_updated = total_updated + ?4,
-            total_deleted = total_deleted + ?5, incomplete = ?6, sweep_pending = ?7
+            total_deleted = total_deleted + ?5, incomplete = ?6, sweep_pending = ?7,
+            last_swept = CASE WHEN ?8 THEN ?2 ELSE last_swept END
             """) { statement throws(SQLiteError) in
             try statement.bind(Self.timestamp(date), at: 2)
             try statement.bind(counts.inserted, at: 3)
@@ -67,6 +69,7 @@ extension ReplicaDatabase {
             try statement.bind(counts.deleted, at: 5)
             try statement.bind(ReplicaGap.summary(gaps), at: 6)
             try statement.bind(gaps.contains(where: \.needsSweep) ? 1 : 0, at: 7)
+            try statement.bind(swept ? 1 : 0, at: 8)
         }
     }
 

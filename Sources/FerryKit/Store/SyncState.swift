@@ -22,6 +22,8 @@ public struct SyncState: Sendable, Equatable {
     public var sweepPending = false
     /// Records the remote has that the replica could not store, kept to be fetched again.
     public var pendingRecords = 0
+    /// When a pass last swept the store's deleted ids (nil: never).
+    public var lastSwept: Date?
 
     public init(store: String, cursor: String? = nil, lastAttempt: Date? = nil, lastSuccess: Date? = nil, lastError: String? = nil, recordCount: Int = 0, totalInserted: Int64 = 0, totalUpdated: Int64 = 0, totalDeleted: Int64 = 0) {
         self.store = store

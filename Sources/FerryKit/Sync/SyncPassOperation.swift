@@ -16,14 +16,19 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         public var trigger: PassTrigger
         /// Also sweep records deleted remotely (for kinds that do not report deletions).
         public var reconcile: Bool
+        /// With `reconcile`: sweep only when the replica's last sweep is at least this old
+        /// (``SweepSchedule``); nil sweeps now.
+        public var sweepInterval: Duration?
         public var pass: Int
         public var logger: Logger
 
-        public init(store: StoreConfiguration, database: SharedDatabase, trigger: PassTrigger, reconcile: Bool, pass: Int, logger: Logger) {
+        public init(store: StoreConfiguration, database: SharedDatabase, trigger: PassTrigger, reconcile: Bool,
+                    sweepInterval: Duration? = nil, pass: Int, logger: Logger) {
             self.store = store
             self.database = database
             self.trigger = trigger
             self.reconcile = reconcile
+            self.sweepInterval = sweepInterval
             self.pass = pass
             self.logger = logger
         }
@@ -98,7 +103,8 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 // is merely due. A sweep the last pass could not do (or refused) is done now
                 // whatever the kind; a kind that cannot fetch by id reads everything to find
                 // records a pass could not store.
-                let due = setup.reconcile && !store.kind.reportsDeletions
+                let due = !store.kind.reportsDeletions
+                    && SweepSchedule.sweeps(asked: setup.reconcile, every: setup.sweepInterval, lastSwept: state?.lastSwept, now: Date())
                 let wanted = due || state?.sweepPending == true || (!pending.isEmpty && !store.kind.fetchesByID)
                 // An empty store has nothing to sweep: a first sync skips reconciliation, whose
                 // listing of every id would cost about as much as the sync itself.
@@ -227,7 +233,8 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                     gaps.append(.recordsSkipped(count: pending + idless, sample: sample, rereadAll: idless > 0 || !store.kind.fetchesByID))
                 }
                 if let cursor { try database.storeCursor(cursor, of: store.name) }
-                try database.recordSuccess(of: store.name, at: Date(), counts: report.counts, gaps: gaps)
+                let swept = if case .swept = report.reconciliation { true } else { false }
+                try database.recordSuccess(of: store.name, at: Date(), counts: report.counts, gaps: gaps, swept: swept)
                 report.recordCount = try database.recordCount(of: store.name)
             }
         } catch {

@@ -10,9 +10,10 @@ import FerryTestSupport
 @Suite("Passes that leave something out say so", .serialized)
 struct IncompletePassTests {
     /// One pass through the real pass operation into `database`.
-    static func pass(_ store: StoreConfiguration, _ database: SharedDatabase, reconcile: Bool = false,
+    static func pass(_ store: StoreConfiguration, _ database: SharedDatabase, reconcile: Bool = false, sweepInterval: Duration? = nil,
                      trigger: PassTrigger = .scheduled, cancelAfter: Duration? = nil) throws -> Result<PassReport, SyncError> {
-        let operation = SyncPassOperation(.init(store: store, database: database, trigger: trigger, reconcile: reconcile, pass: 1,
+        let operation = SyncPassOperation(.init(store: store, database: database, trigger: trigger, reconcile: reconcile,
+                                                sweepInterval: sweepInterval, pass: 1,
                                                 logger: Logger(label: "ferry.test")))
         let queue = OperationQueue()
         queue.addOperation(operation)
