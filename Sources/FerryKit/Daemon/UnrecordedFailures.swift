@@ -93,7 +93,7 @@ public struct UnrecordedFailures: Sendable, Equatable, Codable {
         return formatter
     }
 
-        private static func path(_ directory: String) -> String {
+    private static func path(_ directory: String) -> String {
         (directory as NSString).appendingPathComponent(fileName)
     }
 
