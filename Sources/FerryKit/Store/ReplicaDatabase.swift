@@ -120,7 +120,8 @@ public final class ReplicaDatabase {
         }
     }
 
-    /// Checks an existing file before anything writes to it.
+    /// Checks an existing file before anything uses it: Ferry's, not from a newer Ferry, and,
+    /// for the writer, intact (`quick_check`).
     private static func verify(_ connection: SQLiteConnection, path: String, readOnly: Bool) throws(StoreError) {
         do {
             let applicationID = try connection.scalarInt("PRAGMA application_id") ?? 0
@@ -138,6 +139,10 @@ public final class ReplicaDatabase {
             if readOnly, version < Migrations.currentVersion {
                 throw StoreError(.outdatedSchema(found: version, supported: Migrations.currentVersion), path: path, message: "schema \(version) is older than this binary's \(Migrations.currentVersion); start ferryd once to migrate it")
             }
+            // A reader never writes, so it cannot spread damage, and SQLite reports a damaged
+            // page it reads as SQLITE_CORRUPT; checking every page first made `ferry status` on
+            // a 787 MB replica take 14 s from a cold cache instead of 1.5 s.
+            if readOnly { return }
             let check = try connection.textRows("PRAGMA quick_check")
             guard check == ["ok"] else {
                 throw StoreError(.corrupt, path: path, message: "failed quick_check (\(check.prefix(3).joined(separator: "; "))); refusing to use it, restore it or move it away")

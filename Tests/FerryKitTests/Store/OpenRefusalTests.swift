@@ -63,6 +63,12 @@ struct OpenRefusalTests {
         try handle.write(contentsOf: Data((0..<(4096 * 8)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }))
         try handle.close()
         try expectRefused(path, kind: .corrupt)
+        // A reader (`ferry status`) opens it without checking every page first, and the damage
+        // shows where it reads it.
+        let reader = try ReplicaDatabase.openReadOnly(path: path)
+        defer { reader.close() }
+        let error = #expect(throws: SQLiteError.self) { try reader.rows(of: "items") }
+        #expect(error?.primaryCode == SQLiteError.corrupt.rawValue, "\(String(describing: error))")
     }
 
     @Test func emptyFileBecomesAReplica() throws {
