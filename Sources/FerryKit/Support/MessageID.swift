@@ -22,6 +22,8 @@ public enum MessageID: String, Sendable, CaseIterable {
     case passIncomplete = "7b3f0c92d1e84a5f9a6e2c4d8b1f5e07"
     /// The replica's file system turned read-only or full (found after a database failure).
     case replicaUnwritable = "8d1f0b6e3a5c4e27b9f4c2a7d6e1053b"
+    /// The replica failed the integrity check ferryd runs after start on a large file.
+    case replicaDamaged = "98bde39b1b4f4cb693bd8db64437ca47"
 
     /// The metadata key the log handlers turn into the `MESSAGE_ID` field.
     public static let metadataKey = "message_id"

@@ -11,13 +11,17 @@ public final class SharedDatabase: @unchecked Sendable {
     private let database: ReplicaDatabase
     private var isClosed = false
 
-    /// Opens (creating and migrating when needed) the replica at `path`.
-    public init(path: String) throws {
+    /// Opens (creating and migrating when needed) the replica at `path`; see
+    /// ``ReplicaDatabase/init(path:deferIntegrityCheckAbove:)``.
+    public init(path: String, deferIntegrityCheckAbove: Int64? = nil) throws {
         try FileManager.default.createDirectoryIfMissing(forFileAt: path)
-        database = try ReplicaDatabase(path: path)
+        database = try ReplicaDatabase(path: path, deferIntegrityCheckAbove: deferIntegrityCheckAbove)
     }
 
     public var path: String { database.path }
+
+    /// The owner must run ``ReplicaDatabase/checkIntegrity(path:)``: the open skipped it.
+    public var integrityCheckDeferred: Bool { database.integrityCheckDeferred }
 
     /// Runs `body` with exclusive use of the writer connection.
     public func write<T, Failure: Error>(_ body: (ReplicaDatabase) throws(Failure) -> T) throws(Failure) -> T {
