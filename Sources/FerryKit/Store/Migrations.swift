@@ -106,9 +106,13 @@ enum Migrations {
             """),
         // v5: when the store's deleted ids were last swept, so a sweep is due by the replica's
         // own record: `ferry sync` and a restarted ferryd no longer sweep on every first pass
-        // (a sweep lists every id, about the cost of a first sync).
+        // (a sweep lists every id, about the cost of a first sync). `record_count`: the live
+        // rows as counted at the end of the last pass, NULL once a transaction changed how many
+        // there are; readers (`ferry status`) and passes without changes use it instead of a
+        // count(*) that reads the whole table.
         Step(version: 5, sql: """
             ALTER TABLE ferry_sync_state ADD COLUMN last_swept REAL;
+            ALTER TABLE ferry_sync_state ADD COLUMN record_count INTEGER;
             """),
     ]
 

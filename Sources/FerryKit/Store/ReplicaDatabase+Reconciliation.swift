@@ -78,6 +78,7 @@ extension ReplicaDatabase {
                     try sweep.run()
                 }
                 let deleted = connection.changes
+                if deleted > 0 { try forgetRecordCount(of: store) }
                 try forgetPendingNotListed(prepared, presentTable: present)
                 return .swept(deleted: deleted)
             }

@@ -21,7 +21,7 @@ extension ReplicaDatabase {
             let statement = try connection.prepare(
                 """
                 SELECT store, cursor, last_attempt, last_success, last_error, total_inserted, total_updated, total_deleted,
-                       incomplete, sweep_pending, last_swept,
+                       incomplete, sweep_pending, last_swept, record_count,
                        (SELECT count(*) FROM ferry_pending_records p JOIN ferry_stores s ON s.store_id = p.store_id WHERE s.name = ferry_sync_state.store)
                 FROM ferry_sync_state \(clause)
                 """)
@@ -36,11 +36,13 @@ extension ReplicaDatabase {
                 states[states.count - 1].incomplete = statement.string(at: 8)
                 states[states.count - 1].sweepPending = statement.int64(at: 9) != 0
                 states[states.count - 1].lastSwept = date(10)
-                states[states.count - 1].pendingRecords = Int(statement.int64(at: 11))
+                states[states.count - 1].recordCount = statement.isNull(at: 11) ? -1 : Int(statement.int64(at: 11))
+                states[states.count - 1].pendingRecords = Int(statement.int64(at: 12))
             }
             statement.reset()
-            for index in states.indices {
-                // A state row whose table is gone (store removed from the configuration) counts 0.
+            for index in states.indices where states[index].recordCount < 0 {
+                // Not stored since the last change: counted. A state row whose table is gone
+                // (store removed from the configuration) counts 0.
                 states[index].recordCount = (try? recordCount(of: states[index].store)) ?? 0
             }
             return states
@@ -88,6 +90,26 @@ extension ReplicaDatabase {
             try statement.bind(Self.timestamp(date), at: 2)
             try statement.bind(message, at: 3)
         }
+    }
+
+    /// The store's live rows: the count stored at the end of the last pass when no transaction
+    /// changed it since, else counted (a read of the whole table) and stored.
+    public func liveRecordCount(of store: String) throws(StoreError) -> Int {
+        do {
+            let stored = try connection.prepare("SELECT record_count FROM ferry_sync_state WHERE store = ?1")
+            try stored.bind(store, at: 1)
+            if try stored.step(), !stored.isNull(at: 0) { return Int(stored.int64(at: 0)) }
+        } catch { throw StoreError(error, path: path, store: store) }
+        let counted = try recordCount(of: store)
+        try updateState(store, "record_count = ?2") { statement throws(SQLiteError) in try statement.bind(counted, at: 2) }
+        return counted
+    }
+
+    /// Marks the stored count stale, inside the transaction that changes the live rows.
+    func forgetRecordCount(of store: String) throws(SQLiteError) {
+        let statement = try connection.prepare("UPDATE ferry_sync_state SET record_count = NULL WHERE store = ?1")
+        try statement.bind(store, at: 1)
+        try statement.run()
     }
 
     /// Forgets the cursor, so the next pass is a full sync.

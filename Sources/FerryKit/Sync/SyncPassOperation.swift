@@ -235,7 +235,8 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 if let cursor { try database.storeCursor(cursor, of: store.name) }
                 let swept = if case .swept = report.reconciliation { true } else { false }
                 try database.recordSuccess(of: store.name, at: Date(), counts: report.counts, gaps: gaps, swept: swept)
-                report.recordCount = try database.recordCount(of: store.name)
+                // A pass that changed nothing (a 304, an empty token answer) reads the stored count.
+                report.recordCount = try database.liveRecordCount(of: store.name)
             }
         } catch {
             end(.failure(SyncError(error, store: store.name)))

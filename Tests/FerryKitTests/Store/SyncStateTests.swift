@@ -5,6 +5,39 @@ import FerryTestSupport
 
 @Suite("Replica sync state and change log")
 struct SyncStateTests {
+    /// The stored live-row count is exact whenever it is set: every transaction that changes
+    /// how many rows are live clears it, and the next count stores it again.
+    @Test(arguments: [DeletionPolicy.hard, .tombstone])
+    func theStoredRecordCountIsExactOrAbsent(_ deletion: DeletionPolicy) throws {
+        let directory = try TemporaryDirectory()
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        defer { replica.close() }
+        try replica.prepare(StoreDefinition(name: "s", deletion: deletion))
+        func stored() throws -> Int64? {
+            try replica.connection.scalarText("SELECT record_count FROM ferry_sync_state WHERE store = 's'").flatMap { Int64($0) }
+        }
+        var random = SeededGenerator(seed: 7)
+        for round in 0..<40 {
+            let changes: [RecordChange] = (0..<20).map { _ in
+                let id = "r\(Int.random(in: 0..<60, using: &random))"
+                return Int.random(in: 0..<3, using: &random) == 0 ? .delete(id: id) : record(id, version: "\(round)")
+            }
+            _ = try replica.apply(ChangeBatch(changes: changes, cursor: nil), to: "s")
+            if round % 7 == 3 {
+                // A sweep that keeps about half of the ids.
+                try replica.beginReconciliation(of: "s")
+                try replica.markPresent((0..<60).filter { _ in Bool.random(using: &random) }.map { "r\($0)" }, in: "s")
+                _ = try replica.finishReconciliation(of: "s", maxDeleteShare: 1)
+            }
+            if let count = try stored() { #expect(Int(count) == (try replica.recordCount(of: "s")), "round \(round)") }
+            if round % 3 == 0 {
+                #expect(try replica.liveRecordCount(of: "s") == (try replica.recordCount(of: "s")))
+                #expect(try stored() != nil)
+            }
+            #expect(try replica.syncState(of: "s")?.recordCount == (try replica.recordCount(of: "s")))
+        }
+    }
+
     @Test func attemptSuccessFailureAndReset() throws {
         let directory = try TemporaryDirectory()
         let replica = try ReplicaDatabase(path: directory.path("replica.db"))
