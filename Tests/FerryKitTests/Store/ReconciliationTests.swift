@@ -27,6 +27,27 @@ struct ReconciliationTests {
         #expect(try replica.changeLogCount() == logBefore + 2)
     }
 
+    @Test func aSecondSweepChangesNoSchema_soNoPreparedStatementExpires() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.replica(directory)
+        defer { replica.close() }
+        func sweep(keeping ids: [String]) throws -> ReconcileOutcome {
+            try replica.beginReconciliation(of: "items")
+            try replica.markPresent(ids, in: "items")
+            return try replica.finishReconciliation(of: "items", maxDeleteShare: 1)
+        }
+        #expect(try sweep(keeping: (0..<9).map { "r\($0)" }) == .swept(deleted: 1))
+        let main = try replica.connection.scalarInt("PRAGMA main.schema_version")
+        let temp = try replica.connection.scalarInt("PRAGMA temp.schema_version")
+        #expect(try sweep(keeping: (0..<8).map { "r\($0)" }) == .swept(deleted: 1), "the marks of the first sweep are gone")
+        replica.cancelReconciliation(of: "items")
+        try replica.beginReconciliation(of: "items")
+        replica.cancelReconciliation(of: "items")
+        #expect(try replica.connection.scalarInt("PRAGMA main.schema_version") == main)
+        #expect(try replica.connection.scalarInt("PRAGMA temp.schema_version") == temp)
+        #expect(try sweep(keeping: []) == .swept(deleted: 8), "a cancelled reconciliation leaves no marks behind")
+    }
+
     @Test func refusesMassDeletion() throws {
         let directory = try TemporaryDirectory()
         let replica = try Self.replica(directory)
