@@ -25,8 +25,10 @@ public final class OneShotSync {
     public var sweepNow = false
 
     /// Picks the stores to sync (all when `storeNames` is empty) and opens the database;
-    /// an unknown store name is a usage error naming the known ones.
-    public init(configuration: FerryConfiguration, storeNames: [String], databasePath: String? = nil, logger: Logger) throws {
+    /// an unknown store name is a usage error naming the known ones. A replica larger than
+    /// `deferIntegrityCheckAbove` bytes is checked beside the passes rather than before them.
+    public init(configuration: FerryConfiguration, storeNames: [String], databasePath: String? = nil,
+                deferIntegrityCheckAbove: Int64 = ReplicaDatabase.integrityCheckedBeforeUseUpTo, logger: Logger) throws {
         var selected: [StoreConfiguration] = []
         for name in storeNames {
             guard let store = configuration.stores.first(where: { $0.name == name }) else {
@@ -37,7 +39,8 @@ public final class OneShotSync {
         }
         stores = storeNames.isEmpty ? configuration.stores : selected
         guard !stores.isEmpty else { throw OneShotSyncError.noStores }
-        database = try SharedDatabase(path: databasePath ?? configuration.global.databasePath)
+        database = try SharedDatabase(path: databasePath ?? configuration.global.databasePath,
+                                      deferIntegrityCheckAbove: deferIntegrityCheckAbove)
         maxConcurrentPasses = configuration.global.maxConcurrentPasses
         self.logger = logger
     }
@@ -65,6 +68,19 @@ public final class OneShotSync {
             operation.completionBlock = { finished.signal() }
         }
         queue.addOperations(operations, waitUntilFinished: false)
+        // A replica too large to check before use is checked beside the passes; damage cancels
+        // them, and every store reports it.
+        let integrity = IntegrityOutcome(done: !database.integrityCheckDeferred)
+        if database.integrityCheckDeferred {
+            let path = database.path
+            Thread.start(named: "replica check") {
+                var failure: StoreError?
+                do throws(StoreError) { try ReplicaDatabase.checkIntegrity(path: path) } catch { failure = error }
+                integrity.set(failure)
+                if failure != nil { operations.forEach { $0.cancel() } }
+                finished.signal()
+            }
+        }
         // When each pass began and ended, as seen between refreshes.
         var began: [Int: ContinuousClock.Instant] = [:]
         var ended: [Int: ContinuousClock.Instant] = [:]
@@ -78,7 +94,7 @@ public final class OneShotSync {
                                 isFinished: operation.isFinished, isCancelled: operation.isCancelled, elapsed: elapsed)
             }
         }
-        while !operations.allSatisfy(\.isFinished) {
+        while !operations.allSatisfy(\.isFinished) || !integrity.state.done {
             progress(snapshot())
             _ = finished.wait(timeout: .now() + refresh.seconds)
         }
@@ -86,7 +102,9 @@ public final class OneShotSync {
         interrupt.cancel()
         signal(SIGINT, SIG_DFL)
         database.close()
+        let damage = integrity.state.failure
         return operations.map { operation in
+            if let damage { return (operation.setup.store.name, .failure(SyncError(damage, store: operation.setup.store.name))) }
             let result: Result<PassReport, SyncError> = switch operation.result {
             case .success(let report): .success(report)
             case .failure(let error as SyncError): .failure(error)
@@ -106,6 +124,18 @@ public final class OneShotSync {
         source.resume()
         return source
     }
+}
+
+/// The outcome of the integrity check that runs beside the passes, set once by its thread.
+private final class IntegrityOutcome: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: (done: Bool, failure: StoreError?)
+
+    init(done: Bool) { value = (done, nil) }
+
+    var state: (done: Bool, failure: StoreError?) { lock.withLock { value } }
+
+    func set(_ failure: StoreError?) { lock.withLock { value = (true, failure) } }
 }
 
 /// Why `ferry sync` could not start.

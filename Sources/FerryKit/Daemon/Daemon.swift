@@ -44,13 +44,10 @@ public final class Daemon: @unchecked Sendable {
         self.logger = logger
         self.notifier = SystemdNotifier(logger: logger)
         configuration = try ConfigurationLoader.load(path: configurationPath, environment: environment)
-        database = try SharedDatabase(path: configuration.global.databasePath, deferIntegrityCheckAbove: Self.integrityCheckedBeforeReadyUpTo)
+        // A large replica is checked after READY=1, while passes run (``startIntegrityCheck()``).
+        database = try SharedDatabase(path: configuration.global.databasePath,
+                                      deferIntegrityCheckAbove: ReplicaDatabase.integrityCheckedBeforeUseUpTo)
     }
-
-    /// A replica up to this size is checked (`quick_check`) before READY=1, which costs at most
-    /// about a second from a cold cache; a larger one after, while passes run, so READY does
-    /// not wait on reading every page (about 13 s per 800 MB here, minutes at 10M records).
-    static let integrityCheckedBeforeReadyUpTo: Int64 = 64 << 20
 
     /// Runs until stopped; returns the process exit code. Call on the main thread.
     public func run() -> Int32 {

@@ -34,6 +34,38 @@ struct DemoSyncTests {
         #expect(second.recordCount == report.recordCount)
     }
 
+    @Test func aDamagedReplicaFailsEveryStore_checkedBeforeOrBesideThePasses() throws {
+        let directory = try TemporaryDirectory()
+        let configuration = try ConfigurationLoader.load(path: Self.defaultConfiguration, environment: [:])
+        let database = directory.path("demo.db")
+        _ = try OneShotSync(configuration: configuration, storeNames: [], databasePath: database, logger: Logger(label: "test"))
+            .run(refresh: .milliseconds(50)) { _ in }
+        try? FileManager.default.removeItem(atPath: database + "-wal")
+        try? FileManager.default.removeItem(atPath: database + "-shm")
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: database))
+        let size = try handle.seekToEnd()
+        try handle.seek(toOffset: size / 2)
+        try handle.write(contentsOf: Data((0..<(4096 * 8)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }))
+        try handle.close()
+        // Small: refused before any pass.
+        #expect(throws: StoreError.self) {
+            _ = try OneShotSync(configuration: configuration, storeNames: [], databasePath: database, logger: Logger(label: "test"))
+        }
+        // Checked beside the passes (as a large replica is): every store fails with the damage.
+        let beside = try OneShotSync(configuration: configuration, storeNames: [], databasePath: database, deferIntegrityCheckAbove: 0,
+                                     logger: Logger(label: "test"))
+        let results = beside.run(refresh: .milliseconds(50)) { _ in }
+        #expect(!results.isEmpty)
+        for (store, result) in results {
+            guard case .failure(let error) = result else {
+                Issue.record("\(store) must fail on a damaged replica")
+                continue
+            }
+            #expect(error.kind == .store(.corrupt), "\(error)")
+        }
+        #expect(SyncOutcome.exitCode(results.map(\.result)) == .database)
+    }
+
     @Test func unknownStoreNamesTheKnownOnes() throws {
         let directory = try TemporaryDirectory()
         let configuration = try ConfigurationLoader.load(path: Self.defaultConfiguration, environment: [:])
