@@ -62,7 +62,7 @@ public enum ConfigurationLoader {
         var reader = ConfigurationValueReader(file: file)
         let globalEntries = syntax.sections.filter { $0.kind == .global }.flatMap(\.entries)
         let global = readGlobal(reader.unique(globalEntries), reader: &reader, environment: environment,
-                                baseDirectory: baseDirectory)
+                                baseDirectory: baseDirectory, secrets: secrets)
         problems += reader.problems
 
         var stores: [StoreConfiguration] = []
@@ -116,13 +116,14 @@ public enum ConfigurationLoader {
     static let globalKeys: Set<String> = ConfigurationValueReader.sessionKeys.union([
         "database", "max-concurrent-passes", "log-level", "keep-changes", "stuck-pass-timeout",
         "backoff-initial", "backoff-max", "backoff-permanent",
-    ])
+    ]).union(HeartbeatConfiguration.keys)
 
     private static func readGlobal(
         _ entries: [ConfigurationSyntax.Entry],
         reader: inout ConfigurationValueReader,
         environment: [String: String],
-        baseDirectory: String
+        baseDirectory: String,
+        secrets: SecretHandling
     ) -> GlobalConfiguration {
         var global = GlobalConfiguration(
             databasePath: GlobalConfiguration.defaultDatabasePath(environment: environment),
@@ -158,10 +159,15 @@ public enum ConfigurationLoader {
                 case "backoff-max": global.backoff.cap = value
                 default: global.backoff.permanentFailureDelay = value
                 }
+            case "heartbeat-url", "heartbeat-interval":
+                continue  // read together below
             default:
                 reader.problem(entry, "unknown key in [ferry] (known: \(globalKeys.sorted().joined(separator: ", ")))")
             }
         }
+        global.heartbeat = reader.heartbeat(url: entries.last { $0.key == "heartbeat-url" },
+                                            interval: entries.last { $0.key == "heartbeat-interval" },
+                                            secrets: SecretResolver(environment: environment, baseDirectory: baseDirectory, handling: secrets))
         if global.backoff.base > global.backoff.cap,
            let line = entries.last(where: { $0.key == "backoff-initial" }) ?? entries.last(where: { $0.key == "backoff-max" }) {
             reader.problem(line, "backoff-initial (\(ConfigurationUnits.format(global.backoff.base))) is more than backoff-max (\(ConfigurationUnits.format(global.backoff.cap)))")

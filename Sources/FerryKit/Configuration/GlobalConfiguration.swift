@@ -21,6 +21,9 @@ public struct GlobalConfiguration: Sendable, Equatable {
     /// Retries after failed passes (`backoff-initial =`, `backoff-max =`,
     /// `backoff-permanent =`).
     public var backoff = Backoff()
+    /// Pinged while every store is well, with `/fail` while one is not (`heartbeat-url =`,
+    /// `heartbeat-interval =`).
+    public var heartbeat: HeartbeatConfiguration?
     /// Where ferryd keeps its pid file and reload acknowledgements (not configurable: it is
     /// systemd's `RuntimeDirectory=`, so `ferry reload` finds it the same way).
     public var runtimeDirectory: String

@@ -100,6 +100,9 @@ public struct StoreConfiguration: Sendable, Equatable {
     public var query = ConfiguredQuery()
     /// Transport limits for this store's requests.
     public var session = SessionConfiguration()
+    /// Pinged after this store's passes: the URL when the pass left the replica whole, `/fail`
+    /// otherwise (``HeartbeatConfiguration``).
+    public var heartbeat: HeartbeatConfiguration?
     /// Where the store's section starts, for errors found after loading.
     public var location: ConfigurationLocation
 

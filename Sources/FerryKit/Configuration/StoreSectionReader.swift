@@ -22,7 +22,7 @@ struct StoreSectionReader {
     static let commonKeys: Set<String> = ConfigurationValueReader.sessionKeys.union([
         "kind", "url", "interval", "jitter", "priority", "deletion", "reconcile-interval",
         "max-delete-share", "on-bad-record", "max-record-size",
-    ])
+    ]).union(HeartbeatConfiguration.keys)
 
     /// Why `name` cannot name a store (it becomes a table name), or nil when it can.
     static func problem(withName name: String) -> String? {
@@ -52,6 +52,8 @@ struct StoreSectionReader {
         var headers = ConfiguredHeaders()
         var query = ConfiguredQuery()
         var session: SessionConfiguration
+        var heartbeatURL: ConfigurationSyntax.Entry?
+        var heartbeatInterval: ConfigurationSyntax.Entry?
     }
 
     mutating func read(name: String, section: ConfigurationSyntax.Section) -> StoreConfiguration? {
@@ -103,6 +105,7 @@ struct StoreSectionReader {
                 values.problem(entry, Self.unknownKeyMessage(entry.key, for: kind))
             }
         }
+        let heartbeat = values.heartbeat(url: common.heartbeatURL, interval: common.heartbeatInterval, secrets: secrets)
         guard kindIsValid, let kind, let url else { return nil }
         if url.hasPrefix("file:") {
             common.session.allowedProtocols.insert("file")
@@ -124,6 +127,7 @@ struct StoreSectionReader {
         store.headers = common.headers
         store.query = common.query
         store.session = common.session
+        store.heartbeat = heartbeat
         return store
     }
 
@@ -142,6 +146,10 @@ struct StoreSectionReader {
         switch entry.key {
         case "interval":
             if let value = values.duration(entry) { common.interval = value }
+        case "heartbeat-url":
+            common.heartbeatURL = entry
+        case "heartbeat-interval":
+            common.heartbeatInterval = entry
         case "jitter":
             if let value = values.duration(entry, allowZero: true) { common.jitter = value }
         case "priority":

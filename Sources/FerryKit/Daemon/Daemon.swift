@@ -21,7 +21,11 @@ public final class Daemon: @unchecked Sendable {
 
     private let configurationPath: String
     private let environment: [String: String]
-    private var configuration: FerryConfiguration
+    private var configuration: FerryConfiguration {
+        didSet { storeHeartbeats = Self.storeHeartbeats(configuration) }
+    }
+    /// Each store's heartbeat, by store name (a pass's end looks its store up here).
+    private var storeHeartbeats: [String: HeartbeatConfiguration] = [:]
     private let database: SharedDatabase
     private let notifier: SystemdNotifier
     private let logger: Logger
@@ -30,6 +34,7 @@ public final class Daemon: @unchecked Sendable {
     private var signalWaiter: SignalWaiter?
     private var timers: [Timer] = []
     private var lastStatus = ""
+    private var heartbeats: HeartbeatPinger?
     /// What the runtime directory's ``UnrecordedFailures`` file says now.
     private var publishedUnrecorded: [String: UnrecordedFailures.Failure] = [:]
     private var reportedStuck: Set<String> = []
@@ -44,6 +49,7 @@ public final class Daemon: @unchecked Sendable {
         self.logger = logger
         self.notifier = SystemdNotifier(logger: logger)
         configuration = try ConfigurationLoader.load(path: configurationPath, environment: environment)
+        storeHeartbeats = Self.storeHeartbeats(configuration)
         // A large replica is checked after READY=1, while passes run (``startIntegrityCheck()``).
         database = try SharedDatabase(path: configuration.global.databasePath,
                                       deferIntegrityCheckAbove: ReplicaDatabase.integrityCheckedBeforeUseUpTo)
@@ -67,7 +73,11 @@ public final class Daemon: @unchecked Sendable {
         let environment = LiveSchedulerEnvironment(database: database, logger: logger)
         let scheduler = Scheduler(configuration: configuration, environment: environment, logger: logger)
         environment.scheduler = scheduler
-        scheduler.onPassFinished = { [weak self] _, _ in self?.refreshStatus() }
+        heartbeats = HeartbeatPinger(logger: logger)
+        scheduler.onPassFinished = { [weak self] store, outcome in
+            self?.pingStoreHeartbeat(store, outcome)
+            self?.refreshStatus()
+        }
         state = .running(scheduler)
         logger.info("ferryd \(FerryVersion.current) ready: \(configuration.stores.count) store(s), database \(database.path)", metadata: MessageID.ready.metadata)
         logWarnings(configuration)
@@ -188,6 +198,7 @@ public final class Daemon: @unchecked Sendable {
         notifier.extendTimeout(.seconds(5))
         logger.info("\(signalName): stopping; cancelling running passes", metadata: MessageID.stopping.metadata)
         timers.forEach { $0.invalidate() }
+        heartbeats?.cancel()
         scheduler.stop(timeout: .milliseconds(1500)) { [weak self] drained in
             self?.finishStopping(drained: drained, exitCode: exitCode)
         }
@@ -274,6 +285,25 @@ public final class Daemon: @unchecked Sendable {
             lastStatus = line
         }
         publishUnrecordedFailures(snapshot.unrecordedFailures)
+        if let heartbeat = configuration.global.heartbeat {
+            // Every refresh (each pass's end, and every 5 s): a main loop that stops turning
+            // stops the pings, which is what a dead-man's switch is for.
+            heartbeats?.report(.daemon, healthy: snapshot.failing.isEmpty && snapshot.incomplete.isEmpty, to: heartbeat)
+        }
+    }
+
+    private static func storeHeartbeats(_ configuration: FerryConfiguration) -> [String: HeartbeatConfiguration] {
+        Dictionary(uniqueKeysWithValues: configuration.stores.compactMap { store in store.heartbeat.map { (store.name, $0) } })
+    }
+
+    /// A store's own heartbeat: healthy when the pass succeeded and left the replica whole.
+    private func pingStoreHeartbeat(_ store: String, _ outcome: Result<PassReport, SyncError>) {
+        guard let heartbeat = storeHeartbeats[store] else { return }
+        switch outcome {
+        case .success(let report): heartbeats?.report(.store(store), healthy: report.isComplete, to: heartbeat)
+        case .failure(let error) where error.kind == .cancelled: break
+        case .failure: heartbeats?.report(.store(store), healthy: false, to: heartbeat)
+        }
     }
 
     /// Keeps `ferry status` truthful while the replica cannot take the failures it should

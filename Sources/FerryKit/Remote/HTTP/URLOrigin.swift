@@ -3,7 +3,7 @@ import Foundation
 /// The origin of a URL (RFC 6454: scheme, host, port, with the scheme's default port filled in),
 /// for the rule that credentials go only where the configuration sent them: a pagination link
 /// to another origin is followed without them.
-struct URLOrigin: Equatable {
+struct URLOrigin: Equatable, CustomStringConvertible {
     let scheme: String
     let host: String
     let port: Int
@@ -15,6 +15,12 @@ struct URLOrigin: Equatable {
         self.scheme = scheme
         self.host = host
         self.port = port
+    }
+
+    /// `scheme://host`, with `:port` when it is not the scheme's default.
+    var description: String {
+        let standard = (scheme == "https" && port == 443) || (scheme == "http" && port == 80)
+        return "\(scheme)://\(host)" + (standard ? "" : ":\(port)")
     }
 
     /// Whether a request to `other` may carry credentials meant for `self`: the same origin,
