@@ -101,8 +101,12 @@ public final class OneShotSync {
         progress(snapshot())
         interrupt.cancel()
         signal(SIGINT, SIG_DFL)
-        database.close()
         let damage = integrity.state.failure
+        if database.integrityCheckDeferred, damage == nil {
+            // Not worth failing the command over: the next run checks again.
+            try? database.write { database throws(StoreError) in try database.recordIntegrityCheck(at: Date()) }
+        }
+        database.close()
         return operations.map { operation in
             if let damage { return (operation.setup.store.name, .failure(SyncError(damage, store: operation.setup.store.name))) }
             let result: Result<PassReport, SyncError> = switch operation.result {

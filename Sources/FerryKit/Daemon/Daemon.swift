@@ -181,7 +181,12 @@ public final class Daemon: @unchecked Sendable {
 
     private func integrityChecked(_ failure: StoreError?, after duration: Duration) {
         guard let failure else {
-            logger.info("replica integrity check: ok (\(String(format: "%.1f", duration.seconds)) s)")
+            logger.info("replica integrity check: ok (\(String(format: "%.1f", duration.seconds)) s); the next in a day at the earliest")
+            do {
+                try database.write { database throws(StoreError) in try database.recordIntegrityCheck(at: Date()) }
+            } catch {
+                logger.warning("cannot note the integrity check in the replica: \(error); the next start checks again")
+            }
             return
         }
         guard case .running(let scheduler) = state else { return }

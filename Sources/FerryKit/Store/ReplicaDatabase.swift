@@ -35,9 +35,11 @@ public final class ReplicaDatabase {
     /// (`.corrupt`).
     ///
     /// `deferIntegrityCheckAbove`: for an existing file larger than this many bytes, skip
-    /// `quick_check` (it reads every page: about 13 s per 800 MB from a cold cache) and set
-    /// ``integrityCheckDeferred``; the caller then runs ``checkIntegrity(path:)`` itself, off
-    /// its start-up path.
+    /// `quick_check` (it reads every page: about 13 s per 800 MB from a cold cache). Unless such
+    /// a check passed within ``integrityCheckEvery`` (``recordIntegrityCheck(at:)``),
+    /// ``integrityCheckDeferred`` is then set and the caller runs ``checkIntegrity(path:)``
+    /// itself, off its start-up path. In between, SQLite reports a damaged page it reads
+    /// (SQLITE_CORRUPT), which fails the pass that read it.
     public convenience init(path: String, deferIntegrityCheckAbove: Int64? = nil) throws(StoreError) {
         try self.init(path: path, busyTimeoutMilliseconds: 5_000, deferIntegrityCheckAbove: deferIntegrityCheckAbove)
     }
@@ -49,18 +51,21 @@ public final class ReplicaDatabase {
         isReadOnly = false
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int).map(Int64.init) ?? 0
         let existing = size > 0
-        integrityCheckDeferred = existing && deferIntegrityCheckAbove.map { size > $0 } ?? false
+        let large = existing && deferIntegrityCheckAbove.map { size > $0 } ?? false
+        let opened: SQLiteConnection
         do {
-            connection = try SQLiteConnection(path: path, mode: existing ? .readWrite : .readWriteCreate, busyTimeout: busyTimeoutMilliseconds)
+            opened = try SQLiteConnection(path: path, mode: existing ? .readWrite : .readWriteCreate, busyTimeout: busyTimeoutMilliseconds)
         } catch {
             throw Self.diagnosed(StoreError(error, path: path), readOnly: false)
         }
         do {
-            try Self.setUp(connection, path: path, existing: existing, checkIntegrity: !integrityCheckDeferred)
+            try Self.setUp(opened, path: path, existing: existing, checkIntegrity: !large)
         } catch {
-            connection.close()
+            opened.close()
             throw Self.diagnosed(error, readOnly: false)
         }
+        connection = opened
+        integrityCheckDeferred = large && Self.integrityCheckDue(opened, now: Date())
     }
 
     /// Checks, switches to WAL and migrates a connection just opened read-write.
@@ -169,6 +174,32 @@ public final class ReplicaDatabase {
     /// the passes, so a start does not wait on reading every page (about 13 s per 800 MB here,
     /// minutes at 10M records).
     public static let integrityCheckedBeforeUseUpTo: Int64 = 64 << 20
+
+    /// How long a passed integrity check of a large replica stands.
+    public static let integrityCheckEvery: TimeInterval = 86_400
+
+    private static let integrityCheckedKey = "integrity_checked"
+
+    /// Whether the last passed integrity check (``recordIntegrityCheck(at:)``) is older than
+    /// ``integrityCheckEvery``, or in the future (a clock set back), or missing.
+    private static func integrityCheckDue(_ connection: SQLiteConnection, now: Date) -> Bool {
+        guard let text = try? connection.scalarText("SELECT value FROM ferry_meta WHERE key = '\(integrityCheckedKey)'"),
+              let seconds = Double(text) else { return true }
+        let age = now.timeIntervalSince1970 - seconds
+        return age < 0 || age >= integrityCheckEvery
+    }
+
+    /// Notes that ``checkIntegrity(path:)`` passed, so a large replica opened within
+    /// ``integrityCheckEvery`` is not read whole again.
+    public func recordIntegrityCheck(at date: Date) throws(StoreError) {
+        requireWritable()
+        do {
+            let statement = try connection.prepare("INSERT INTO ferry_meta(key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+            try statement.bind(Self.integrityCheckedKey, at: 1)
+            try statement.bind(String(Self.timestamp(date)), at: 2)
+            try statement.run()
+        } catch { throw StoreError(error, path: path) }
+    }
 
     /// Every page of the file at `path`, checked on a read-only connection of its own
     /// (`PRAGMA quick_check`), so a writer may go on meanwhile. Throws `.corrupt` naming what

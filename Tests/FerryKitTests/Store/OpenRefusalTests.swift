@@ -71,6 +71,25 @@ struct OpenRefusalTests {
         #expect(error?.primaryCode == SQLiteError.corrupt.rawValue, "\(String(describing: error))")
     }
 
+    @Test func aPassedCheckOfALargeReplicaStandsForADay() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("replica.db")
+        let replica = try ReplicaDatabase(path: path)
+        try replica.prepare(StoreDefinition(name: "items"))
+        _ = try replica.apply(ChangeBatch(changes: (0..<100).map { record("r\($0)", version: "1") }, cursor: "c"), to: "items")
+        replica.close()
+        func opened(recording date: Date? = nil) throws -> Bool {
+            let database = try ReplicaDatabase(path: path, deferIntegrityCheckAbove: 0)
+            defer { database.close() }
+            if let date { try database.recordIntegrityCheck(at: date) }
+            return database.integrityCheckDeferred
+        }
+        #expect(try opened(recording: Date()), "never checked: due")
+        #expect(try !opened(recording: Date() - ReplicaDatabase.integrityCheckEvery - 1), "checked just now: not due")
+        #expect(try opened(recording: Date() + 3600), "checked more than a day ago: due")
+        #expect(try opened(), "a check dated in the future (the clock was set back): due")
+    }
+
     @Test func aLargeReplicasCheckCanWaitForItsOwner() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("replica.db")
