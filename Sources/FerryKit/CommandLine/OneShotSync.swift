@@ -72,10 +72,7 @@ public final class OneShotSync {
         // them, and every store reports it.
         let integrity = IntegrityOutcome(done: !database.integrityCheckDeferred)
         if database.integrityCheckDeferred {
-            let path = database.path
-            Thread.start(named: "replica check") {
-                var failure: StoreError?
-                do throws(StoreError) { try ReplicaDatabase.checkIntegrity(path: path) } catch { failure = error }
+            database.checkIntegrityBeside { failure in
                 integrity.set(failure)
                 if failure != nil { operations.forEach { $0.cancel() } }
                 finished.signal()
@@ -101,12 +98,8 @@ public final class OneShotSync {
         progress(snapshot())
         interrupt.cancel()
         signal(SIGINT, SIG_DFL)
-        let damage = integrity.state.failure
-        if database.integrityCheckDeferred, damage == nil {
-            // Not worth failing the command over: the next run checks again.
-            try? database.write { database throws(StoreError) in try database.recordIntegrityCheck(at: Date()) }
-        }
         database.close()
+        let damage = integrity.state.failure
         return operations.map { operation in
             if let damage { return (operation.setup.store.name, .failure(SyncError(damage, store: operation.setup.store.name))) }
             let result: Result<PassReport, SyncError> = switch operation.result {

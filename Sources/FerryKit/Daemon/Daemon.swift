@@ -168,12 +168,9 @@ public final class Daemon: @unchecked Sendable {
     /// read-only connection of its own; a damaged replica stops the daemon as it would have
     /// refused to start, so nothing more is written into it.
     private func startIntegrityCheck() {
-        let path = database.path
-        logger.info("checking the replica's integrity in the background (quick_check of \(path))")
+        logger.info("checking the replica's integrity in the background (quick_check of \(database.path))")
         let started = ContinuousClock.now
-        Thread.start(named: "replica check") { [weak self] in
-            var failure: StoreError?
-            do throws(StoreError) { try ReplicaDatabase.checkIntegrity(path: path) } catch { failure = error }
+        database.checkIntegrityBeside { [weak self] failure in
             let box = UncheckedSendableBox(failure)
             RunLoopHandle.main.perform { [weak self] in self?.integrityChecked(box.value, after: .now - started) }
         }
@@ -182,11 +179,6 @@ public final class Daemon: @unchecked Sendable {
     private func integrityChecked(_ failure: StoreError?, after duration: Duration) {
         guard let failure else {
             logger.info("replica integrity check: ok (\(String(format: "%.1f", duration.seconds)) s); the next in a day at the earliest")
-            do {
-                try database.write { database throws(StoreError) in try database.recordIntegrityCheck(at: Date()) }
-            } catch {
-                logger.warning("cannot note the integrity check in the replica: \(error); the next start checks again")
-            }
             return
         }
         guard case .running(let scheduler) = state else { return }

@@ -20,8 +20,25 @@ public final class SharedDatabase: @unchecked Sendable {
 
     public var path: String { database.path }
 
-    /// The owner must run ``ReplicaDatabase/checkIntegrity(path:)``: the open skipped it.
+    /// The owner must run ``checkIntegrityBeside(_:)``: the open skipped the check.
     public var integrityCheckDeferred: Bool { database.integrityCheckDeferred }
+
+    /// Runs the check the open deferred (``ReplicaDatabase/checkIntegrity(path:)``) on a thread
+    /// and a read-only connection of its own, so passes go on meanwhile; a passed check is
+    /// recorded, unless the database was closed by then, and `done` gets the damage found, if
+    /// any, on that thread.
+    public func checkIntegrityBeside(_ done: @escaping @Sendable (StoreError?) -> Void) {
+        let path = database.path
+        Thread.start(named: "replica check") { [self] in
+            var failure: StoreError?
+            do throws(StoreError) { try ReplicaDatabase.checkIntegrity(path: path) } catch { failure = error }
+            if failure == nil {
+                // Not worth failing anything over: the next open checks again.
+                _ = try? writeIfOpen { database throws(StoreError) in try database.recordIntegrityCheck(at: Date()) }
+            }
+            done(failure)
+        }
+    }
 
     /// Runs `body` with exclusive use of the writer connection.
     public func write<T, Failure: Error>(_ body: (ReplicaDatabase) throws(Failure) -> T) throws(Failure) -> T {

@@ -111,7 +111,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 let reconcile = wanted ? try database.hasRecords(in: store.name) : false
                 let plan = PassPlan(cursor: cursor, reconcile: reconcile, pendingIDs: store.kind.fetchesByID ? pending : [],
                                     revalidate: setup.trigger == .onDemand)
-                return (plan, reconcile && !store.kind.reportsDeletions ? try database.recordCount(of: store.name) : nil)
+                return (plan, reconcile && !store.kind.reportsDeletions ? try database.liveRecordCount(of: store.name) : nil)
             }
         } catch {
             end(.failure(SyncError(error, store: store.name)))
@@ -226,6 +226,9 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 if pass.plan.reconcile, !outcome.listingComplete, !gaps.contains(where: \.needsSweep) {
                     gaps.append(.sweepSkipped(reason: "the id listing did not complete"))
                 }
+                // Counted once here (only when a transaction changed the count), and stored, so
+                // the state read next does not count again.
+                report.recordCount = try database.liveRecordCount(of: store.name)
                 let idless = report.counts.problems.count { $0.id == nil }
                 let pending = try database.syncState(of: store.name)?.pendingRecords ?? 0
                 if pending + idless > 0 {
@@ -235,8 +238,6 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 if let cursor { try database.storeCursor(cursor, of: store.name) }
                 let swept = if case .swept = report.reconciliation { true } else { false }
                 try database.recordSuccess(of: store.name, at: Date(), counts: report.counts, gaps: gaps, swept: swept)
-                // A pass that changed nothing (a 304, an empty token answer) reads the stored count.
-                report.recordCount = try database.liveRecordCount(of: store.name)
             }
         } catch {
             end(.failure(SyncError(error, store: store.name)))
