@@ -40,13 +40,7 @@ struct DemoSyncTests {
         let database = directory.path("demo.db")
         _ = try OneShotSync(configuration: configuration, storeNames: [], databasePath: database, logger: Logger(label: "test"))
             .run(refresh: .milliseconds(50)) { _ in }
-        try? FileManager.default.removeItem(atPath: database + "-wal")
-        try? FileManager.default.removeItem(atPath: database + "-shm")
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: database))
-        let size = try handle.seekToEnd()
-        try handle.seek(toOffset: size / 2)
-        try handle.write(contentsOf: Data((0..<(4096 * 8)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }))
-        try handle.close()
+        try damageMiddle(ofReplicaAt: database)
         // Small: refused before any pass.
         #expect(throws: StoreError.self) {
             _ = try OneShotSync(configuration: configuration, storeNames: [], databasePath: database, logger: Logger(label: "test"))

@@ -49,19 +49,8 @@ struct OpenRefusalTests {
     @Test func corruptFile() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("replica.db")
-        let replica = try ReplicaDatabase(path: path)
-        try replica.prepare(StoreDefinition(name: "items"))
-        _ = try replica.apply(ChangeBatch(changes: (0..<3_000).map { record(String(format: "%08x", $0 &* 2_654_435_761 % 1_000_003), version: "1", String(repeating: "x", count: 200)) }, cursor: "c"), to: "items")
-        replica.close()
-        // The file alone (as copied elsewhere): the kept -wal would hold the same pages intact.
-        try? FileManager.default.removeItem(atPath: path + "-wal")
-        try? FileManager.default.removeItem(atPath: path + "-shm")
-        // Overwrite pages in the middle of the file (b-tree pages of the records table), keep the header.
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        let size = try handle.seekToEnd()
-        try handle.seek(toOffset: size / 2)
-        try handle.write(contentsOf: Data((0..<(4096 * 8)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }))
-        try handle.close()
+        try makeReplicaWithRecords(at: path)
+        try damageMiddle(ofReplicaAt: path)
         try expectRefused(path, kind: .corrupt)
         // A reader (`ferry status`) opens it without checking every page first, and the damage
         // shows where it reads it.
@@ -93,12 +82,7 @@ struct OpenRefusalTests {
     @Test func aLargeReplicasCheckCanWaitForItsOwner() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("replica.db")
-        let replica = try ReplicaDatabase(path: path)
-        try replica.prepare(StoreDefinition(name: "items"))
-        _ = try replica.apply(ChangeBatch(changes: (0..<3_000).map { record(String(format: "%08x", $0 &* 2_654_435_761 % 1_000_003), version: "1", String(repeating: "x", count: 200)) }, cursor: "c"), to: "items")
-        replica.close()
-        try? FileManager.default.removeItem(atPath: path + "-wal")
-        try? FileManager.default.removeItem(atPath: path + "-shm")
+        try makeReplicaWithRecords(at: path)
         let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
         // Under the threshold: checked before use, as always.
         let small = try ReplicaDatabase(path: path, deferIntegrityCheckAbove: Int64(size))
@@ -107,10 +91,7 @@ struct OpenRefusalTests {
         try ReplicaDatabase.checkIntegrity(path: path)
         // Damaged and over the threshold: it opens, says the check is the owner's, and the
         // owner's check finds the damage.
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        try handle.seek(toOffset: UInt64(size / 2))
-        try handle.write(contentsOf: Data((0..<(4096 * 8)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }))
-        try handle.close()
+        try damageMiddle(ofReplicaAt: path)
         let large = try ReplicaDatabase(path: path, deferIntegrityCheckAbove: Int64(size / 2))
         #expect(large.integrityCheckDeferred)
         large.close()
