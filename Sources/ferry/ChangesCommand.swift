@@ -6,7 +6,7 @@ struct ChangesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "changes",
         abstract: "Print the local change log as JSON lines, so scripts can react to what changed.",
-        discussion: #"Each line: {"id":"…","operation":"insert|update|delete","sequence":N,"store":"…","time":"…"}. Pass the last sequence you saw to --since."#)
+        discussion: #"Each line: {"id":"…","operation":"insert|update|delete","origin":"remote|local","sequence":N,"store":"…","time":"…"}; origin local is a local write the remote accepted (pushed). Pass the last sequence you saw to --since."#)
 
     @OptionGroup var options: ConfigurationOptions
 

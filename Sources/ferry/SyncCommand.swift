@@ -21,41 +21,64 @@ struct SyncCommand: ParsableCommand {
     var sweep = false
 
     func run() throws {
-        let configuration: FerryConfiguration
-        do { configuration = try options.load() } catch { throw fail(error) }
-        let interactive = standardErrorIsTerminal && !verbose
-        LoggingSystem.bootstrap { _ in
-            StderrLogHandler(level: interactive ? .warning : configuration.global.logLevel, priorityPrefix: false)
-        }
-        let logger = Logger(label: "ferry")
-        let sync: OneShotSync
-        do {
-            sync = try OneShotSync(configuration: configuration, storeNames: stores, databasePath: options.database, logger: logger)
-            sync.sweepNow = sweep
-        } catch let error as OneShotSyncError {
-            FileHandle.standardError.write(Data("ferry: \(error)\n".utf8))
-            throw ExitCode(FerryExitCode.usage.rawValue)
-        } catch {
-            throw fail(error)
-        }
-        var drawn = 0
-        let results = sync.run { items in
-            guard interactive else { return }
-            var text = drawn > 0 ? "\u{1B}[\(drawn)A" : ""
-            for item in items { text += "\u{1B}[2K" + ProgressLine.render(item) + "\n" }
-            drawn = items.count
-            FileHandle.standardError.write(Data(text.utf8))
-        }
-        let code = SyncOutcome.exitCode(results.map(\.result))
-        for (_, result) in results {
-            switch result {
-            case .success(let report):
-                print(report.summary)
-            case .failure(let error):
-                FileHandle.standardError.write(Data("ferry: \(error)\n".utf8))
-            }
-        }
-        print("database: \(sync.databasePath)")
-        if code != .success { throw ExitCode(code.rawValue) }
+        try runOneShot(options, stores: stores, verbose: verbose) { $0.sweepNow = sweep }
     }
+}
+
+/// `ferry sync` and `ferry push`: passes of the named stores in the foreground, progress on a
+/// terminal, one summary line per store, the exit code of the worst outcome.
+func runOneShot(_ options: ConfigurationOptions, stores: [String], verbose: Bool, pushOnly: Bool = false,
+                configure: (OneShotSync) -> Void = { _ in }) throws {
+    let configuration: FerryConfiguration
+    do { configuration = try options.load() } catch { throw fail(error) }
+    var stores = stores
+    if pushOnly {
+        let pushing = configuration.stores.filter(\.writeBack.push).map(\.name)
+        if let other = stores.first(where: { name in !pushing.contains(name) && configuration.stores.contains { $0.name == name } }) {
+            FileHandle.standardError.write(Data("ferry: store \(other.debugDescription) does not push local writes (set push = yes in its section)\n".utf8))
+            throw ExitCode(FerryExitCode.usage.rawValue)
+        }
+        if stores.isEmpty {
+            guard !pushing.isEmpty else {
+                FileHandle.standardError.write(Data("ferry: no store has push = yes; nothing to push\n".utf8))
+                throw ExitCode(FerryExitCode.usage.rawValue)
+            }
+            stores = pushing
+        }
+    }
+    let interactive = standardErrorIsTerminal && !verbose
+    LoggingSystem.bootstrap { _ in
+        StderrLogHandler(level: interactive ? .warning : configuration.global.logLevel, priorityPrefix: false)
+    }
+    let logger = Logger(label: "ferry")
+    let sync: OneShotSync
+    do {
+        sync = try OneShotSync(configuration: configuration, storeNames: stores, databasePath: options.database, logger: logger)
+        sync.pull = !pushOnly
+        configure(sync)
+    } catch let error as OneShotSyncError {
+        FileHandle.standardError.write(Data("ferry: \(error)\n".utf8))
+        throw ExitCode(FerryExitCode.usage.rawValue)
+    } catch {
+        throw fail(error)
+    }
+    var drawn = 0
+    let results = sync.run { items in
+        guard interactive else { return }
+        var text = drawn > 0 ? "\u{1B}[\(drawn)A" : ""
+        for item in items { text += "\u{1B}[2K" + ProgressLine.render(item) + "\n" }
+        drawn = items.count
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+    let code = SyncOutcome.exitCode(results.map(\.result))
+    for (_, result) in results {
+        switch result {
+        case .success(let report):
+            print(report.summary)
+        case .failure(let error):
+            FileHandle.standardError.write(Data("ferry: \(error)\n".utf8))
+        }
+    }
+    print("database: \(sync.databasePath)")
+    if code != .success { throw ExitCode(code.rawValue) }
 }

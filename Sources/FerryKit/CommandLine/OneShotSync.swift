@@ -23,6 +23,8 @@ public final class OneShotSync {
     private let logger: Logger
     /// Sweep deleted ids whatever the replica's last sweep (`ferry sync --sweep`).
     public var sweepNow = false
+    /// Pull after pushing; false for `ferry push`.
+    public var pull = true
 
     /// Picks the stores to sync (all when `storeNames` is empty) and opens the database;
     /// an unknown store name is a usage error naming the known ones. A replica larger than
@@ -58,7 +60,7 @@ public final class OneShotSync {
         queue.maxConcurrentOperationCount = maxConcurrentPasses
         let operations = stores.enumerated().map { index, store in
             SyncPassOperation(.init(store: store, database: database, trigger: .onDemand, reconcile: store.reconcileInterval != nil,
-                                    sweepInterval: sweepNow ? nil : store.reconcileInterval, pass: index + 1, logger: logger))
+                                    sweepInterval: sweepNow ? nil : store.reconcileInterval, pass: index + 1, logger: logger, pull: pull))
         }
         let interrupt = cancelOnInterrupt(operations)
         // Each finished pass wakes the wait below, so the command returns as soon as the last

@@ -103,6 +103,8 @@ public struct StoreConfiguration: Sendable, Equatable {
     /// Pinged after this store's passes: the URL when the pass left the replica whole, `/fail`
     /// otherwise (``HeartbeatConfiguration``).
     public var heartbeat: HeartbeatConfiguration?
+    /// Whether local writes are pushed, and what a conflict does (`push =`, `conflict =`).
+    public var writeBack = WriteBackConfiguration()
     /// Where the store's section starts, for errors found after loading.
     public var location: ConfigurationLocation
 

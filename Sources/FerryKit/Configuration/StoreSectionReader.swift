@@ -21,7 +21,7 @@ struct StoreSectionReader {
 
     static let commonKeys: Set<String> = ConfigurationValueReader.sessionKeys.union([
         "kind", "url", "interval", "jitter", "priority", "deletion", "reconcile-interval",
-        "max-delete-share", "on-bad-record", "max-record-size",
+        "max-delete-share", "on-bad-record", "max-record-size", "push", "conflict",
     ]).union(HeartbeatConfiguration.keys)
 
     /// Why `name` cannot name a store (it becomes a table name), or nil when it can.
@@ -54,6 +54,9 @@ struct StoreSectionReader {
         var session: SessionConfiguration
         var heartbeatURL: ConfigurationSyntax.Entry?
         var heartbeatInterval: ConfigurationSyntax.Entry?
+        var writeBack = WriteBackConfiguration()
+        var push: ConfigurationSyntax.Entry?
+        var conflict: ConfigurationSyntax.Entry?
     }
 
     mutating func read(name: String, section: ConfigurationSyntax.Section) -> StoreConfiguration? {
@@ -107,6 +110,13 @@ struct StoreSectionReader {
         }
         let heartbeat = values.heartbeat(url: common.heartbeatURL, interval: common.heartbeatInterval, secrets: secrets)
         guard kindIsValid, let kind, let url else { return nil }
+        if let entry = common.push, common.writeBack.push, !kind.pushes {
+            values.problem(entry, "\(kind.name) stores cannot push local writes yet (parse, carddav and caldav stores can); remove push or set push = no")
+            return nil
+        }
+        if let entry = common.conflict, common.push == nil || !common.writeBack.push {
+            values.problem(entry, "conflict = \(entry.value) has no effect without push = yes")
+        }
         if url.hasPrefix("file:") {
             common.session.allowedProtocols.insert("file")
         }
@@ -128,6 +138,7 @@ struct StoreSectionReader {
         store.query = common.query
         store.session = common.session
         store.heartbeat = heartbeat
+        store.writeBack = common.writeBack
         return store
     }
 
@@ -150,6 +161,16 @@ struct StoreSectionReader {
             common.heartbeatURL = entry
         case "heartbeat-interval":
             common.heartbeatInterval = entry
+        case "push":
+            common.push = entry
+            switch entry.value {
+            case "yes", "true", "on": common.writeBack.push = true
+            case "no", "false", "off": common.writeBack.push = false
+            default: values.problem(entry, "expected yes or no, got '\(entry.value)'")
+            }
+        case "conflict":
+            common.conflict = entry
+            if let value = values.choice(entry, ConflictPolicy.self, allowed: ConflictPolicy.allCases) { common.writeBack.conflict = value }
         case "jitter":
             if let value = values.duration(entry, allowZero: true) { common.jitter = value }
         case "priority":

@@ -224,11 +224,31 @@ public final class Daemon: @unchecked Sendable {
         prune.tolerance = 30
         RunLoop.current.add(prune, forMode: .default)
         timers.append(prune)
+        // Local writes to push stores are pushed within about a second of their commit.
+        let localWrites = Timer(timeInterval: 1, repeats: true) { [weak self] _ in self?.pushLocalWrites() }
+        localWrites.tolerance = 0.2
+        RunLoop.current.add(localWrites, forMode: .default)
+        timers.append(localWrites)
         if let period = notifier.watchdogPingInterval {
             let watchdog = Timer(timeInterval: period.seconds, repeats: true) { [weak self] _ in self?.watchdogTick() }
             RunLoop.current.add(watchdog, forMode: .default)
             timers.append(watchdog)
             watchdogTick()
+        }
+    }
+
+    /// Asks for a pass of every push store another program wrote to since the last look.
+    private func pushLocalWrites() {
+        guard case .running(let scheduler) = state else { return }
+        let pushing = Set(configuration.stores.filter(\.writeBack.push).map(\.name))
+        guard !pushing.isEmpty else { return }
+        do {
+            guard let stores = try database.writeIfOpen({ database throws(StoreError) in try database.storesWithLocalWrites(among: pushing) }),
+                  let stores, !stores.isEmpty else { return }
+            scheduler.passSoon(stores)
+        } catch {
+            // The next pass of each store pushes anyway; a failing replica shows there.
+            logger.warning("looking for local writes failed: \(error)")
         }
     }
 

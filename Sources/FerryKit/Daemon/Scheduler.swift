@@ -142,6 +142,23 @@ public final class Scheduler {
         dispatch()
     }
 
+    /// Runs a pass of each of `names` soon (local writes to push): now when idle, again after
+    /// the running pass otherwise. A store in backoff keeps its schedule: its next pass pushes
+    /// first anyway, and a remote that fails is not asked more often because of local writes.
+    public func passSoon(_ names: Set<String>) {
+        for name in names.sorted() {
+            guard var schedule = schedules[name], schedule.consecutiveFailures == 0 else { continue }
+            if schedule.running != nil {
+                schedule.rerunRequested = true
+            } else if schedule.nextDue > environment.now {
+                schedule.nextDue = environment.now
+                enqueue(name)
+            }
+            schedules[name] = schedule
+        }
+        dispatch()
+    }
+
     // MARK: - Stopping
 
     /// Cancels every pass; `completion` runs on the scheduler's thread once all have ended

@@ -44,3 +44,23 @@ public final class RunLoopHandle: @unchecked Sendable, Equatable {
         lhs.runLoop === rhs.runLoop
     }
 }
+
+extension RunLoopHandle {
+    /// Runs `body` later on the calling thread's own loop, never inside the caller: how a
+    /// run-loop object keeps its promise that no callback runs inside the call that started it.
+    /// The block never leaves the thread, so it need not be `Sendable`.
+    static func later(_ body: @escaping () -> Void) {
+        let box = ThreadBound(body)
+        current().perform { box.value() }
+    }
+}
+
+/// A value that stays on the thread that made it, carried through an API that asks for
+/// `Sendable` (posting to that same thread's run loop).
+private struct ThreadBound<Value>: @unchecked Sendable {
+    let value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+}

@@ -10,8 +10,12 @@ public struct ChangeLogEntry: Sendable, Equatable, Codable {
     /// "insert", "update" or "delete".
     public var operation: String
     public var time: Date
+    /// "remote" for a change pulled from the remote, "local" for a local write the remote
+    /// accepted (pushed).
+    public var origin: String
 
-    public init(sequence: Int64, store: String, id: String, operation: String, time: Date) {
+    public init(sequence: Int64, store: String, id: String, operation: String, time: Date, origin: String = "remote") {
+        self.origin = origin
         self.sequence = sequence
         self.store = store
         self.id = id

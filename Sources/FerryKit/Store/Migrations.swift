@@ -114,6 +114,74 @@ enum Migrations {
             ALTER TABLE ferry_sync_state ADD COLUMN last_swept REAL;
             ALTER TABLE ferry_sync_state ADD COLUMN record_count INTEGER;
             """),
+        // v6: local writes. `ferry_outbox` is the durable queue of a push store's local
+        // changes: one entry per record (later writes fold into it, so a create then update is
+        // one create, a create then delete nothing), written by the store's triggers in the
+        // local write's own transaction. `base_version`/`base_body` are the remote's version
+        // the first local change was made on: what a remote change is compared with to find a
+        // conflict, and what Parse's changed fields are computed from. `generation` counts the
+        // local writes folded in, so a push that raced a newer local write keeps it queued.
+        // `state`: 0 queued, 1 refused by the remote (`last_error` says why), 2 held in a
+        // conflict. `sent`: when a create was sent and no answer recorded (a crash in
+        // between): the next push looks it up before creating again.
+        // `ferry_conflicts` keeps both sides of every conflict, held or resolved by the policy.
+        // `ferry_change_log.origin`: NULL for a remote change, 1 for a local write the remote
+        // accepted (pushed), so a follower can tell them apart.
+        Step(version: 6, sql: """
+            CREATE TABLE ferry_outbox(
+                store_id INTEGER NOT NULL,
+                id TEXT NOT NULL,
+                op INTEGER NOT NULL,
+                base_version TEXT,
+                base_body TEXT,
+                queued REAL NOT NULL,
+                changed REAL NOT NULL,
+                generation INTEGER NOT NULL DEFAULT 1,
+                state INTEGER NOT NULL DEFAULT 0,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                last_error TEXT,
+                sent REAL,
+                PRIMARY KEY (store_id, id)
+            ) WITHOUT ROWID;
+            CREATE TABLE ferry_conflicts(
+                conflict_id INTEGER PRIMARY KEY,
+                store_id INTEGER NOT NULL,
+                id TEXT NOT NULL,
+                detected REAL NOT NULL,
+                local_op INTEGER NOT NULL,
+                base_version TEXT,
+                local_body TEXT,
+                remote_version TEXT,
+                remote_body TEXT,
+                policy TEXT NOT NULL,
+                resolution TEXT CHECK (resolution IN ('local', 'remote', 'both')),
+                resolved REAL
+            );
+            CREATE INDEX ferry_conflicts_open ON ferry_conflicts(store_id, id) WHERE resolved IS NULL;
+            ALTER TABLE ferry_change_log ADD COLUMN origin INTEGER;
+            DROP VIEW ferry_changes_readable;
+            DROP VIEW ferry_changes;
+            CREATE VIEW ferry_changes AS
+                SELECT l.seq AS seq, s.name AS store, l.id AS id,
+                       CASE l.op WHEN 1 THEN 'insert' WHEN 2 THEN 'update' WHEN 3 THEN 'delete' END AS op, l.time AS time,
+                       CASE WHEN l.origin IS NULL THEN 'remote' ELSE 'local' END AS origin
+                FROM ferry_change_log l JOIN ferry_stores s ON s.store_id = l.store_id;
+            CREATE VIEW ferry_changes_readable AS
+                SELECT seq, store, id, op, strftime('%Y-%m-%dT%H:%M:%fZ', time, 'unixepoch') AS time, origin FROM ferry_changes;
+            CREATE VIEW ferry_pending_writes AS
+                SELECT s.name AS store, o.id AS id,
+                       CASE o.op WHEN 1 THEN 'insert' WHEN 2 THEN 'update' WHEN 3 THEN 'delete' END AS op,
+                       CASE o.state WHEN 0 THEN 'queued' WHEN 1 THEN 'refused' WHEN 2 THEN 'conflict' END AS state,
+                       o.attempts AS attempts, o.last_error AS last_error,
+                       strftime('%Y-%m-%dT%H:%M:%fZ', o.queued, 'unixepoch') AS queued
+                FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id;
+            CREATE VIEW ferry_open_conflicts AS
+                SELECT c.conflict_id AS conflict_id, s.name AS store, c.id AS id,
+                       CASE c.local_op WHEN 1 THEN 'insert' WHEN 2 THEN 'update' WHEN 3 THEN 'delete' END AS local_op,
+                       c.local_body AS local_body, c.remote_version AS remote_version, c.remote_body AS remote_body,
+                       strftime('%Y-%m-%dT%H:%M:%fZ', c.detected, 'unixepoch') AS detected, c.resolution AS resolution
+                FROM ferry_conflicts c JOIN ferry_stores s ON s.store_id = c.store_id WHERE c.resolved IS NULL;
+            """),
     ]
 
     static var currentVersion: Int { steps.last!.version }

@@ -5,14 +5,15 @@ extension ReplicaDatabase {
     /// A follower stores the last sequence it processed and asks again from there.
     public func changes(after sequence: Int64, limit: Int) throws(StoreError) -> [ChangeLogEntry] {
         do {
-            let statement = try connection.prepare("SELECT seq, store, id, op, time FROM ferry_changes WHERE seq > ?1 ORDER BY seq LIMIT ?2")
+            let statement = try connection.prepare("SELECT seq, store, id, op, time, origin FROM ferry_changes WHERE seq > ?1 ORDER BY seq LIMIT ?2")
             try statement.bind(sequence, at: 1)
             try statement.bind(limit, at: 2)
             var entries: [ChangeLogEntry] = []
             while try statement.step() {
                 entries.append(ChangeLogEntry(
                     sequence: statement.int64(at: 0), store: statement.string(at: 1) ?? "", id: statement.string(at: 2) ?? "",
-                    operation: statement.string(at: 3) ?? "", time: Date(timeIntervalSince1970: statement.double(at: 4))))
+                    operation: statement.string(at: 3) ?? "", time: Date(timeIntervalSince1970: statement.double(at: 4)),
+                    origin: statement.string(at: 5) ?? "remote"))
             }
             return entries
         } catch { throw StoreError(error, path: path) }

@@ -63,6 +63,8 @@ extension ReplicaDatabase {
         do {
         prepared.changeLog.begin(at: now)
         try connection.transaction { () throws(SQLiteError) in
+            // Records with a queued local change meet the remote's change through ConflictPlan.
+            let queued = definition.writeBack.push ? try queuedEntries(of: prepared) : [:]
             for position in changes.indices where valid[position] {
                 // Duplicate ids within a batch: only the last one is applied.
                 guard !prepared.deduplicator.superseded[position] else {
@@ -70,6 +72,14 @@ extension ReplicaDatabase {
                     continue
                 }
                 current = ids[position]
+                if !queued.isEmpty, let entry = queued[current] {
+                    try meet(changes[position], entry: entry, in: prepared, at: now, counts: &counts)
+                    if case .marking(_, let mark) = reconciliation, case .upsert = changes[position] {
+                        try mark.bind(current, at: 1)
+                        try mark.run()
+                    }
+                    continue
+                }
                 switch changes[position] {
                 case .upsert(let record):
                     try upsert(record, into: prepared, at: now, counts: &counts)

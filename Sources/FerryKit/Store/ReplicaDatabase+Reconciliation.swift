@@ -51,12 +51,18 @@ extension ReplicaDatabase {
         defer { cancelReconciliation(of: store) }
         let prepared = try preparedStore(store)
         let table = quoted(store)
-        let missing = "FROM \(table) WHERE deleted = 0 AND id NOT IN (SELECT id FROM temp.\(present))"
+        // Records with a queued local change are not swept: a local create is not on the remote
+        // yet, and a remote deletion of a record changed locally is a conflict (below).
+        let queued = prepared.definition.writeBack.push ? " AND id NOT IN (SELECT id FROM ferry_outbox WHERE store_id = \(prepared.storeID))" : ""
+        let missing = "FROM \(table) WHERE deleted = 0 AND id NOT IN (SELECT id FROM temp.\(present))" + queued
         do {
             return try connection.transaction { () throws(SQLiteError) -> ReconcileOutcome in
                 var total = rowsBefore ?? 0
                 if rowsBefore == nil { total = Int(try connection.scalarInt("SELECT count(*) FROM \(table) WHERE deleted = 0") ?? 0) }
                 let wouldDelete = Int(try connection.scalarInt("SELECT count(*) \(missing)") ?? 0)
+                if prepared.definition.writeBack.push {
+                    try meetSweep(prepared, presentTable: present, at: Self.timestamp(Date()))
+                }
                 guard wouldDelete > 0 else {
                     try forgetPendingNotListed(prepared, presentTable: present)
                     return .swept(deleted: 0)
@@ -77,7 +83,7 @@ extension ReplicaDatabase {
                 case .hard:
                     try connection.execute("DELETE \(missing)")
                 case .tombstone:
-                    let sweep = try connection.prepare("UPDATE \(table) SET deleted = 1, last_synced = ?1 WHERE deleted = 0 AND id NOT IN (SELECT id FROM temp.\(present))")
+                    let sweep = try connection.prepare("UPDATE \(table) SET deleted = 1, last_synced = ?1 WHERE deleted = 0 AND id NOT IN (SELECT id FROM temp.\(present))" + queued)
                     try sweep.bind(Self.timestamp(Date()), at: 1)
                     try sweep.run()
                 }

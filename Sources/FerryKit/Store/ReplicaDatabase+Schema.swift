@@ -21,27 +21,32 @@ extension ReplicaDatabase {
         stores[name] = nil
         try connection.transaction(mapError: map) { () throws(StoreError) in
             do throws(SQLiteError) {
-                let table = quoted(name)
-                try connection.execute("""
-                    CREATE TABLE IF NOT EXISTS \(table)(
-                        id TEXT PRIMARY KEY NOT NULL,
-                        version TEXT NOT NULL,
-                        body TEXT NOT NULL,
-                        fields TEXT,
-                        first_seen REAL NOT NULL,
-                        last_synced REAL NOT NULL,
-                        deleted INTEGER NOT NULL DEFAULT 0
-                    )
-                    """)
-                try syncColumns(of: definition)
-                try installLocalWriteGuards(store: name)
-                let row = try connection.prepare("INSERT INTO ferry_sync_state(store) VALUES (?1) ON CONFLICT(store) DO NOTHING")
-                try row.bind(name, at: 1)
-                try row.run()
-                // The change log names stores by a small integer (migration v3).
+                // The change log, the outbox and the triggers name stores by a small integer
+                // (migration v3).
                 let registered = try connection.prepare("INSERT INTO ferry_stores(name) VALUES (?1) ON CONFLICT(name) DO NOTHING")
                 try registered.bind(name, at: 1)
                 try registered.run()
+                let lookup = try connection.prepare("SELECT store_id FROM ferry_stores WHERE name = ?1")
+                try lookup.bind(name, at: 1)
+                guard try lookup.step() else { preconditionFailure("store \(name) missing from ferry_stores after its insert") }
+                let storeID = lookup.int64(at: 0)
+                lookup.reset()
+                let existing = try connection.prepare("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1")
+                try existing.bind(name, at: 1)
+                let tableSQL: String? = try existing.step() ? existing.string(at: 0) : nil
+                existing.reset()
+                if let tableSQL {
+                    if definition.writeBack.push, !Self.hasLocalWriteDefaults(tableSQL) {
+                        try rebuildWithLocalWriteDefaults(name)
+                    }
+                } else {
+                    try connection.execute(Self.storeTableSQL(name))
+                }
+                try syncColumns(of: definition)
+                try installLocalWriteTriggers(definition, storeID: storeID)
+                let row = try connection.prepare("INSERT INTO ferry_sync_state(store) VALUES (?1) ON CONFLICT(store) DO NOTHING")
+                try row.bind(name, at: 1)
+                try row.run()
             } catch { throw map(error) }
         }
         do { stores[name] = try PreparedStore(definition, connection: connection) } catch { throw map(error) }

@@ -25,6 +25,9 @@ public final class ReplicaDatabase {
     var stores: [String: PreparedStore] = [:]
     /// Stores between ``beginReconciliation(of:)`` and its finish or cancel.
     var reconciliations: [String: ReconciliationState] = [:]
+    /// `PRAGMA data_version` when ``storesWithLocalWrites(among:)`` last looked: it changes
+    /// only when another connection commits, which is what a local write is.
+    var lastDataVersion: Int64 = -1
     /// The pragmas ``setBulkMode(_:)`` replaced, to restore them.
     var savedPragmas: (cacheSize: Int64, autocheckpoint: Int64)?
 

@@ -8,20 +8,27 @@ public struct StoreDefinition: Sendable, Equatable {
     public var columns: [TypedColumn]
     public var badRecordPolicy: BadRecordPolicy
     public var maxRecordBytes: Int
+    /// Local writes: pushed (and checked against ``localBody``) or refused.
+    public var writeBack: WriteBackConfiguration
+    public var localBody: LocalBodyFormat
 
-    public init(name: String, deletion: DeletionPolicy = .hard, comparison: VersionComparison = .ordered, columns: [TypedColumn] = [], badRecordPolicy: BadRecordPolicy = .skip, maxRecordBytes: Int = 1 << 20) {
+    public init(name: String, deletion: DeletionPolicy = .hard, comparison: VersionComparison = .ordered, columns: [TypedColumn] = [], badRecordPolicy: BadRecordPolicy = .skip, maxRecordBytes: Int = 1 << 20,
+                writeBack: WriteBackConfiguration = WriteBackConfiguration(), localBody: LocalBodyFormat = .jsonObject) {
         self.name = name
         self.deletion = deletion
         self.comparison = comparison
         self.columns = columns
         self.badRecordPolicy = badRecordPolicy
         self.maxRecordBytes = maxRecordBytes
+        self.writeBack = writeBack
+        self.localBody = localBody
     }
 
     public init(_ configuration: StoreConfiguration) {
         self.init(
             name: configuration.name, deletion: configuration.deletion, comparison: configuration.kind.versionComparison,
-            columns: configuration.columns, badRecordPolicy: configuration.badRecordPolicy, maxRecordBytes: configuration.maxRecordBytes
+            columns: configuration.columns, badRecordPolicy: configuration.badRecordPolicy, maxRecordBytes: configuration.maxRecordBytes,
+            writeBack: configuration.writeBack, localBody: configuration.kind.localBody
         )
     }
 }

@@ -24,6 +24,10 @@ public enum MessageID: String, Sendable, CaseIterable {
     case replicaUnwritable = "8d1f0b6e3a5c4e27b9f4c2a7d6e1053b"
     /// The replica failed the integrity check ferryd runs after start on a large file.
     case replicaDamaged = "98bde39b1b4f4cb693bd8db64437ca47"
+    /// A local change and a remote change met on one record (``ConflictPolicy``).
+    case conflictRecorded = "070b93a248ed4040ad5abbd5b5eed890"
+    /// The remote refused a local change (a 403, a validation error); it stays queued.
+    case pushRefused = "f38771fffe424a2aac5f378703743652"
 
     /// The metadata key the log handlers turn into the `MESSAGE_ID` field.
     public static let metadataKey = "message_id"

@@ -67,4 +67,48 @@ struct PassJournal {
         if !error.url.isEmpty { metadata["url"] = "\(error.url)" }
         logger.error("pass failed: \(error)", metadata: metadata)
     }
+
+    func pushStarted(_ count: Int) {
+        logger.info("store \(store): pushing \(count) local change\(count == 1 ? "" : "s")", metadata: ["local_changes": "\(count)"])
+    }
+
+    func pushFinished(_ counts: PushCounts) {
+        logger.info("store \(store): push finished: \(counts.summary), \(counts.requests) requests", metadata: [
+            "pushed": "\(counts.pushed)", "push_conflicts": "\(counts.conflicts)", "push_refused": "\(counts.refused)",
+        ])
+    }
+
+    func pushRefused(_ change: LocalChange, reason: String) {
+        logger.warning("store \(store): the remote refused the local \(change.operation.word) of \(change.id.debugDescription): \(reason); it stays queued as refused", metadata: [
+            MessageID.metadataKey: "\(MessageID.pushRefused.rawValue)",
+            "record": "\(change.id)",
+        ])
+    }
+
+    func conflict(_ change: LocalChange, resolution: ConflictPlan.Resolution, policy: ConflictPolicy) {
+        let outcome = switch resolution {
+        case .hold: "held until resolved (ferry conflicts)"
+        case .takeRemote: "the remote version was kept; the local one is in ferry_conflicts"
+        case .rebaseLocal: "the local version will be pushed over it"
+        case .keepBoth: "both kept; the local version is queued as a new record"
+        }
+        logger.warning("store \(store): conflict on \(change.id.debugDescription): changed locally and on the remote; conflict = \(policy.rawValue): \(outcome)", metadata: [
+            MessageID.metadataKey: "\(MessageID.conflictRecorded.rawValue)",
+            "record": "\(change.id)",
+            "resolution": "\(resolution.rawValue)",
+        ])
+    }
+}
+
+extension ReplicaDatabase.LocalOperation: CustomStringConvertible {
+    public var description: String { word }
+
+    /// The operation in a sentence's words.
+    var word: String {
+        switch self {
+        case .create: "insert"
+        case .update: "update"
+        case .delete: "delete"
+        }
+    }
 }

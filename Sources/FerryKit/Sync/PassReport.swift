@@ -40,6 +40,10 @@ public struct PassReport: Sendable, Equatable {
     public var wasFullSync: Bool
     /// How the replica still differs from the remote after the pass; empty when it does not.
     public var gaps: [ReplicaGap] = []
+    /// What the pass pushed before it pulled (push stores).
+    public var push = PushCounts()
+    /// Local changes still queued when the pass ended (written while it ran).
+    public var localQueued = 0
 
     /// Whether the replica matches the remote as far as Ferry knows.
     public var isComplete: Bool { gaps.isEmpty }
@@ -63,12 +67,36 @@ public struct PassReport: Sendable, Equatable {
         var parts = ["\(counts.inserted) inserted", "\(counts.updated) updated", "\(counts.deleted) deleted"]
         if counts.skipped > 0 { parts.append("\(counts.skipped) skipped") }
         if unchanged { parts = ["unchanged"] }
+        if counts.conflicts > 0 { parts.append("\(counts.conflicts) conflict\(counts.conflicts == 1 ? "" : "s")") }
+        if !push.isEmpty { parts.insert(push.summary, at: 0) }
         var text = "store \(store): " + parts.joined(separator: ", ")
         text += "; \(recordCount) records, \(pages) pages in \(String(format: "%.2f", duration.seconds)) s"
         if let gaps = ReplicaGap.summary(gaps) {
             text += "; INCOMPLETE: " + gaps
         }
         return text
+    }
+}
+
+/// What a pass's push did.
+public struct PushCounts: Sendable, Equatable {
+    /// Local changes the remote accepted.
+    public var pushed = 0
+    /// Local changes that met a remote change (whatever the policy made of them).
+    public var conflicts = 0
+    /// Local changes the remote refused (kept queued as refused).
+    public var refused = 0
+    public var requests = 0
+
+    public init() {}
+
+    public var isEmpty: Bool { pushed == 0 && conflicts == 0 && refused == 0 }
+
+    public var summary: String {
+        var parts = ["pushed \(pushed)"]
+        if conflicts > 0 { parts.append("\(conflicts) push conflict\(conflicts == 1 ? "" : "s")") }
+        if refused > 0 { parts.append("\(refused) refused") }
+        return parts.joined(separator: ", ")
     }
 }
 

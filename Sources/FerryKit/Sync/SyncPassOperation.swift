@@ -8,7 +8,7 @@ import Logging
 /// instant (cancel, SIGKILL, a full disk) leaves the replica at the last committed batch, and
 /// the next pass resumes from there. The source starts fetching page N+1 before it hands over
 /// page N, so the network and the merge overlap.
-public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSourceSink, @unchecked Sendable {
+public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSourceSink, RemoteWriterSink, @unchecked Sendable {
     /// Everything a pass needs; the scheduler builds it from the running configuration.
     public struct Setup: Sendable {
         public var store: StoreConfiguration
@@ -21,9 +21,12 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         public var sweepInterval: Duration?
         public var pass: Int
         public var logger: Logger
+        /// Pull after pushing; false for `ferry push`, which only pushes.
+        public var pull: Bool
 
         public init(store: StoreConfiguration, database: SharedDatabase, trigger: PassTrigger, reconcile: Bool,
-                    sweepInterval: Duration? = nil, pass: Int, logger: Logger) {
+                    sweepInterval: Duration? = nil, pass: Int, logger: Logger, pull: Bool = true) {
+            self.pull = pull
             self.store = store
             self.database = database
             self.trigger = trigger
@@ -38,6 +41,8 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     /// bulk pragmas) is recorded in the `syncing` value, so every way out undoes exactly that.
     private enum State {
         case idle
+        /// Pushing the store's queued local changes, before its pull.
+        case pushing(any RemoteWriter)
         case syncing(Pass)
         case done
     }
@@ -89,12 +94,49 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     public override func run() {
         started = .now
         let store = setup.store
+        let changes: [LocalChange]
+        do {
+            changes = try setup.database.write { database throws(StoreError) -> [LocalChange] in
+                try database.prepare(StoreDefinition(store))
+                try database.recordAttempt(of: store.name, at: Date())
+                guard store.writeBack.push else { return [] }
+                // Held conflicts somebody resolved are carried out before anything is pushed.
+                let resolved = try database.applyResolutions(of: store.name, at: Date())
+                if resolved > 0 { journal.logger.notice("store \(store.name): carried out \(resolved) chosen conflict resolution\(resolved == 1 ? "" : "s")") }
+                return try database.queuedLocalChanges(of: store.name, limit: Self.changesPerPush)
+            }
+        } catch {
+            end(.failure(SyncError(error, store: store.name)))
+            return
+        }
+        guard !changes.isEmpty else { return startPull() }
+        let writer: any RemoteWriter
+        do {
+            writer = try store.options.value.makeWriter(RemoteSourceContext(store: store, logger: journal.logger))
+        } catch {
+            end(.failure(error))
+            return
+        }
+        journal.pushStarted(changes.count)
+        state = .pushing(writer)
+        writer.start(changes, sink: self)
+    }
+
+    /// Local changes one pass pushes at most; the rest wait for the next pass (which a push
+    /// store with more queued gets at once).
+    static let changesPerPush = 5_000
+
+    /// After the push (or without one): the pull, unless the pass only pushes.
+    private func startPull() {
+        let store = setup.store
+        guard setup.pull else {
+            state = .idle
+            return finishWithoutPull()
+        }
         let plan: PassPlan
         let rowsBefore: Int?
         do {
             (plan, rowsBefore) = try setup.database.write { database throws(StoreError) in
-                try database.prepare(StoreDefinition(store))
-                try database.recordAttempt(of: store.name, at: Date())
                 let state = try database.syncState(of: store.name)
                 let cursor = state?.cursor
                 if cursor == nil { try database.noteFirstSyncStarted(of: store.name) }
@@ -142,8 +184,10 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     }
 
     public override func cancelRun() {
-        if case .syncing(let pass) = state {
-            pass.source.cancel()
+        switch state {
+        case .syncing(let pass): pass.source.cancel()
+        case .pushing(let writer): writer.cancel()
+        case .idle, .done: break
         }
         end(.failure(SyncError(.cancelled, store: setup.store.name, message: "pass cancelled")))
     }
@@ -236,6 +280,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                     gaps.append(.recordsSkipped(count: pending + idless, sample: sample, rereadAll: idless > 0 || !store.kind.fetchesByID))
                 }
                 if let cursor { try database.storeCursor(cursor, of: store.name) }
+                gaps += try localChangeGaps(database)
                 let swept = if case .swept = report.reconciliation { true } else { false }
                 try database.recordSuccess(of: store.name, at: Date(), counts: report.counts, gaps: gaps, swept: swept)
             }
@@ -252,6 +297,68 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
 
     public func source(_ source: any RemoteSource, didFailWith error: SyncError) {
         guard case .syncing = state else { return }
+        end(.failure(error))
+    }
+
+    /// Local writes the remote does not have when the pass ends (held or refused ones).
+    private func localChangeGaps(_ database: ReplicaDatabase) throws(StoreError) -> [ReplicaGap] {
+        guard setup.store.writeBack.push else { return [] }
+        let outbox = try database.outboxSummary(of: setup.store.name)
+        report.localQueued = outbox.queued
+        guard outbox.held + outbox.refused > 0 else { return [] }
+        return [.localChangesNotPushed(held: outbox.held, refused: outbox.refused, reason: outbox.lastRefusal)]
+    }
+
+    /// A push-only pass (`ferry push`) ends here: recorded as an attempt that pushed, never as
+    /// a pull's success, so the store's cursor and last success stay the pull's.
+    private func finishWithoutPull() {
+        do {
+            let gaps = try setup.database.write { database throws(StoreError) in try localChangeGaps(database) }
+            report.gaps = gaps
+        } catch {
+            end(.failure(SyncError(error, store: setup.store.name)))
+            return
+        }
+        end(.success(report))
+    }
+
+    // MARK: - RemoteWriterSink
+
+    public func writer(_ writer: any RemoteWriter, willSendCreate change: LocalChange, body: String) throws {
+        guard case .pushing = state else { return }
+        try write { database throws(StoreError) in try database.noteCreateSent(change, body: body, of: setup.store.name, at: Date()) }
+    }
+
+    public func writer(_ writer: any RemoteWriter, didPush change: LocalChange, result: PushResult) throws {
+        guard case .pushing = state else { return }
+        let store = setup.store.name
+        switch result {
+        case .refused(let reason):
+            let redactedReason = redacted(reason)
+            try write { database throws(StoreError) in try database.recordPushRefused(change, reason: redactedReason, of: store) }
+            report.push.refused += 1
+            journal.pushRefused(change, reason: redactedReason)
+        case .accepted, .conflict:
+            let resolution = try write { database throws(StoreError) in try database.recordPush(change, result: result, of: store, at: Date()) }
+            if let resolution {
+                report.push.conflicts += 1
+                journal.conflict(change, resolution: resolution, policy: setup.store.writeBack.conflict)
+            } else if case .accepted = result {
+                report.push.pushed += 1
+            }
+        }
+        updateProgress { $0.lastAdvance = .now }
+    }
+
+    public func writer(_ writer: any RemoteWriter, didFinishWithRequests requests: Int) {
+        guard case .pushing = state else { return }
+        report.push.requests = requests
+        journal.pushFinished(report.push)
+        startPull()
+    }
+
+    public func writer(_ writer: any RemoteWriter, didFailWith error: SyncError) {
+        guard case .pushing = state else { return }
         end(.failure(error))
     }
 
@@ -281,7 +388,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         let pass: Pass?
         switch state {
         case .done: return
-        case .idle: pass = nil
+        case .idle, .pushing: pass = nil
         case .syncing(let running): pass = running
         }
         state = .done

@@ -3,8 +3,8 @@ import Testing
 @testable import FerryKit
 import FerryTestSupport
 
-/// Until Ferry pushes local writes, every other client's write to a store table is refused
-/// with a clear error, and Ferry's own merges go on.
+/// A store without `push = yes` refuses every other client's write to its table with a clear
+/// error, and Ferry's own merges go on.
 @Suite("Local writes are refused, not lost")
 struct LocalWriteGuardTests {
     static func seeded(in directory: TemporaryDirectory) throws -> ReplicaDatabase {
@@ -45,7 +45,7 @@ struct LocalWriteGuardTests {
         process.waitUntilExit()
         let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(process.terminationStatus != 0)
-        #expect(text.contains("Ferry does not push local writes to the remote yet"), "\(text)")
+        #expect(text.contains("is read-only: set push = yes in its section"), "\(text)")
     }
 
     @Test func ferrysOwnMergesStillWrite_andPreparingAgainChangesNoSchema() throws {

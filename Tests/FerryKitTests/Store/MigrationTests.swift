@@ -71,6 +71,27 @@ struct MigrationTests {
                 SELECT seq, store, id, op, strftime('%Y-%m-%dT%H:%M:%fZ', time, 'unixepoch') AS time FROM ferry_changes;
             INSERT INTO ferry_meta VALUES ('schema_version', '4');
             """,
+        5: """
+            PRAGMA application_id = 1178948185;
+            CREATE TABLE ferry_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE ferry_sync_state(
+                store TEXT PRIMARY KEY, cursor TEXT, last_attempt REAL, last_success REAL, last_error TEXT,
+                total_inserted INTEGER NOT NULL DEFAULT 0, total_updated INTEGER NOT NULL DEFAULT 0, total_deleted INTEGER NOT NULL DEFAULT 0,
+                incomplete TEXT, sweep_pending INTEGER NOT NULL DEFAULT 0, last_swept REAL, record_count INTEGER);
+            CREATE TABLE ferry_store_columns(store TEXT NOT NULL, name TEXT NOT NULL, definition TEXT NOT NULL, PRIMARY KEY (store, name));
+            CREATE TABLE ferry_stores(store_id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+            CREATE TABLE ferry_change_log(seq INTEGER PRIMARY KEY, store_id INTEGER NOT NULL, id TEXT NOT NULL, op INTEGER NOT NULL, time REAL NOT NULL);
+            CREATE TABLE ferry_pending_records(
+                store_id INTEGER NOT NULL, id TEXT NOT NULL, reason TEXT NOT NULL, since REAL NOT NULL,
+                PRIMARY KEY (store_id, id)) WITHOUT ROWID;
+            CREATE VIEW ferry_changes AS
+                SELECT l.seq AS seq, s.name AS store, l.id AS id,
+                       CASE l.op WHEN 1 THEN 'insert' WHEN 2 THEN 'update' WHEN 3 THEN 'delete' END AS op, l.time AS time
+                FROM ferry_change_log l JOIN ferry_stores s ON s.store_id = l.store_id;
+            CREATE VIEW ferry_changes_readable AS
+                SELECT seq, store, id, op, strftime('%Y-%m-%dT%H:%M:%fZ', time, 'unixepoch') AS time FROM ferry_changes;
+            INSERT INTO ferry_meta VALUES ('schema_version', '5');
+            """,
     ]
 
     @Test func everyEarlierVersionHasAFrozenSchema() {

@@ -11,7 +11,7 @@
 ///         static let example = StoreKind(
 ///             name: "example", optionKeys: ["collection"], secretKeys: ["token"],
 ///             reportsDeletions: false, versionComparison: .ordered, fetchesByID: false,
-///             readOptions: { ExampleOptions(reading: &$0) })
+///             localBody: .jsonObject, pushes: false, readOptions: { ExampleOptions(reading: &$0) })
 ///     }
 public struct StoreKind: Sendable, Hashable, CustomStringConvertible {
     /// The `kind =` value.
@@ -30,12 +30,18 @@ public struct StoreKind: Sendable, Hashable, CustomStringConvertible {
     /// Whether the source can fetch given records by id (``PassPlan/pendingIDs``); a kind that
     /// cannot reads everything again to find records an earlier pass could not store.
     public let fetchesByID: Bool
+    /// What a local write's body must be (checked by the store table's triggers).
+    public let localBody: LocalBodyFormat
+    /// Whether the kind pushes local writes (``StoreOptions/makeWriter(_:)``); `push = yes` is
+    /// refused at load for a kind that does not.
+    public let pushes: Bool
     /// Reads the kind's keys of one section; nil when a problem was reported.
     let readOptions: @Sendable (inout StoreOptionReader) -> (any StoreOptions)?
 
     init(
         name: String, optionKeys: Set<String>, secretKeys: Set<String>, reportsDeletions: Bool,
         versionComparison: VersionComparison, urlSchemes: Set<String> = ["http", "https"], fetchesByID: Bool,
+        localBody: LocalBodyFormat, pushes: Bool,
         readOptions: @escaping @Sendable (inout StoreOptionReader) -> (any StoreOptions)?
     ) {
         self.name = name
@@ -45,6 +51,8 @@ public struct StoreKind: Sendable, Hashable, CustomStringConvertible {
         self.versionComparison = versionComparison
         self.urlSchemes = urlSchemes
         self.fetchesByID = fetchesByID
+        self.localBody = localBody
+        self.pushes = pushes
         self.readOptions = readOptions
     }
 

@@ -8,11 +8,21 @@ public protocol StoreOptions: Sendable {
     /// A source for one pass. Called on the pass's run-loop thread: the source creates its
     /// session there and delivers every sink call on that loop.
     func makeSource(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteSource
+    /// A writer that pushes queued local changes, for kinds that push (``StoreKind/pushes``).
+    /// Called on the pass's run-loop thread, like ``makeSource(_:)``.
+    func makeWriter(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteWriter
     /// The secrets the options send: a 401 means they were refused (none: they are missing),
     /// and no error text may contain them, even echoed by a server.
     var credentials: [Secret] { get }
     /// Equality across kinds, so a reload can tell which stores changed.
     func isEqual(to other: any StoreOptions) -> Bool
+}
+
+extension StoreOptions {
+    public func makeWriter(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteWriter {
+        // Configuration refuses `push = yes` for a kind that does not push.
+        preconditionFailure("store \(context.store.name): kind \(kind.name) has no writer")
+    }
 }
 
 extension StoreOptions where Self: Equatable {

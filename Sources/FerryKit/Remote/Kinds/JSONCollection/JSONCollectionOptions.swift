@@ -130,5 +130,6 @@ extension StoreKind {
         optionKeys: ["records-path", "id-field", "version-field", "pagination", "updated-param", "page-size-param",
                      "total-path", "page-size", "username"],
         secretKeys: ["bearer-token", "password"], reportsDeletions: false, versionComparison: .ordered,
-        urlSchemes: ["http", "https", "file"], fetchesByID: false, readOptions: { JSONCollectionOptions(reading: &$0) })
+        urlSchemes: ["http", "https", "file"], fetchesByID: false, localBody: .jsonObject, pushes: false,
+        readOptions: { JSONCollectionOptions(reading: &$0) })
 }

@@ -70,5 +70,5 @@ extension StoreKind {
     public static let parse = StoreKind(
         name: "parse", optionKeys: ["application-id", "class", "lookback", "page-size"],
         secretKeys: ["rest-api-key", "master-key"], reportsDeletions: false, versionComparison: .ordered, fetchesByID: true,
-        readOptions: { ParseOptions(reading: &$0) })
+        localBody: .jsonObject, pushes: true, readOptions: { ParseOptions(reading: &$0) })
 }

@@ -48,16 +48,9 @@ public final class ParseSource: RemoteSource {
         store = context.store
         logger = context.logger
         errorContext = HTTPStatusClassifier.Context(context.store)
-        classURL = store.url.trimmingTrailingSlashes + "/classes/" + URLQuery.encode(options.className)
-        var headers = HTTPHeaders()
-        headers.setCredential("X-Parse-Application-Id", options.applicationID)
-        switch options.key {
-        case .master(let key): headers.setCredential("X-Parse-Master-Key", key.value)
-        case .restAPI(let key): headers.setCredential("X-Parse-REST-API-Key", key.value)
-        }
-        headers.set("Accept", "application/json")
-        store.headers.apply(to: &headers)
-        self.headers = headers
+        let endpoint = ParseEndpoint(store: context.store, options: options)
+        classURL = endpoint.classURL
+        headers = endpoint.headers
         pageSize = options.pageSize
         lookback = options.lookback
         loader = HTTPPageLoader(configuration: store.session, query: store.query)

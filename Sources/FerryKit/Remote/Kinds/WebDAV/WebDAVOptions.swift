@@ -59,11 +59,11 @@ extension StoreKind {
     public static let carddav = StoreKind(
         name: "carddav", optionKeys: ["multiget-batch", "username"], secretKeys: ["password"],
         reportsDeletions: true, versionComparison: .opaque, fetchesByID: true,
-        readOptions: { WebDAVOptions(content: .addressBook, reading: &$0) })
+        localBody: .vcard, pushes: true, readOptions: { WebDAVOptions(content: .addressBook, reading: &$0) })
 
     /// A CalDAV calendar through WebDAV sync-collection (RFC 6578, RFC 4791).
     public static let caldav = StoreKind(
         name: "caldav", optionKeys: ["multiget-batch", "username"], secretKeys: ["password"],
         reportsDeletions: true, versionComparison: .opaque, fetchesByID: true,
-        readOptions: { WebDAVOptions(content: .calendar, reading: &$0) })
+        localBody: .icalendar, pushes: true, readOptions: { WebDAVOptions(content: .calendar, reading: &$0) })
 }

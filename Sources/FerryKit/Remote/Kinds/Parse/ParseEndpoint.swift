@@ -1,0 +1,30 @@
+import Foundation
+
+/// Where a Parse store's requests go and the headers they carry, for its source and its writer.
+struct ParseEndpoint {
+    /// `{mount}/classes/{Class}`.
+    let classURL: String
+    /// The app id and key, the store's configured headers, `Accept: application/json`.
+    let headers: HTTPHeaders
+
+    init(store: StoreConfiguration, options: ParseOptions) {
+        classURL = store.url.trimmingTrailingSlashes + "/classes/" + URLQuery.encode(options.className)
+        var headers = HTTPHeaders()
+        headers.setCredential("X-Parse-Application-Id", options.applicationID)
+        switch options.key {
+        case .master(let key): headers.setCredential("X-Parse-Master-Key", key.value)
+        case .restAPI(let key): headers.setCredential("X-Parse-REST-API-Key", key.value)
+        }
+        headers.set("Accept", "application/json")
+        store.headers.apply(to: &headers)
+        self.headers = headers
+    }
+
+    func objectURL(_ id: String) -> String { classURL + "/" + URLQuery.encode(id) }
+
+    func request(_ method: String, _ url: String, json body: Data? = nil) -> HTTPRequest {
+        var headers = headers
+        if body != nil { headers.set("Content-Type", "application/json") }
+        return HTTPRequest(method: method, url: url, headers: headers, body: body)
+    }
+}

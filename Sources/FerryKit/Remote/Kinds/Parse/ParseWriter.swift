@@ -1,0 +1,245 @@
+import Foundation
+import Logging
+
+/// Pushes a Parse store's local changes, one record at a time, each in the fewest requests
+/// that keep concurrent writers safe (Parse has no conditional writes):
+///
+/// - update: `GET` the object; `PUT` only the fields changed locally, numbers changed by a
+///   delta as `Increment` (``ParseFieldMerge``), three-way against the remote when it changed
+///   since the base; a field changed on both sides to different values is a conflict; then
+///   `GET` it again, so the replica holds exactly what the remote does.
+/// - create: `POST`, then `GET` the new object. Before a create is sent its body is recorded
+///   (``RemoteWriterSink/writer(_:willSendCreate:body:)``): a create found sent but unanswered
+///   after a crash is first looked up by its fields and creation time, and adopted when found,
+///   so a crash between Parse's acceptance and the local commit makes no duplicate.
+/// - delete: `GET`; `DELETE` when the remote still has the base version; a record already gone
+///   is done.
+///
+/// A Parse error answer about the object (`{"code":N}` with 400) is a refusal of that change;
+/// credentials, rate limits and server failures stop the push, as they stop a pull.
+final class ParseWriter: RemoteWriter {
+    private enum State {
+        case idle
+        case pushing(sink: any RemoteWriterSink, changes: [LocalChange], index: Int)
+        case done
+    }
+
+    private let store: StoreConfiguration
+    private let endpoint: ParseEndpoint
+    private let loader: HTTPPageLoader
+    private let errorContext: HTTPStatusClassifier.Context
+    private var state = State.idle
+    /// How far before a lost create's recorded send time its lookup reaches (clock skew
+    /// between this machine and the Parse server).
+    static let lookupSkew: TimeInterval = 300
+
+    init(_ context: RemoteSourceContext, options: ParseOptions) {
+        store = context.store
+        endpoint = ParseEndpoint(store: context.store, options: options)
+        loader = HTTPPageLoader(configuration: context.store.session, query: context.store.query)
+        errorContext = HTTPStatusClassifier.Context(context.store)
+    }
+
+    func start(_ changes: [LocalChange], sink: any RemoteWriterSink) {
+        guard case .idle = state else { preconditionFailure("ParseWriter started twice") }
+        state = .pushing(sink: sink, changes: changes, index: 0)
+        // Sink calls never happen inside start.
+        RunLoopHandle.later { [weak self] in self?.next() }
+    }
+
+    func cancel() {
+        loader.cancel()
+        state = .done
+    }
+
+    private func next() {
+        guard case .pushing(let sink, let changes, let index) = state else { return }
+        guard index < changes.count else {
+            state = .done
+            return sink.writer(self, didFinishWithRequests: loader.requestCount)
+        }
+        let change = changes[index]
+        switch change.operation {
+        case .update: pushUpdate(change)
+        case .create: pushCreate(change)
+        case .delete: pushDelete(change)
+        }
+    }
+
+    /// Reports one change's result and moves on; a sink that throws (the replica failed) ends
+    /// the push: it has ended the pass already.
+    private func finish(_ change: LocalChange, _ result: PushResult) {
+        guard case .pushing(let sink, let changes, let index) = state else { return }
+        do {
+            try sink.writer(self, didPush: change, result: result)
+        } catch {
+            cancel()
+            return
+        }
+        guard case .pushing = state else { return }
+        state = .pushing(sink: sink, changes: changes, index: index + 1)
+        next()
+    }
+
+    private func fail(_ error: SyncError) {
+        guard case .pushing(let sink, _, _) = state else { return }
+        loader.cancel()
+        state = .done
+        sink.writer(self, didFailWith: error)
+    }
+
+    // MARK: - Operations
+
+    private func pushUpdate(_ change: LocalChange) {
+        fetch(change.id) { [self] remote in
+            guard let remote else { return finish(change, .conflict(remote: nil)) }
+            guard let local = change.body.flatMap(JSONValue.object(parsing:)) else {
+                return finish(change, .refused("the local body is not a JSON object"))
+            }
+            let base = change.baseBody.flatMap(JSONValue.object(parsing:)) ?? [:]
+            let theirs = remote.version == change.baseVersion ? nil : JSONValue.object(parsing: String(decoding: remote.body, as: UTF8.self))
+            switch ParseFieldMerge.update(base: base, local: local, remote: theirs) {
+            case .conflict:
+                finish(change, .conflict(remote: remote))
+            case .update(let fields) where fields.isEmpty:
+                finish(change, .accepted(remote))
+            case .update(let fields):
+                send(endpoint.request("PUT", endpoint.objectURL(change.id), json: ParseFieldMerge.encode(fields)), for: change) { [self] _ in
+                    fetch(change.id) { [self] after in finish(change, after.map { .accepted($0) } ?? .conflict(remote: nil)) }
+                }
+            }
+        }
+    }
+
+    private func pushDelete(_ change: LocalChange) {
+        fetch(change.id) { [self] remote in
+            guard let remote else { return finish(change, .accepted(nil)) }
+            guard remote.version == change.baseVersion else { return finish(change, .conflict(remote: remote)) }
+            send(endpoint.request("DELETE", endpoint.objectURL(change.id)), for: change, missingIsDone: true) { [self] _ in
+                finish(change, .accepted(nil))
+            }
+        }
+    }
+
+    private func pushCreate(_ change: LocalChange) {
+        guard let body = change.body else {
+            // Deleted locally after it was sent: remove what the send may have made.
+            guard let sent = change.baseBody, let at = change.sent else { return finish(change, .accepted(nil)) }
+            return lookUp(sent: sent, at: at) { [self] found in
+                guard let found else { return finish(change, .accepted(nil)) }
+                send(endpoint.request("DELETE", endpoint.objectURL(found.id)), for: change, missingIsDone: true) { [self] _ in
+                    finish(change, .accepted(nil))
+                }
+            }
+        }
+        guard let local = JSONValue.object(parsing: body) else { return finish(change, .refused("the local body is not a JSON object")) }
+        let object = ParseFieldMerge.create(local: local)
+        let encoded = ParseFieldMerge.encode(object)
+        let create = { [self] in
+            guard case .pushing(let sink, _, _) = state else { return }
+            let text = String(decoding: encoded, as: UTF8.self)
+            do { try sink.writer(self, willSendCreate: change, body: text) } catch { return cancel() }
+            send(endpoint.request("POST", endpoint.classURL, json: encoded), for: change) { [self] page in
+                guard let created = try? JSONDecoder().decode([String: JSONValue].self, from: page.body),
+                      case .string(let id)? = created["objectId"] else {
+                    return fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered a create without an objectId"))
+                }
+                fetch(id) { [self] record in finish(change, record.map { .accepted($0) } ?? .conflict(remote: nil)) }
+            }
+        }
+        guard let sentAt = change.sent, let sent = change.baseBody else { return create() }
+        lookUp(sent: sent, at: sentAt) { [self] found in
+            if let found { finish(change, .accepted(found)) } else { create() }
+        }
+    }
+
+    // MARK: - Requests
+
+    /// The object as the remote holds it now; nil when it has none.
+    private func fetch(_ id: String, then: @escaping (RemoteRecord?) -> Void) {
+        loader.load(endpoint.request("GET", endpoint.objectURL(id))) { [self] result in
+            switch result {
+            case .failure(let error): return fail(SyncError(error, store: store))
+            case .success(let page):
+                if page.head.status == 404 { return then(nil) }
+                guard (200..<300).contains(page.head.status) else { return fail(statusError(page)) }
+                guard let record = Self.record(page.body) else {
+                    return fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered an object without objectId and updatedAt"))
+                }
+                then(record)
+            }
+        }
+    }
+
+    /// A create that was sent without its answer recorded, found by what was sent: created no
+    /// earlier than the send (less ``lookupSkew``) with every plain field equal. Exactly one
+    /// match is adopted; none or several mean it is sent again.
+    private func lookUp(sent: String, at date: Date, then: @escaping (RemoteRecord?) -> Void) {
+        var condition = (JSONValue.object(parsing: sent) ?? [:]).filter {
+            switch $0.value {
+            case .string, .integer, .number, .bool: true
+            default: false
+            }
+        }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        condition["createdAt"] = .object(["$gte": .object(["__type": .string("Date"), "iso": .string(formatter.string(from: date.addingTimeInterval(-Self.lookupSkew)))])])
+        let url = endpoint.classURL + "?where=" + URLQuery.encode(String(decoding: ParseFieldMerge.encode(condition), as: UTF8.self)) + "&limit=2"
+        loader.load(endpoint.request("GET", url)) { [self] result in
+            switch result {
+            case .failure(let error): return fail(SyncError(error, store: store))
+            case .success(let page):
+                guard (200..<300).contains(page.head.status) else { return fail(statusError(page)) }
+                guard let results = try? JSONSerialization.jsonObject(with: page.body) as? [String: Any],
+                      let objects = results["results"] as? [Any] else {
+                    return fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered a query without results"))
+                }
+                guard objects.count == 1, let data = try? JSONSerialization.data(withJSONObject: objects[0]), let record = Self.record(data) else {
+                    return then(nil)
+                }
+                fetch(record.id, then: then)
+            }
+        }
+    }
+
+    /// Sends a write; a Parse error about the object refuses the change, anything else that
+    /// is not 2xx stops the push. `missingIsDone`: a 404 counts as done (a delete).
+    private func send(_ request: HTTPRequest, for change: LocalChange, missingIsDone: Bool = false,
+                      then: @escaping (HTTPPageLoader.Page) -> Void) {
+        loader.load(request) { [self] result in
+            switch result {
+            case .failure(let error): fail(SyncError(error, store: store))
+            case .success(let page):
+                let status = page.head.status
+                if (200..<300).contains(status) || (missingIsDone && status == 404) { return then(page) }
+                if status == 404 { return finish(change, .conflict(remote: nil)) }
+                if let refusal = Self.refusal(page) { return finish(change, .refused(refusal)) }
+                fail(statusError(page))
+            }
+        }
+    }
+
+    /// Parse's words for a write it refuses (a 400 with `{"code":N,"error":...}`).
+    static func refusal(_ page: HTTPPageLoader.Page) -> String? {
+        guard page.head.status == 400,
+              let object = try? JSONSerialization.jsonObject(with: page.body) as? [String: Any],
+              let code = object["code"] as? Int else { return nil }
+        return "Parse error \(code): \(object["error"] as? String ?? "no message")"
+    }
+
+    static func record(_ body: Data) -> RemoteRecord? {
+        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+              let id = object["objectId"] as? String, let version = object["updatedAt"] as? String else { return nil }
+        return RemoteRecord(id: id, version: version, body: body)
+    }
+
+    private func statusError(_ page: HTTPPageLoader.Page) -> SyncError {
+        page.statusError(target: .derivedURL, context: errorContext)
+    }
+}
+
+extension ParseOptions {
+    public func makeWriter(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteWriter {
+        ParseWriter(context, options: self)
+    }
+}

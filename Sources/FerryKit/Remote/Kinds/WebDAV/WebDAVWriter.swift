@@ -1,0 +1,202 @@
+import Foundation
+import Logging
+
+/// Pushes a CardDAV or CalDAV store's local changes with conditional requests, so a change
+/// made on the server since the local base is a conflict, never overwritten (RFC 4918 §10.4,
+/// RFC 6352 §6.3.2, RFC 4791 §5.3.2):
+///
+/// | local change | request                                   | 412 Precondition Failed      |
+/// |--------------|-------------------------------------------|------------------------------|
+/// | create       | `PUT` member, `If-None-Match: *`          | `GET` it: ours (a create sent before a crash) or a conflict |
+/// | update       | `PUT` member, `If-Match: <base ETag>`     | `GET` it: a conflict (404: deleted there) |
+/// | delete       | `DELETE` member, `If-Match: <base ETag>`  | `GET` it: a conflict         |
+///
+/// A create's member is named after its UID (`<UID>.vcf` / `<UID>.ics`) unless the row was
+/// inserted with an id of its own, so a create sent twice is the same member: idempotent.
+/// A `PUT` answered with an `ETag` stored exactly what was sent; without one the server
+/// changed it, and the member is read back. 400, 403, 409, 413, 415 and 422 refuse the change
+/// (a server that finds the card invalid); anything else a pull would fail on stops the push.
+final class WebDAVWriter: RemoteWriter {
+    private enum State {
+        case idle
+        case pushing(sink: any RemoteWriterSink, changes: [LocalChange], index: Int)
+        case done
+    }
+
+    private let store: StoreConfiguration
+    private let builder: WebDAVRequestBuilder
+    private let content: WebDAVOptions.Content
+    private let loader: HTTPPageLoader
+    private let errorContext: HTTPStatusClassifier.Context
+    private var state = State.idle
+
+    static let refusingStatuses: Set<Int> = [400, 403, 409, 413, 415, 422]
+
+    init(_ context: RemoteSourceContext, options: WebDAVOptions) throws(SyncError) {
+        store = context.store
+        guard let collection = WebDAVCollection(url: context.store.url) else {
+            throw SyncError(.configuration, store: context.store.name, message: "not a collection URL: \(context.store.url.redactingUserInfo)")
+        }
+        builder = WebDAVRequestBuilder(collection: collection, kind: options.kind, authentication: options.authentication,
+                                       headers: context.store.headers, query: context.store.query)
+        content = options.content
+        // The builder adds the configured query itself.
+        loader = HTTPPageLoader(configuration: context.store.session)
+        errorContext = HTTPStatusClassifier.Context(context.store)
+    }
+
+    func start(_ changes: [LocalChange], sink: any RemoteWriterSink) {
+        guard case .idle = state else { preconditionFailure("WebDAVWriter started twice") }
+        state = .pushing(sink: sink, changes: changes, index: 0)
+        RunLoopHandle.later { [weak self] in self?.next() }
+    }
+
+    func cancel() {
+        loader.cancel()
+        state = .done
+    }
+
+    /// The member id a create is stored under: the row's own id, or one made from the UID.
+    func memberID(for change: LocalChange, body: String) -> String? {
+        guard change.hasLocalID else { return change.id }
+        guard let uid = ContentLineText.uid(in: body) else { return nil }
+        let safe = uid.map { $0 == "/" || $0 == "\\" ? "_" : $0 }
+        return String(safe) + (content == .addressBook ? ".vcf" : ".ics")
+    }
+
+    private func next() {
+        guard case .pushing(let sink, let changes, let index) = state else { return }
+        guard index < changes.count else {
+            state = .done
+            return sink.writer(self, didFinishWithRequests: loader.requestCount)
+        }
+        let change = changes[index]
+        switch change.operation {
+        case .create:
+            guard let body = change.body ?? change.baseBody else { return finish(change, .accepted(nil)) }
+            guard let member = memberID(for: change, body: body) else { return finish(change, .refused("the local body has no UID")) }
+            guard change.body != nil else {
+                // Deleted locally after its create was sent: remove what the send may have made.
+                return send("DELETE", member, body: nil, condition: nil, for: change) { [self] _ in finish(change, .accepted(nil)) }
+            }
+            do {
+                if case .pushing(let sink, _, _) = state { try sink.writer(self, willSendCreate: change, body: body) }
+            } catch { return cancel() }
+            send("PUT", member, body: body, condition: ("If-None-Match", "*"), for: change) { [self] page in
+                stored(page, member: member, sent: body, change: change)
+            } onConflict: { [self] in
+                fetch(member) { [self] remote in
+                    // Our own create, sent before a crash: the same text is already there.
+                    if let remote, Self.sameText(remote.body, body) { return finish(change, .accepted(remote)) }
+                    finish(change, .conflict(remote: remote))
+                }
+            }
+        case .update:
+            guard let body = change.body else { return finish(change, .accepted(nil)) }
+            send("PUT", change.id, body: body, condition: change.baseVersion.map { ("If-Match", $0) }, for: change) { [self] page in
+                stored(page, member: change.id, sent: body, change: change)
+            } onConflict: { [self] in
+                fetch(change.id) { [self] remote in finish(change, .conflict(remote: remote)) }
+            }
+        case .delete:
+            send("DELETE", change.id, body: nil, condition: change.baseVersion.map { ("If-Match", $0) }, for: change) { [self] _ in
+                finish(change, .accepted(nil))
+            } onConflict: { [self] in
+                fetch(change.id) { [self] remote in finish(change, remote.map { .conflict(remote: $0) } ?? .accepted(nil)) }
+            }
+        }
+    }
+
+    /// After a successful PUT: the record as stored, from the answer's ETag or read back.
+    private func stored(_ page: HTTPPageLoader.Page, member: String, sent: String, change: LocalChange) {
+        if let etag = page.head.headers["ETag"], !etag.hasPrefix("W/") {
+            let body = Data(sent.utf8)
+            let fields = try? CardFieldExtractor.fields(of: body, kind: builder.kind)
+            return finish(change, .accepted(RemoteRecord(id: member, version: etag, body: body, fields: fields)))
+        }
+        fetch(member) { [self] remote in finish(change, remote.map { .accepted($0) } ?? .conflict(remote: nil)) }
+    }
+
+    private func finish(_ change: LocalChange, _ result: PushResult) {
+        guard case .pushing(let sink, let changes, let index) = state else { return }
+        do {
+            try sink.writer(self, didPush: change, result: result)
+        } catch {
+            cancel()
+            return
+        }
+        guard case .pushing = state else { return }
+        state = .pushing(sink: sink, changes: changes, index: index + 1)
+        next()
+    }
+
+    private func fail(_ error: SyncError) {
+        guard case .pushing(let sink, _, _) = state else { return }
+        loader.cancel()
+        state = .done
+        sink.writer(self, didFailWith: error)
+    }
+
+    private func request(_ method: String, _ member: String, body: String?) -> HTTPRequest {
+        var request = HTTPRequest(method: method, url: builder.collection.url(forHref: builder.collection.href(forID: member)))
+        if let body {
+            request.headers.set("Content-Type", content == .addressBook ? "text/vcard; charset=utf-8" : "text/calendar; charset=utf-8")
+            request.body = Data(body.utf8)
+        }
+        builder.authorize(&request)
+        return request
+    }
+
+    /// A conditional write: 2xx (and 404 for a DELETE) is `then`, 412 is `onConflict`, a
+    /// refusing status refuses the change, anything else stops the push.
+    private func send(_ method: String, _ member: String, body: String?, condition: (String, String)?, for change: LocalChange,
+                      then: @escaping (HTTPPageLoader.Page) -> Void, onConflict: @escaping () -> Void = {}) {
+        var request = request(method, member, body: body)
+        if let (name, value) = condition { request.headers.set(name, value) }
+        loader.load(request, configuredQuery: false) { [self] result in
+            switch result {
+            case .failure(let error): fail(SyncError(error, store: store))
+            case .success(let page):
+                let status = page.head.status
+                if (200..<300).contains(status) || (method == "DELETE" && status == 404) { return then(page) }
+                if status == 412 { return onConflict() }
+                // An update of a member that is gone (a server that answers 404 to If-Match).
+                if status == 404, method == "PUT" { return finish(change, .conflict(remote: nil)) }
+                if Self.refusingStatuses.contains(status) {
+                    let words = ErrorBodySnippet.summary(of: page.body, contentType: page.head.headers["Content-Type"],
+                                                         redacting: errorContext.secrets)
+                    return finish(change, .refused("HTTP \(status)" + (words.map { ": \($0)" } ?? "")))
+                }
+                fail(page.statusError(target: .derivedURL, context: errorContext))
+            }
+        }
+    }
+
+    /// The member as the server holds it; nil when it has none.
+    private func fetch(_ member: String, then: @escaping (RemoteRecord?) -> Void) {
+        loader.load(request("GET", member, body: nil), configuredQuery: false) { [self] result in
+            switch result {
+            case .failure(let error): fail(SyncError(error, store: store))
+            case .success(let page):
+                if page.head.status == 404 || page.head.status == 410 { return then(nil) }
+                guard (200..<300).contains(page.head.status) else {
+                    return fail(page.statusError(target: .derivedURL, context: errorContext))
+                }
+                let fields = try? CardFieldExtractor.fields(of: page.body, kind: builder.kind)
+                then(RemoteRecord(id: member, version: page.head.headers["ETag"] ?? "", body: page.body, fields: fields))
+            }
+        }
+    }
+
+    /// Whether two vCard/iCalendar texts are the same but for line endings.
+    static func sameText(_ stored: Data, _ sent: String) -> Bool {
+        func normal(_ text: String) -> String { text.replacingOccurrences(of: "\r\n", with: "\n").trimmingCharacters(in: .whitespacesAndNewlines) }
+        return normal(String(decoding: stored, as: UTF8.self)) == normal(sent)
+    }
+}
+
+extension WebDAVOptions {
+    public func makeWriter(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteWriter {
+        try WebDAVWriter(context, options: self)
+    }
+}

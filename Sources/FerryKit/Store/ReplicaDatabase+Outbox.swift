@@ -1,0 +1,283 @@
+import Foundation
+
+/// The queue of a push store's local changes (`ferry_outbox`, filled by the table's triggers)
+/// as Ferry reads and empties it: what to push, what the remote answered, and what a conflict
+/// does under the store's policy (``ConflictPlan``). Every method commits on its own, so a
+/// crash between two answers keeps the answered ones and queues the rest.
+extension ReplicaDatabase {
+    /// What the outbox holds for one record (the merge's view of it).
+    struct QueuedEntry: Sendable, Equatable {
+        var operation: LocalOperation
+        var baseVersion: String?
+        var held: Bool
+    }
+
+    /// How many local changes a store has, by state.
+    public struct OutboxSummary: Sendable, Equatable {
+        public var queued = 0
+        public var refused = 0
+        public var held = 0
+        /// The newest reason the remote gave for a refusal.
+        public var lastRefusal: String?
+
+        public init(queued: Int = 0, refused: Int = 0, held: Int = 0, lastRefusal: String? = nil) {
+            self.queued = queued
+            self.refused = refused
+            self.held = held
+            self.lastRefusal = lastRefusal
+        }
+
+        public var isEmpty: Bool { queued == 0 && refused == 0 && held == 0 }
+    }
+
+    func storeID(of store: String) throws(SQLiteError) -> Int64? {
+        if let prepared = stores[store] { return prepared.storeID }
+        let lookup = try connection.prepare("SELECT store_id FROM ferry_stores WHERE name = ?1")
+        try lookup.bind(store, at: 1)
+        return try lookup.step() ? lookup.int64(at: 0) : nil
+    }
+
+    /// The store's queue as the merge needs it; empty (and one index probe) for a store with
+    /// nothing queued, the common case.
+    func queuedEntries(of prepared: PreparedStore) throws(SQLiteError) -> [String: QueuedEntry] {
+        let statement = try connection.prepare("SELECT id, op, base_version, state FROM ferry_outbox WHERE store_id = ?1")
+        try statement.bind(prepared.storeID, at: 1)
+        var entries: [String: QueuedEntry] = [:]
+        while try statement.step() {
+            entries[statement.string(at: 0) ?? ""] = QueuedEntry(
+                operation: LocalOperation(rawValue: statement.int64(at: 1)) ?? .update, baseVersion: statement.string(at: 2),
+                held: statement.int64(at: 3) == 2)
+        }
+        return entries
+    }
+
+    /// Queued changes to push, oldest first: neither refused nor held. Held conflicts a person
+    /// resolved are applied first (``applyResolutions(of:)``).
+    public func queuedLocalChanges(of store: String, limit: Int = 10_000) throws(StoreError) -> [LocalChange] {
+        do {
+            guard let storeID = try storeID(of: store) else { return [] }
+            let statement = try connection.prepare("""
+                SELECT o.id, o.op, o.base_version, o.base_body, t.body, o.generation, o.sent
+                FROM ferry_outbox o LEFT JOIN \(quoted(store)) t ON t.id = o.id
+                WHERE o.store_id = ?1 AND o.state = 0 ORDER BY o.queued, o.id LIMIT ?2
+                """)
+            try statement.bind(storeID, at: 1)
+            try statement.bind(limit, at: 2)
+            var changes: [LocalChange] = []
+            while try statement.step() {
+                let operation = LocalOperation(rawValue: statement.int64(at: 1)) ?? .update
+                changes.append(LocalChange(
+                    id: statement.string(at: 0) ?? "", operation: operation, baseVersion: statement.string(at: 2),
+                    baseBody: statement.string(at: 3), body: operation == .delete ? nil : statement.string(at: 4),
+                    generation: statement.int64(at: 5), sent: statement.isNull(at: 6) ? nil : Date(timeIntervalSince1970: statement.double(at: 6))))
+            }
+            return changes
+        } catch { throw StoreError(error, path: path, store: store) }
+    }
+
+    /// The store's queue by state, for `ferry status` and the pass report.
+    public func outboxSummary(of store: String) throws(StoreError) -> OutboxSummary {
+        do {
+            guard let storeID = try storeID(of: store) else { return OutboxSummary() }
+            let statement = try connection.prepare("""
+                SELECT coalesce(sum(state = 0), 0), coalesce(sum(state = 1), 0), coalesce(sum(state = 2), 0),
+                       (SELECT last_error FROM ferry_outbox WHERE store_id = ?1 AND state = 1 ORDER BY changed DESC LIMIT 1)
+                FROM ferry_outbox WHERE store_id = ?1
+                """)
+            try statement.bind(storeID, at: 1)
+            guard try statement.step() else { return OutboxSummary() }
+            return OutboxSummary(queued: Int(statement.int64(at: 0)), refused: Int(statement.int64(at: 1)),
+                                 held: Int(statement.int64(at: 2)), lastRefusal: statement.string(at: 3))
+        } catch { throw StoreError(error, path: path, store: store) }
+    }
+
+    /// Records that a create is about to be sent, with what is sent: after a crash the next
+    /// push finds `sent` set and looks the record up before creating it again.
+    public func noteCreateSent(_ change: LocalChange, body: String, of store: String, at date: Date) throws(StoreError) {
+        requireWritable()
+        try outboxUpdate(store, "sent = ?3, base_body = ?4, attempts = attempts + 1", id: change.id) { statement throws(SQLiteError) in
+            try statement.bind(Self.timestamp(date), at: 3)
+            try statement.bind(body, at: 4)
+        }
+    }
+
+    /// Records a refusal: the change stays queued as refused, with the reason, until a new local
+    /// write to the record (or `ferry push --retry`) queues it again.
+    public func recordPushRefused(_ change: LocalChange, reason: String, of store: String) throws(StoreError) {
+        requireWritable()
+        try outboxUpdate(store, "state = 1, last_error = ?3, attempts = attempts + 1", id: change.id) { statement throws(SQLiteError) in
+            try statement.bind(reason, at: 3)
+        }
+    }
+
+    /// Queues every refused change of `store` again.
+    public func retryRefused(of store: String) throws(StoreError) -> Int {
+        requireWritable()
+        do {
+            guard let storeID = try storeID(of: store) else { return 0 }
+            let statement = try connection.prepare("UPDATE ferry_outbox SET state = 0, last_error = NULL WHERE store_id = ?1 AND state = 1")
+            try statement.bind(storeID, at: 1)
+            try statement.run()
+            return connection.changes
+        } catch { throw StoreError(error, path: path, store: store) }
+    }
+
+    private func outboxUpdate(_ store: String, _ assignments: String, id: String, bind: (Statement) throws(SQLiteError) -> Void) throws(StoreError) {
+        do {
+            guard let storeID = try storeID(of: store) else { return }
+            let statement = try connection.prepare("UPDATE ferry_outbox SET \(assignments) WHERE store_id = ?1 AND id = ?2")
+            try statement.bind(storeID, at: 1)
+            try statement.bind(id, at: 2)
+            try bind(statement)
+            try statement.run()
+        } catch { throw StoreError(error, path: path, store: store, recordID: id) }
+    }
+
+    /// Merges the remote's answer to one pushed change, in one transaction: the row takes the
+    /// remote's id, version and body, the entry leaves the queue (unless a newer local write
+    /// arrived meanwhile: then it stays, rebased on the new version), and the change log gets
+    /// the change as a local one. A conflict goes to the store's policy.
+    /// Returns the conflict's resolution when there was one.
+    @discardableResult
+    public func recordPush(_ change: LocalChange, result: PushResult, of store: String, at date: Date) throws(StoreError) -> ConflictPlan.Resolution? {
+        requireWritable()
+        let prepared = try preparedStore(store)
+        let now = Self.timestamp(date)
+        do {
+            return try connection.transaction { () throws(SQLiteError) -> ConflictPlan.Resolution? in
+                switch result {
+                case .refused:
+                    preconditionFailure("recordPush is not for refusals (recordPushRefused)")
+                case .accepted(let record):
+                    try accept(change, record: record, in: prepared, at: now)
+                    return nil
+                case .conflict(let remote):
+                    guard let entry = try queuedEntries(of: prepared)[change.id] else { return nil }
+                    let outcome = ConflictPlan.outcome(
+                        local: entry.operation, base: entry.baseVersion, held: entry.held,
+                        remote: remote.map { .upsert(version: $0.version) } ?? .delete,
+                        comparison: prepared.definition.comparison, policy: prepared.definition.writeBack.conflict)
+                    // The remote answered "changed": even a version the table would call old
+                    // is a conflict here (an opaque ETag the server rewrote).
+                    switch outcome {
+                    case .conflict(let resolution):
+                        try resolve(change.id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
+                        return resolution
+                    case .refreshHeld:
+                        try refreshHeldConflict(change.id, remote: remote, in: prepared)
+                        return .hold
+                    case .keepLocal:
+                        let resolution = ConflictPlan.resolution(prepared.definition.writeBack.conflict, localDeleted: entry.operation == .delete)
+                        try resolve(change.id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
+                        return resolution
+                    case .bothDeleted:
+                        try dropEntry(change.id, of: prepared)
+                        return nil
+                    }
+                }
+            }
+        } catch { throw StoreError(error, path: path, store: store, recordID: change.id) }
+    }
+
+    private func accept(_ change: LocalChange, record: RemoteRecord?, in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
+        let table = quoted(prepared.definition.name)
+        let read = try connection.prepare("SELECT generation FROM ferry_outbox WHERE store_id = ?1 AND id = ?2")
+        try read.bind(prepared.storeID, at: 1)
+        try read.bind(change.id, at: 2)
+        let generation: Int64? = try read.step() ? read.int64(at: 0) : nil
+        read.reset()
+        let newerLocalWrite = generation.map { $0 != change.generation } ?? false
+        let finalID = record?.id ?? change.id
+        if let record {
+            if record.id != change.id {
+                // The remote assigned the id: the placeholder row and its entry take it.
+                let rename = try connection.prepare("UPDATE \(table) SET id = ?2 WHERE id = ?1")
+                try rename.bind(change.id, at: 1)
+                try rename.bind(record.id, at: 2)
+                try rename.run()
+                let renameEntry = try connection.prepare("UPDATE ferry_outbox SET id = ?3 WHERE store_id = ?1 AND id = ?2")
+                try renameEntry.bind(prepared.storeID, at: 1)
+                try renameEntry.bind(change.id, at: 2)
+                try renameEntry.bind(record.id, at: 3)
+                try renameEntry.run()
+            }
+            // A newer local write keeps its body; the version is the remote's either way, so
+            // the next push of it is conditional on what this one made.
+            let sql = newerLocalWrite
+                ? "UPDATE \(table) SET version = ?2, last_synced = ?5 WHERE id = ?1"
+                : "UPDATE \(table) SET version = ?2, body = ?3, fields = ?4, last_synced = ?5, deleted = 0 WHERE id = ?1"
+            let write = try connection.prepare(sql)
+            try write.bind(record.id, at: 1)
+            try write.bind(record.version, at: 2)
+            if !newerLocalWrite {
+                try write.bindText(utf8: record.body, at: 3)
+                try write.bind(Self.encodeFields(record.fields), at: 4)
+            }
+            try write.bind(now, at: 5)
+            try write.run()
+            if connection.changes == 0, !newerLocalWrite {
+                // The row was deleted locally while its create or update was in flight: the
+                // entry (now a delete of the remote record) carries on.
+            }
+        }
+        if newerLocalWrite {
+            // Still queued: based on what the remote now holds. An accepted delete followed by a
+            // local insert of the same id is a create again.
+            let rebase = try connection.prepare("""
+                UPDATE ferry_outbox SET base_version = ?3, base_body = ?4, sent = NULL,
+                    op = CASE WHEN ?5 = 3 THEN 1 WHEN op = 1 THEN 2 ELSE op END
+                WHERE store_id = ?1 AND id = ?2
+                """)
+            try rebase.bind(prepared.storeID, at: 1)
+            try rebase.bind(finalID, at: 2)
+            try rebase.bind(record?.version, at: 3)
+            if let record { try rebase.bindText(utf8: record.body, at: 4) } else { try rebase.bindNull(at: 4) }
+            try rebase.bind(change.operation.rawValue, at: 5)
+            try rebase.run()
+        } else {
+            try dropEntry(finalID, of: prepared)
+        }
+        let logged: ChangeLogBuffer.Operation = switch change.operation {
+        case .create: .insert
+        case .update: .update
+        case .delete: .delete
+        }
+        try logLocal(logged, id: finalID, of: prepared, at: now)
+        if change.operation != .update { try forgetRecordCount(of: prepared.definition.name) }
+    }
+
+    func dropEntry(_ id: String, of prepared: PreparedStore) throws(SQLiteError) {
+        let drop = try connection.prepare("DELETE FROM ferry_outbox WHERE store_id = ?1 AND id = ?2")
+        try drop.bind(prepared.storeID, at: 1)
+        try drop.bind(id, at: 2)
+        try drop.run()
+    }
+
+    /// A change-log row for a pushed local write (`origin` 1), after any the merge buffered.
+    func logLocal(_ operation: ChangeLogBuffer.Operation, id: String, of prepared: PreparedStore, at now: Double) throws(SQLiteError) {
+        let statement = try connection.prepare("INSERT INTO ferry_change_log(seq, store_id, id, op, time, origin) VALUES ((\(ChangeLogBuffer.nextSequenceSQL)), ?1, ?2, ?3, ?4, 1)")
+        try statement.bind(prepared.storeID, at: 1)
+        try statement.bind(id, at: 2)
+        try statement.bind(operation.rawValue, at: 3)
+        try statement.bind(now, at: 4)
+        try statement.run()
+    }
+
+    /// Push stores among `stores` with local changes to push (or conflict resolutions to carry
+    /// out), or nil when no other program committed anything since the last call: one pragma,
+    /// so ferryd can ask every second.
+    public func storesWithLocalWrites(among stores: Set<String>) throws(StoreError) -> Set<String>? {
+        do {
+            let version = try connection.scalarInt("PRAGMA data_version") ?? 0
+            guard version != lastDataVersion else { return nil }
+            lastDataVersion = version
+            guard !stores.isEmpty else { return [] }
+            let names = try connection.textRows("""
+                SELECT s.name FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id WHERE o.state = 0
+                UNION SELECT s.name FROM ferry_conflicts c JOIN ferry_stores s ON s.store_id = c.store_id
+                    WHERE c.resolved IS NULL AND c.resolution IS NOT NULL
+                """)
+            return Set(names).intersection(stores)
+        } catch { throw StoreError(error, path: path) }
+    }
+}

@@ -1,0 +1,75 @@
+/// What a remote change does to a record with a queued local change, as a pure table. The
+/// merge (a pull that meets a queued record) and the push (a remote that answers "changed
+/// since") both follow it, and its tests read as the table:
+///
+/// | local change | remote change                      | outcome                  |
+/// |--------------|------------------------------------|--------------------------|
+/// | update/delete| upsert, not newer than the base    | `.keepLocal` (no news)   |
+/// | delete       | delete                             | `.bothDeleted`           |
+/// | create       | delete                             | `.keepLocal`             |
+/// | update       | delete                             | conflict                 |
+/// | update/delete| upsert, newer than the base        | conflict                 |
+/// | create       | upsert (the same id: both created) | conflict                 |
+/// | (held)       | anything newer                     | `.refreshHeld`           |
+///
+/// and a conflict resolves by the store's ``ConflictPolicy``:
+///
+/// | policy       | replica row        | queued change                                  |
+/// |--------------|--------------------|------------------------------------------------|
+/// | hold         | the local one      | held until resolved                            |
+/// | remote-wins  | the remote one     | dropped                                        |
+/// | local-wins   | the local one      | rebased on the remote version (a create if the remote deleted it) |
+/// | keep-both    | the remote one     | the local body queued as a new record          |
+///
+/// A local delete that meets a remote update under keep-both has nothing local to keep: the
+/// remote record comes back (as remote-wins).
+public enum ConflictPlan {
+    /// The remote side of a meeting.
+    enum Remote: Sendable, Equatable {
+        case upsert(version: String)
+        case delete
+    }
+
+    enum Outcome: Sendable, Equatable {
+        /// The remote has nothing new for the record: the local change stays queued as it is.
+        case keepLocal
+        /// Both sides deleted the record: nothing is left to push.
+        case bothDeleted
+        /// The entry is already held: its open conflict takes the newer remote side.
+        case refreshHeld
+        case conflict(Resolution)
+    }
+
+    public enum Resolution: String, Sendable, Equatable {
+        case hold
+        case takeRemote = "remote"
+        case rebaseLocal = "local"
+        case keepBoth = "both"
+    }
+
+    static func outcome(local operation: LocalChange.Operation, base: String?, held: Bool, remote: Remote,
+                        comparison: VersionComparison, policy: ConflictPolicy) -> Outcome {
+        switch (operation, remote) {
+        case (.delete, .delete):
+            return .bothDeleted
+        case (.create, .delete):
+            return .keepLocal
+        case (.update, .delete):
+            return held ? .refreshHeld : .conflict(resolution(policy, localDeleted: false))
+        case (.update, .upsert(let version)), (.delete, .upsert(let version)):
+            if let base, !MergePlan.replaces(incoming: version, stored: base, comparison: comparison) { return .keepLocal }
+            return held ? .refreshHeld : .conflict(resolution(policy, localDeleted: operation == .delete))
+        case (.create, .upsert):
+            return held ? .refreshHeld : .conflict(resolution(policy, localDeleted: false))
+        }
+    }
+
+    static func resolution(_ policy: ConflictPolicy, localDeleted: Bool) -> Resolution {
+        switch policy {
+        case .hold: .hold
+        case .remoteWins: .takeRemote
+        case .localWins: .rebaseLocal
+        case .keepBoth: localDeleted ? .takeRemote : .keepBoth
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+
+/// One queued local change of a push store, as read from `ferry_outbox` with the row's body.
+public struct LocalChange: Sendable, Equatable {
+    public typealias Operation = ReplicaDatabase.LocalOperation
+
+    /// The row's id: the remote's, or a local placeholder (`local-…`) for a create whose id the
+    /// remote assigns.
+    public var id: String
+    public var operation: Operation
+    /// The remote version the change was made on (nil for a create).
+    public var baseVersion: String?
+    /// The body at that version (nil for a create; for a create that was sent, what was sent).
+    public var baseBody: String?
+    /// The row's body now: what to send. Nil for a delete, and for a create whose row was
+    /// deleted after it was sent.
+    public var body: String?
+    /// Local writes folded into the entry so far: a push only dequeues the entry when no
+    /// newer local write arrived while it was in flight.
+    public var generation: Int64
+    /// When a create was sent without its answer being recorded (a crash in between).
+    public var sent: Date?
+    /// Whether the entry waits for a conflict to be resolved.
+    public var held: Bool
+
+    public init(id: String, operation: Operation, baseVersion: String? = nil, baseBody: String? = nil, body: String?,
+                generation: Int64 = 1, sent: Date? = nil, held: Bool = false) {
+        self.id = id
+        self.operation = operation
+        self.baseVersion = baseVersion
+        self.baseBody = baseBody
+        self.body = body
+        self.generation = generation
+        self.sent = sent
+        self.held = held
+    }
+
+    /// Whether the id is a placeholder the remote has never seen.
+    public var hasLocalID: Bool { id.hasPrefix("local-") }
+}
+
+/// What the remote made of one local change.
+public enum PushResult: Sendable, Equatable {
+    /// The remote took it. For a create or an update: the record as the remote now holds it
+    /// (its id, which replaces a local placeholder, its new version, its body); nil after a
+    /// delete.
+    case accepted(RemoteRecord?)
+    /// The remote changed since the change's base version: the remote's record now (nil: the
+    /// remote deleted it). The store's ``ConflictPolicy`` decides what follows.
+    case conflict(remote: RemoteRecord?)
+    /// The remote refused the change itself (a 403, a validation error): it stays queued as
+    /// refused with this reason, and the other changes go on.
+    case refused(String)
+}
+
+/// Receives a writer's results on the pass's run loop; each call commits on its own.
+public protocol RemoteWriterSink: AnyObject {
+    /// Called before a create is sent: recorded durably first, so that after a crash between
+    /// the remote's acceptance and the local commit the next push looks the record up instead
+    /// of creating it twice.
+    func writer(_ writer: any RemoteWriter, willSendCreate change: LocalChange, body: String) throws
+    func writer(_ writer: any RemoteWriter, didPush change: LocalChange, result: PushResult) throws
+    /// Every change was answered; nothing follows.
+    func writer(_ writer: any RemoteWriter, didFinishWithRequests requests: Int)
+    /// The push stopped (the network, the server, the credentials): the unanswered changes
+    /// stay queued and the pass fails as a pull would, with the same backoff.
+    func writer(_ writer: any RemoteWriter, didFailWith error: SyncError)
+}
+
+/// Pushes one store's queued local changes, on the run loop of the thread that created it,
+/// like a ``RemoteSource``.
+public protocol RemoteWriter: AnyObject {
+    /// Begins pushing `changes` in order. Sink calls follow on the current run loop, never
+    /// inside `start`.
+    func start(_ changes: [LocalChange], sink: any RemoteWriterSink)
+    /// Stops every request; no sink call happens after this returns.
+    func cancel()
+}
