@@ -708,7 +708,9 @@ class Store:
             return "".join(obj_text(*r) + "\n" for r in rows)
         return '{"objects":[' + ",".join(obj_text(*r) for r in rows) + "]}"
 
-    def delete(self, cls, ids):
+    def delete_ids(self, cls, ids):
+        # Not `delete`: that name is the Parse DELETE above, which a second definition would
+        # replace (a DELETE of one object then deleted nothing and answered 200).
         with self.lock:
             return sum(self.db.execute("DELETE FROM objects WHERE cls=? AND objectId=?", (cls, i)).rowcount
                        for i in ids)
@@ -1032,7 +1034,7 @@ class Handler(http_core.Handler):
                                 "text/plain; charset=utf-8" if lines else
                                 "application/json; charset=utf-8")
         if what == "delete":
-            return self.respond_json(200, {"deleted": store.delete(body.get("class", "Quote"),
+            return self.respond_json(200, {"deleted": store.delete_ids(body.get("class", "Quote"),
                                                                    list(body.get("ids", [])))})
         if what == "clear":
             return self.respond_json(200, {"deleted": store.clear(body.get("class")

@@ -41,8 +41,10 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     /// bulk pragmas) is recorded in the `syncing` value, so every way out undoes exactly that.
     private enum State {
         case idle
-        /// Pushing the store's queued local changes, before its pull.
-        case pushing(any RemoteWriter)
+        /// Pushing the store's queued local changes, before its pull. `round` counts the
+        /// writers of this pass: a conflict resolved by pushing (local-wins, keep-both) queues
+        /// a change again, pushed by the next round.
+        case pushing(any RemoteWriter, round: Int)
         case syncing(Pass)
         case done
     }
@@ -118,9 +120,13 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             return
         }
         journal.pushStarted(changes.count)
-        state = .pushing(writer)
+        state = .pushing(writer, round: 1)
         writer.start(changes, sink: self)
     }
+
+    /// Rounds of pushing in one pass at most: a remote that keeps changing a record under a
+    /// local-wins push is left to the next pass rather than chased.
+    static let pushRounds = 3
 
     /// Local changes one pass pushes at most; the rest wait for the next pass (which a push
     /// store with more queued gets at once).
@@ -186,7 +192,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     public override func cancelRun() {
         switch state {
         case .syncing(let pass): pass.source.cancel()
-        case .pushing(let writer): writer.cancel()
+        case .pushing(let writer, _): writer.cancel()
         case .idle, .done: break
         }
         end(.failure(SyncError(.cancelled, store: setup.store.name, message: "pass cancelled")))
@@ -342,6 +348,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             let resolution = try write { database throws(StoreError) in try database.recordPush(change, result: result, of: store, at: Date()) }
             if let resolution {
                 report.push.conflicts += 1
+                if resolution == .rebaseLocal || resolution == .keepBoth { report.push.requeued += 1 }
                 journal.conflict(change, resolution: resolution, policy: setup.store.writeBack.conflict)
             } else if case .accepted = result {
                 report.push.pushed += 1
@@ -351,8 +358,29 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     }
 
     public func writer(_ writer: any RemoteWriter, didFinishWithRequests requests: Int) {
-        guard case .pushing = state else { return }
-        report.push.requests = requests
+        guard case .pushing(_, let round) = state else { return }
+        report.push.requests += requests
+        if report.push.requeued > 0, round < Self.pushRounds {
+            report.push.requeued = 0
+            let store = setup.store
+            do {
+                let changes = try setup.database.write { database throws(StoreError) in
+                    try database.queuedLocalChanges(of: store.name, limit: Self.changesPerPush)
+                }
+                if !changes.isEmpty {
+                    let next = try store.options.value.makeWriter(RemoteSourceContext(store: store, logger: journal.logger))
+                    state = .pushing(next, round: round + 1)
+                    next.start(changes, sink: self)
+                    return
+                }
+            } catch let error as StoreError {
+                return end(.failure(SyncError(error, store: store.name)))
+            } catch let error as SyncError {
+                return end(.failure(error))
+            } catch {
+                preconditionFailure("unexpected error \(error)")
+            }
+        }
         journal.pushFinished(report.push)
         startPull()
     }

@@ -1,0 +1,255 @@
+import Foundation
+import Testing
+@testable import FerryKit
+import FerryTestSupport
+
+/// Local SQL writes pushed to the Parse test server by real passes: creates, updates and
+/// deletes arrive, the next pull neither downloads nor reports them again, counters add up,
+/// conflicts follow the store's policy, refusals wait with their reason, and a create sent
+/// before a crash is found, not made twice.
+@Suite("Pushing to Parse", .serialized)
+struct ParsePushTests {
+    struct Setup {
+        let server: ParseTestServer
+        let directory: TemporaryDirectory
+        let database: SharedDatabase
+        let store: StoreConfiguration
+
+        func pass(pull: Bool = true) throws -> PassReport {
+            try ParsePushTests.run(store, database, pull: pull).get()
+        }
+
+        /// Another program's connection to the replica (triggers on, as every client has).
+        func client() throws -> SQLiteConnection {
+            try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
+        }
+
+        func remote() throws -> [String: [String: Any]] {
+            Dictionary(uniqueKeysWithValues: try server.dump().map { ($0["objectId"] as! String, $0) })
+        }
+
+        /// A write through Parse's own API, as another app would make it.
+        @discardableResult
+        func parse(_ method: String, _ path: String, _ body: String? = nil) throws -> Data {
+            var arguments = ["-sS", "-f", "-X", method, "-H", "X-Parse-Application-Id: ferry-test", "-H", "X-Parse-REST-API-Key: rest-secret"]
+            if body != nil { arguments += ["-H", "Content-Type: application/json", "--data-binary", "@-"] }
+            return try Shell.run("/usr/bin/curl", arguments + [server.mount + path], input: body.map { Data($0.utf8) })
+        }
+
+        func outbox() throws -> ReplicaDatabase.OutboxSummary {
+            try database.write { try $0.outboxSummary(of: "quotes") }
+        }
+    }
+
+    static func run(_ store: StoreConfiguration, _ database: SharedDatabase, pull: Bool = true) throws -> Result<PassReport, SyncError> {
+        let operation = SyncPassOperation(.init(store: store, database: database, trigger: .scheduled, reconcile: true, sweepInterval: nil,
+                                                pass: 1, logger: .init(label: "ferry.test"), pull: pull))
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        queue.waitUntilAllOperationsAreFinished()
+        while !operation.isFinished { usleep(1000) }
+        switch operation.result {
+        case .success(let report): return .success(report)
+        case .failure(let error as SyncError): return .failure(error)
+        case let other: throw TestFailure("the pass ended with \(String(describing: other))")
+        }
+    }
+
+    static func setUp(objects: Int = 5, conflict: ConflictPolicy = .hold) throws -> Setup {
+        let server = try ParseTestServer.start()
+        try server.admin("seed", ["class": "Quote", "count": objects, "seed": 7])
+        let directory = try TemporaryDirectory()
+        let database = try SharedDatabase(path: directory.path("replica.db"))
+        var store = server.store(pageSize: 100)
+        store.writeBack = WriteBackConfiguration(push: true, conflict: conflict)
+        let setup = Setup(server: server, directory: directory, database: database, store: store)
+        _ = try setup.pass()
+        return setup
+    }
+
+    @Test func createUpdateAndDeleteArrive_andTheNextPullReportsNothing() throws {
+        let setup = try Self.setUp()
+        defer { setup.database.close() }
+        let ids = try setup.remote().keys.sorted()
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"made here","n":1}')"#)
+        try other.execute("UPDATE quotes SET body = json_set(body, '$.text', 'edited here') WHERE id = '\(ids[0])'")
+        try other.execute("DELETE FROM quotes WHERE id = '\(ids[1])'")
+
+        let pushed = try setup.pass()
+        #expect(pushed.push.pushed == 3)
+        #expect(pushed.counts.inserted + pushed.counts.updated + pushed.counts.deleted == 0, "the pull after the push found nothing new: \(pushed.summary)")
+        let remote = try setup.remote()
+        #expect(remote[ids[0]]?["text"] as? String == "edited here")
+        #expect(remote[ids[1]] == nil)
+        let created = try #require(remote.values.first { $0["text"] as? String == "made here" })
+        let createdID = try #require(created["objectId"] as? String)
+        // The placeholder row took the remote's objectId; the replica equals the remote, byte for byte.
+        let rows = try setup.database.write { database in try database.rows(of: "quotes") }
+        #expect(Set(rows.keys) == Set(remote.keys))
+        let lines = try setup.server.server.control("/__admin/dump?class=Quote&lines=1")
+        for line in String(decoding: lines, as: UTF8.self).split(separator: "\n") {
+            let id = try #require((try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["objectId"] as? String)
+            #expect(try setup.database.write { try $0.body(of: id, in: "quotes") } == String(line))
+        }
+        #expect(try setup.outbox().isEmpty)
+        let log = try setup.database.write { try $0.changes(after: 0, limit: 100) }.filter { $0.origin == "local" }
+        #expect(log.map { "\($0.operation) \($0.id)" }.sorted() == ["delete \(ids[1])", "insert \(createdID)", "update \(ids[0])"])
+
+        let again = try setup.pass()
+        #expect(again.push.isEmpty)
+        #expect(again.counts.inserted + again.counts.updated + again.counts.deleted == 0)
+    }
+
+    @Test func aCounterBumpedHereAndThereAtOnceEndsWithEveryBump() throws {
+        let setup = try Self.setUp(objects: 1)
+        defer { setup.database.close() }
+        let id = try #require(try setup.remote().keys.first)
+        let start = try #require(try setup.remote()[id]?["n"] as? Int)
+        let server = setup.server
+        let remoteBumps = Thread.detachedResult {
+            for _ in 0..<100 {
+                try Shell.run("/usr/bin/curl", ["-sS", "-f", "-X", "PUT", "-H", "X-Parse-Application-Id: ferry-test", "-H", "X-Parse-REST-API-Key: rest-secret",
+                                                "-H", "Content-Type: application/json", "--data-binary", #"{"n":{"__op":"Increment","amount":1}}"#,
+                                                server.mount + "/classes/Quote/\(id)"])
+            }
+        }
+        let other = try setup.client()
+        defer { other.close() }
+        for bump in 0..<100 {
+            try other.execute("UPDATE quotes SET body = json_set(body, '$.n', json_extract(body, '$.n') + 1) WHERE id = '\(id)'")
+            if bump % 10 == 9 { _ = try setup.pass() }
+        }
+        try remoteBumps.get()
+        let final = try setup.pass()
+        #expect(final.push.conflicts == 0)
+        #expect(try setup.remote()[id]?["n"] as? Int == start + 200)
+        let local = try #require(try setup.database.write { try $0.body(of: id, in: "quotes") })
+        #expect((try JSONSerialization.jsonObject(with: Data(local.utf8)) as? [String: Any])?["n"] as? Int == start + 200)
+        #expect(try setup.outbox().isEmpty)
+    }
+
+    @Test(arguments: ConflictPolicy.allCases)
+    func oneFieldChangedOnBothSides(_ policy: ConflictPolicy) throws {
+        let setup = try Self.setUp(objects: 2, conflict: policy)
+        defer { setup.database.close() }
+        let id = try #require(try setup.remote().keys.sorted().first)
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute("UPDATE quotes SET body = json_set(body, '$.text', 'ours') WHERE id = '\(id)'")
+        try setup.parse("PUT", "/classes/Quote/\(id)", #"{"text":"theirs"}"#)
+
+        let report = try setup.pass()
+        #expect(report.push.conflicts == 1)
+        let conflicts = try setup.database.write { try $0.conflicts(of: "quotes", all: true) }
+        #expect(conflicts.count == 1)
+        #expect(conflicts.first?.localBody?.contains("ours") == true)
+        #expect(conflicts.first?.remoteBody?.contains("theirs") == true)
+        let texts = try setup.remote().values.compactMap { $0["text"] as? String }
+        let row = try setup.database.write { try $0.body(of: id, in: "quotes") } ?? ""
+        switch policy {
+        case .hold:
+            #expect(texts.contains("theirs") && !texts.contains("ours"))
+            #expect(row.contains("ours"), "the local version stays in the row while held")
+            #expect(report.gaps == [.localChangesNotPushed(held: 1, refused: 0, reason: nil)])
+            #expect(conflicts.first?.resolution == nil)
+            // Resolved by a person (the same as the SQL UPDATE of ferry_conflicts): the next pass pushes it.
+            _ = try setup.database.write { try $0.chooseResolution(.rebaseLocal, conflict: conflicts[0].conflictID) }
+            let resolved = try setup.pass()
+            #expect(resolved.isComplete)
+            #expect(try setup.remote()[id]?["text"] as? String == "ours")
+        case .remoteWins:
+            #expect(texts.contains("theirs") && !texts.contains("ours"))
+            #expect(row.contains("theirs"))
+            #expect(report.isComplete)
+        case .localWins:
+            #expect(try setup.remote()[id]?["text"] as? String == "ours")
+            #expect(row.contains("ours"))
+        case .keepBoth:
+            #expect(try setup.remote()[id]?["text"] as? String == "theirs")
+            #expect(texts.contains("ours"), "the local version was created as a new object: \(texts)")
+            #expect(try setup.remote().count == 3)
+        }
+        #expect(try setup.outbox().isEmpty || policy == .hold)
+        if policy != .hold {
+            // Nothing left behind: the replica holds what the remote holds.
+            let rows = try setup.database.write { database in try database.rows(of: "quotes") }
+            #expect(Set(rows.keys) == Set(try setup.remote().keys))
+        }
+    }
+
+    @Test func aRefusedChangeWaitsWithItsReason_andDoesNotHoldUpTheOthers() throws {
+        let setup = try Self.setUp(objects: 2)
+        defer { setup.database.close() }
+        let ids = try setup.remote().keys.sorted()
+        let other = try setup.client()
+        defer { other.close() }
+        // Parse refuses field names with '-' (code 105).
+        try other.execute("UPDATE quotes SET body = json_set(body, '$.\"bad-name\"', 1) WHERE id = '\(ids[0])'")
+        try other.execute("UPDATE quotes SET body = json_set(body, '$.text', 'fine') WHERE id = '\(ids[1])'")
+        let report = try setup.pass()
+        #expect(report.push.refused == 1)
+        #expect(report.push.pushed == 1)
+        #expect(try setup.remote()[ids[1]]?["text"] as? String == "fine")
+        let outbox = try setup.outbox()
+        #expect(outbox.refused == 1)
+        #expect(outbox.lastRefusal?.contains("Parse error 105") == true, "\(String(describing: outbox.lastRefusal))")
+        guard case .localChangesNotPushed(0, 1, let reason)? = report.gaps.first else {
+            Issue.record("expected a refused change among the gaps: \(report.gaps)")
+            return
+        }
+        #expect(reason?.contains("Invalid field name") == true)
+        // A new local write to the record queues it again.
+        try other.execute("UPDATE quotes SET body = json_remove(body, '$.\"bad-name\"') WHERE id = '\(ids[0])'")
+        let fixed = try setup.pass()
+        #expect(fixed.isComplete)
+        #expect(try setup.outbox().isEmpty)
+    }
+
+    @Test func aCreateSentBeforeACrashIsFoundNotMadeTwice() throws {
+        let setup = try Self.setUp(objects: 2)
+        defer { setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"only once","n":42}')"#)
+        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        // As a killed push leaves it: the create recorded as sent, and the remote has it.
+        let sent = #"{"n":42,"text":"only once"}"#
+        try setup.database.write { try $0.noteCreateSent(change, body: sent, of: "quotes", at: Date()) }
+        try setup.parse("POST", "/classes/Quote", sent)
+
+        let report = try setup.pass()
+        #expect(report.push.pushed == 1)
+        let copies = try setup.remote().values.filter { $0["text"] as? String == "only once" }
+        #expect(copies.count == 1)
+        let rows = try setup.database.write { database in try database.rows(of: "quotes") }
+        #expect(Set(rows.keys) == Set(try setup.remote().keys))
+    }
+}
+
+extension Thread {
+    /// Runs `body` on a new thread; `get()` waits for it and rethrows what it threw.
+    static func detachedResult(_ body: @escaping @Sendable () throws -> Void) -> DetachedResult {
+        let result = DetachedResult()
+        Thread.detachNewThread {
+            do { try body() } catch { result.set(error) }
+            result.finish()
+        }
+        return result
+    }
+}
+
+final class DetachedResult: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var error: (any Error)?
+
+    func set(_ error: any Error) { lock.withLock { self.error = error } }
+    func finish() { done.signal() }
+
+    func get() throws {
+        done.wait()
+        if let error = lock.withLock({ error }) { throw error }
+    }
+}
