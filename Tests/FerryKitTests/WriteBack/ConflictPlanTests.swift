@@ -41,3 +41,19 @@ struct ConflictPlanTests {
         #expect(ConflictPlan.resolution(.keepBoth, localDeleted: true) == .takeRemote)
     }
 }
+
+@Suite("Content line edits")
+struct ContentLineTextTests {
+    @Test func theUIDIsFoundWhateverTheLineEndingsFoldsAndCase() {
+        #expect(ContentLineText.uid(in: "BEGIN:VCARD\r\nVERSION:3.0\r\nUID:abc-1\r\nEND:VCARD\r\n") == "abc-1")
+        #expect(ContentLineText.uid(in: "BEGIN:VCARD\nuid;VALUE=text:x\n y\nEND:VCARD\n") == "xy")
+        #expect(ContentLineText.uid(in: "BEGIN:VCARD\r\nitem1.UID:g\r\nEND:VCARD\r\n") == "g")
+        #expect(ContentLineText.uid(in: "BEGIN:VCARD\r\nFN:No\r\nEND:VCARD\r\n") == nil)
+    }
+
+    @Test func aNewUIDReplacesEveryUIDLineAndKeepsTheRest() {
+        let event = "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:old\r\n -folded\r\nSUMMARY:a\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:old-folded\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+        #expect(ContentLineText.replacingUID(in: event, with: "new") == "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:new\r\nSUMMARY:a\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:new\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
+        #expect(LocalBodyFormat.jsonObject.asNewRecord(#"{"objectId":"a","updatedAt":"u","text":"t"}"#) == #"{"text":"t"}"#)
+    }
+}

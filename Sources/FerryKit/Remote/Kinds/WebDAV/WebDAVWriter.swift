@@ -188,10 +188,10 @@ final class WebDAVWriter: RemoteWriter {
         }
     }
 
-    /// Whether two vCard/iCalendar texts are the same but for line endings.
+    /// Whether two vCard/iCalendar texts hold the same content lines, whatever their order,
+    /// folding and line endings (Radicale stores a card re-serialized, its properties reordered).
     static func sameText(_ stored: Data, _ sent: String) -> Bool {
-        func normal(_ text: String) -> String { text.replacingOccurrences(of: "\r\n", with: "\n").trimmingCharacters(in: .whitespacesAndNewlines) }
-        return normal(String(decoding: stored, as: UTF8.self)) == normal(sent)
+        ContentLineText.unfoldedLines(String(decoding: stored, as: UTF8.self)).sorted() == ContentLineText.unfoldedLines(sent).sorted()
     }
 }
 
