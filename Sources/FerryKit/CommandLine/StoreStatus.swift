@@ -5,10 +5,12 @@ import Foundation
 ///
 ///     {"store":"demo","kind":"json","state":"ok","last_success":"2026-11-23T10:00:00Z",
 ///      "last_success_age_seconds":42,"last_attempt":"…","records":1000,"cursor":"…",
-///      "last_error":null,"incomplete":null,"pending_records":0}
+///      "last_error":null,"incomplete":null,"pending_records":0,"local_writes_queued":0,
+///      "local_writes_refused":0,"conflicts":0}
 ///
 /// `state` is `ok` (the last pass finished and left nothing out), `incomplete` (it finished,
-/// but the replica knowingly differs from the remote: `incomplete` says how), `failing` (the
+/// but the replica knowingly differs from the remote: `incomplete` says how; local writes not
+/// pushed yet, refused by the remote or held in a conflict count), `failing` (the
 /// last attempt failed), `never-synced`, or `not-configured` (rows of a store no longer in the
 /// configuration).
 public struct StoreStatus: Sendable, Equatable, Codable {
@@ -25,6 +27,10 @@ public struct StoreStatus: Sendable, Equatable, Codable {
     public var incomplete: String?
     /// Records the remote has and the replica could not store yet.
     public var pendingRecords: Int
+    /// Local writes waiting to be pushed, refused by the remote, and open conflicts.
+    public var localWritesQueued: Int
+    public var localWritesRefused: Int
+    public var conflicts: Int
 
     enum CodingKeys: String, CodingKey {
         case store, kind, state, records, cursor, incomplete
@@ -33,6 +39,9 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         case lastAttempt = "last_attempt"
         case lastError = "last_error"
         case pendingRecords = "pending_records"
+        case localWritesQueued = "local_writes_queued"
+        case localWritesRefused = "local_writes_refused"
+        case conflicts
     }
 
     /// Every key, `null` included: scripts read a fixed shape.
@@ -49,6 +58,9 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         try container.encode(lastError, forKey: .lastError)
         try container.encode(incomplete, forKey: .incomplete)
         try container.encode(pendingRecords, forKey: .pendingRecords)
+        try container.encode(localWritesQueued, forKey: .localWritesQueued)
+        try container.encode(localWritesRefused, forKey: .localWritesRefused)
+        try container.encode(conflicts, forKey: .conflicts)
     }
 
     /// Joins the configured stores with what the database recorded, and with failures ferryd
@@ -87,6 +99,14 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         lastError = state?.lastError
         incomplete = state?.incomplete
         pendingRecords = state?.pendingRecords ?? 0
+        localWritesQueued = state?.localWritesQueued ?? 0
+        localWritesRefused = state?.localWritesRefused ?? 0
+        conflicts = state?.openConflicts ?? 0
+        if localWritesQueued > 0 {
+            // Written locally, not on the remote yet: the replica differs from it.
+            let waiting = "\(localWritesQueued) local write\(localWritesQueued == 1 ? "" : "s") not pushed yet"
+            incomplete = incomplete.map { waiting + "; " + $0 } ?? waiting
+        }
         self.state = Self.state(of: state)
     }
 
@@ -96,6 +116,7 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         let failedLast = state.lastError != nil && (state.lastSuccess == nil || (state.lastAttempt ?? .distantPast) > (state.lastSuccess ?? .distantPast))
         if failedLast { return "failing" }
         if state.incomplete != nil || state.pendingRecords > 0 { return "incomplete" }
+        if state.localWritesQueued + state.localWritesRefused + state.openConflicts > 0 { return "incomplete" }
         return state.lastSuccess == nil ? "never-synced" : "ok"
     }
 

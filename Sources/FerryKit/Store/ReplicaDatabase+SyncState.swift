@@ -22,7 +22,10 @@ extension ReplicaDatabase {
                 """
                 SELECT store, cursor, last_attempt, last_success, last_error, total_inserted, total_updated, total_deleted,
                        incomplete, sweep_pending, last_swept, record_count,
-                       (SELECT count(*) FROM ferry_pending_records p JOIN ferry_stores s ON s.store_id = p.store_id WHERE s.name = ferry_sync_state.store)
+                       (SELECT count(*) FROM ferry_pending_records p JOIN ferry_stores s ON s.store_id = p.store_id WHERE s.name = ferry_sync_state.store),
+                       (SELECT count(*) FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id WHERE s.name = ferry_sync_state.store AND o.state = 0),
+                       (SELECT count(*) FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id WHERE s.name = ferry_sync_state.store AND o.state = 1),
+                       (SELECT count(*) FROM ferry_conflicts c JOIN ferry_stores s ON s.store_id = c.store_id WHERE s.name = ferry_sync_state.store AND c.resolved IS NULL)
                 FROM ferry_sync_state \(clause)
                 """)
             if let store { try statement.bind(store, at: 1) }
@@ -38,6 +41,9 @@ extension ReplicaDatabase {
                 states[states.count - 1].lastSwept = date(10)
                 states[states.count - 1].recordCount = statement.isNull(at: 11) ? -1 : Int(statement.int64(at: 11))
                 states[states.count - 1].pendingRecords = Int(statement.int64(at: 12))
+                states[states.count - 1].localWritesQueued = Int(statement.int64(at: 13))
+                states[states.count - 1].localWritesRefused = Int(statement.int64(at: 14))
+                states[states.count - 1].openConflicts = Int(statement.int64(at: 15))
             }
             statement.reset()
             for index in states.indices where states[index].recordCount < 0 {

@@ -24,6 +24,12 @@ public struct SyncState: Sendable, Equatable {
     public var pendingRecords = 0
     /// When a pass last swept the store's deleted ids (nil: never).
     public var lastSwept: Date?
+    /// Local writes waiting to be pushed (push stores).
+    public var localWritesQueued = 0
+    /// Local writes the remote refused, kept with the reason.
+    public var localWritesRefused = 0
+    /// Conflicts not resolved yet (held, or resolved by a person and not carried out yet).
+    public var openConflicts = 0
 
     public init(store: String, cursor: String? = nil, lastAttempt: Date? = nil, lastSuccess: Date? = nil, lastError: String? = nil, recordCount: Int = 0, totalInserted: Int64 = 0, totalUpdated: Int64 = 0, totalDeleted: Int64 = 0) {
         self.store = store

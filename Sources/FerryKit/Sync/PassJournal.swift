@@ -85,6 +85,14 @@ struct PassJournal {
         ])
     }
 
+    /// Remote changes a pull found on records with a queued local change.
+    func pulledConflicts(_ count: Int, policy: ConflictPolicy) {
+        logger.warning("store \(store): \(count) record\(count == 1 ? "" : "s") changed on the remote while changed locally; conflict = \(policy.rawValue), both versions are in ferry_conflicts", metadata: [
+            MessageID.metadataKey: "\(MessageID.conflictRecorded.rawValue)",
+            "conflicts": "\(count)",
+        ])
+    }
+
     func conflict(_ change: LocalChange, resolution: ConflictPlan.Resolution, policy: ConflictPolicy) {
         let outcome = switch resolution {
         case .hold: "held until resolved (ferry conflicts)"

@@ -215,6 +215,9 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         for problem in counts.problems {
             journal.skipped(problem, origin: redacted(batch.origin))
         }
+        if counts.conflicts > 0 {
+            journal.pulledConflicts(counts.conflicts, policy: setup.store.writeBack.conflict)
+        }
         updateProgress { progress in
             progress.completedUnits += Int64(batch.changes.count)
             progress.completedPages += batch.pageCount

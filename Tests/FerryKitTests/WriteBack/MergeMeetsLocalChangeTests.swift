@@ -1,0 +1,106 @@
+import Foundation
+import Testing
+@testable import FerryKit
+import FerryTestSupport
+
+/// A pull that meets a record with a queued local change follows ``ConflictPlan``: nothing is
+/// overwritten silently, and both sides of a conflict are kept in `ferry_conflicts`.
+@Suite("A pull meets a local change")
+struct MergeMeetsLocalChangeTests {
+    static func replica(_ directory: TemporaryDirectory, policy: ConflictPolicy) throws -> ReplicaDatabase {
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        try replica.prepare(StoreDefinition(name: "quotes", writeBack: WriteBackConfiguration(push: true, conflict: policy)))
+        _ = try replica.apply(ChangeBatch(changes: (0..<3).map { record("q\($0)", version: "1") }, cursor: "c1"), to: "quotes")
+        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
+        defer { other.close() }
+        try other.execute(#"UPDATE quotes SET body = '{"id":"q0","value":"local"}' WHERE id = 'q0'"#)
+        return replica
+    }
+
+    static func state(_ replica: ReplicaDatabase) throws -> String {
+        try replica.connection.scalarText("SELECT group_concat(id || ':' || op || ':' || state || ':' || coalesce(base_version, '-'), ' ') FROM ferry_outbox") ?? ""
+    }
+
+    @Test func aRemoteChangeOfTheBaseVersionIsNoNews() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.replica(directory, policy: .hold)
+        defer { replica.close() }
+        let counts = try replica.apply(ChangeBatch(changes: [record("q0", version: "1", "replayed")], cursor: "c2"), to: "quotes")
+        #expect(counts.conflicts == 0)
+        #expect(try replica.body(of: "q0", in: "quotes")?.contains("local") == true)
+        #expect(try Self.state(replica) == "q0:2:0:1")
+    }
+
+    @Test(arguments: ConflictPolicy.allCases)
+    func aNewerRemoteVersionIsAConflict(_ policy: ConflictPolicy) throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.replica(directory, policy: policy)
+        defer { replica.close() }
+        let counts = try replica.apply(ChangeBatch(changes: [record("q0", version: "2", "remote")], cursor: "c2"), to: "quotes")
+        #expect(counts.conflicts == 1)
+        let conflict = try #require(try replica.conflicts(of: "quotes", all: true).first)
+        #expect(conflict.localBody?.contains("local") == true)
+        #expect(conflict.remoteBody?.contains("remote") == true)
+        #expect(conflict.remoteVersion == "2")
+        let row = try replica.body(of: "q0", in: "quotes") ?? ""
+        switch policy {
+        case .hold:
+            #expect(row.contains("local"))
+            #expect(try Self.state(replica) == "q0:2:2:1")
+            #expect(conflict.resolution == nil)
+            #expect(try replica.syncState(of: "quotes")?.openConflicts == 1)
+            try replica.recordSuccess(of: "quotes", at: Date(), counts: MergeCounts())
+            #expect(StoreStatus.state(of: try replica.syncState(of: "quotes")) == "incomplete")
+            // A person keeps the remote version (what `ferry conflicts resolve --keep remote` does).
+            _ = try replica.chooseResolution(.takeRemote, conflict: conflict.conflictID)
+            #expect(try replica.applyResolutions(of: "quotes", at: Date()) == 1)
+            #expect(try replica.body(of: "q0", in: "quotes")?.contains("remote") == true)
+            #expect(try Self.state(replica) == "")
+            #expect(try replica.syncState(of: "quotes")?.openConflicts == 0)
+        case .remoteWins:
+            #expect(row.contains("remote"))
+            #expect(try Self.state(replica) == "")
+            #expect(conflict.resolution == "remote")
+        case .localWins:
+            #expect(row.contains("local"))
+            #expect(try Self.state(replica) == "q0:2:0:2", "rebased on the remote version, pushed over it conditionally")
+        case .keepBoth:
+            #expect(row.contains("remote"))
+            let copy = try #require(try replica.connection.scalarText("SELECT id FROM quotes WHERE body LIKE '%local%'"))
+            #expect(copy.hasPrefix("local-"))
+            #expect(try Self.state(replica) == "\(copy):1:0:-")
+        }
+    }
+
+    @Test func aSweepThatNoLongerListsARecordChangedHereIsAConflict_andLocalCreatesAreNotSwept() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.replica(directory, policy: .hold)
+        defer { replica.close() }
+        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"new":true}')"#)
+        other.close()
+        try replica.beginReconciliation(of: "quotes")
+        try replica.markPresent(["q1", "q2"], in: "quotes")
+        let outcome = try replica.finishReconciliation(of: "quotes", maxDeleteShare: 1)
+        #expect(outcome == .swept(deleted: 0))
+        #expect(try replica.connection.scalarInt("SELECT count(*) FROM quotes WHERE body LIKE '%\"new\"%'") == 1)
+        let conflict = try #require(try replica.conflicts(of: "quotes").first)
+        #expect(conflict.id == "q0")
+        #expect(conflict.remoteBody == nil)
+        #expect(try replica.body(of: "q0", in: "quotes")?.contains("local") == true)
+    }
+
+    @Test func aPushAnsweredWhileANewerLocalWriteArrivedKeepsTheNewerWrite() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.replica(directory, policy: .hold)
+        defer { replica.close() }
+        let sent = try #require(try replica.queuedLocalChanges(of: "quotes").first)
+        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
+        try other.execute(#"UPDATE quotes SET body = '{"id":"q0","value":"newer"}' WHERE id = 'q0'"#)
+        other.close()
+        try replica.recordPush(sent, result: .accepted(RemoteRecord(id: "q0", version: "2", body: Data(#"{"id":"q0","value":"local"}"#.utf8))), of: "quotes", at: Date())
+        #expect(try replica.body(of: "q0", in: "quotes")?.contains("newer") == true)
+        #expect(try Self.state(replica) == "q0:2:0:2", "still queued, based on what the push made")
+        #expect(try replica.changes(after: 0, limit: 100).last.map { "\($0.origin) \($0.operation) \($0.id)" } == "local update q0")
+    }
+}
