@@ -150,11 +150,12 @@ public final class Scheduler {
             guard var schedule = schedules[name], schedule.consecutiveFailures == 0 else { continue }
             if schedule.running != nil {
                 schedule.rerunRequested = true
+                schedules[name] = schedule
             } else if schedule.nextDue > environment.now {
                 schedule.nextDue = environment.now
+                schedules[name] = schedule
                 enqueue(name)
             }
-            schedules[name] = schedule
         }
         dispatch()
     }

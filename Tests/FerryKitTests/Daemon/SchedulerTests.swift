@@ -190,6 +190,30 @@ struct SchedulerTests {
         #expect(scheduler.snapshot.unrecordedFailures.isEmpty)
     }
 
+    @Test func localWritesBringAPassForward_butNotPastABackoff() throws {
+        let environment = FakeSchedulerEnvironment()
+        environment.unit = 0
+        let scheduler = Scheduler(configuration: Self.configuration([Self.store("idle", interval: .seconds(3600)), Self.store("busy"),
+                                                                     Self.store("failing")]),
+                                  environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        func started(_ name: String) -> Int { environment.started.filter { $0.request.store.name == name }.count }
+        func finish(_ name: String, _ outcome: Result<PassReport, SyncError>) throws {
+            try #require(environment.started.last { $0.request.store.name == name }).finish(outcome)
+        }
+        try finish("idle", .success(Self.report("idle")))
+        try finish("failing", .failure(Self.failure("failing", .httpStatus(503))))
+        let backedOff = try #require(scheduler.nextPass(of: "failing")).at
+        // "busy" is still running.
+        scheduler.passSoon(["idle", "busy", "failing"])
+        #expect(started("idle") == 2, "the idle store runs now, not in an hour")
+        #expect(started("failing") == 1)
+        #expect(scheduler.nextPass(of: "failing")?.at == backedOff, "a failing remote keeps its backoff")
+        #expect(started("busy") == 1)
+        try finish("busy", .success(Self.report("busy")))
+        #expect(started("busy") == 2, "the running store runs again right after")
+    }
+
     @Test func stopCancelsEveryPassAndWaitsForThem() {
         let environment = FakeSchedulerEnvironment()
         let scheduler = Scheduler(configuration: Self.configuration([Self.store("a"), Self.store("b")]),

@@ -24,7 +24,7 @@ final class FerrydProcessTests {
         TestServer.repositoryRoot.appendingPathComponent(".build/debug/\(name)").path
     }
 
-    func configuration(stores: [String]) -> String {
+    func configuration(stores: [String], push: Bool = false) -> String {
         var text = """
         [ferry]
         database = \(directory.url.path)/ferry.db
@@ -41,6 +41,7 @@ final class FerrydProcessTests {
             rest-api-key = file:\(directory.url.path)/rest-key
             interval = 1h
             page-size = 100
+            push = \(push ? "yes" : "no")
 
             """
         }
@@ -115,6 +116,58 @@ final class FerrydProcessTests {
         #expect(log.contains("pass finished"))
         #expect(log.contains("reload failed"))
         #expect(!log.contains("rest-secret"))
+    }
+}
+
+extension FerrydProcessTests {
+    /// A local write pushed by ferryd on its own: the store's interval is an hour, so only
+    /// ferryd's watch for local commits can have sent it.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary("ferryd")), "build ferryd first: swift build"))
+    func pushesALocalWriteSoonAfterItsCommit() throws {
+        try seed("Quotes", count: 20)
+        let configPath = directory.url.path + "/ferry.conf"
+        try configuration(stores: ["quotes"], push: true).write(toFile: configPath, atomically: true, encoding: .utf8)
+        try "rest-secret".write(toFile: directory.url.path + "/rest-key", atomically: true, encoding: .utf8)
+        chmod(directory.url.path + "/rest-key", 0o600)
+        let daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: Self.binary("ferryd"))
+        daemon.arguments = ["--config", configPath]
+        var environment = ProcessInfo.processInfo.environment
+        environment["RUNTIME_DIRECTORY"] = directory.url.path + "/run"
+        environment.removeValue(forKey: "NOTIFY_SOCKET")
+        environment.removeValue(forKey: "JOURNAL_STREAM")
+        daemon.environment = environment
+        daemon.standardError = FileHandle.nullDevice
+        try daemon.run()
+        defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+        try waitFor("quotes synced") { (try? rows("quotes")) == 20 }
+
+        // The sqlite3 shell, as any program would write.
+        let database = directory.url.path + "/ferry.db"
+        let id = String(decoding: try Shell.run("/usr/bin/sqlite3", ["-cmd", ".timeout 2000", database, "SELECT id FROM quotes ORDER BY id LIMIT 1"]), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let written = Date()
+        try Shell.run("/usr/bin/sqlite3", ["-cmd", ".timeout 2000", database,
+                                           "UPDATE quotes SET body = json_set(body, '$.text', 'written while ferryd runs') WHERE id = '\(id)'; INSERT INTO quotes(body) VALUES ('{\"text\":\"inserted while ferryd runs\"}')"])
+        func remoteTexts() -> [String] {
+            guard let data = try? server.control("/__admin/dump?class=Quotes"),
+                  let objects = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["objects"] as? [[String: Any]] else { return [] }
+            return objects.compactMap { $0["text"] as? String }
+        }
+        try waitFor("the local writes on the server", timeout: 20) {
+            let texts = remoteTexts()
+            return texts.contains("written while ferryd runs") && texts.contains("inserted while ferryd runs")
+        }
+        // Printed, not asserted: wall times on a shared machine are no verdict.
+        print(String(format: "ferryd pushed two local writes %.2f s after their commit", Date().timeIntervalSince(written)))
+        try waitFor("the outbox emptied") {
+            let left = try? Shell.run("/usr/bin/sqlite3", ["-cmd", ".timeout 2000", database, "SELECT count(*) FROM ferry_outbox"])
+            return left.map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) } == "0"
+        }
+        #expect(try rows("quotes WHERE id LIKE 'local-%'") == 0, "the inserted row took the remote's objectId")
+        kill(daemon.processIdentifier, SIGTERM)
+        try waitFor("exit", timeout: 5) { !daemon.isRunning }
+        #expect(daemon.terminationStatus == 0)
     }
 }
 
