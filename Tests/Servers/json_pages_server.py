@@ -22,6 +22,17 @@ takes `since=<updated_at>` (only items with updated_at > since).
   GET /exhausted?page=P&per_page=K like /link, but every page says X-RateLimit-Remaining: 0 and
                                    X-RateLimit-Reset: now+5
   GET /loop                        {"items":[...],"next":"loop"} (a chain pointing to itself)
+  The same items, writable (a REST API as Ferry's json writer expects one; ETag = the quoted
+  updated_at):
+  GET    /items?page=P&per_page=K  like /link
+  GET    /items/<id>               the item, with its ETag; 404 when missing
+  POST   /items                    creates an item from the JSON object (its id is assigned);
+                                   201 with the item. An Idempotency-Key seen before answers 200
+                                   with the item that key created, creating nothing.
+  PATCH  /items/<id>               merges a JSON merge patch (RFC 7396); PUT replaces the object
+  DELETE /items/<id>               204; 404 when missing
+  PATCH, PUT and DELETE honour If-Match (412 when it is not the item's ETag); a body with a
+  member "invalid" is refused with 422 {"message": ...}
   POST /admin/update {"ids":[...]} gives those items a new, newest updated_at
   POST /admin/create {"count":N}   appends N new items
   GET /stats                       {"requests": n}
@@ -41,6 +52,7 @@ ITEMS = {}
 CLOCK = [0]
 REQUESTS = [0]
 NOT_MODIFIED = [0]
+IDEMPOTENCY = {}
 
 
 def stamp():
@@ -49,8 +61,9 @@ def stamp():
 
 
 def add_item():
-    i = len(ITEMS) + 1
+    i = max(ITEMS, default=0) + 1
     ITEMS[i] = {"id": i, "updated_at": stamp(), "name": "item %d \u00e9" % i, "rev": 0}
+    return i
 
 
 def listing(q):
@@ -64,7 +77,7 @@ def listing(q):
 
 class Handler(http_core.Handler):
     server_header = True  # http.server's "BaseHTTP/0.6 Python/3.x"
-    methods = {"GET", "POST"}
+    methods = {"GET", "POST", "PATCH", "PUT", "DELETE"}
 
     def send(self, status, obj, headers=()):
         body = json.dumps(obj, ensure_ascii=False).encode()
@@ -72,9 +85,70 @@ class Handler(http_core.Handler):
                             + list(headers), body)
 
     def dispatch(self):
+        path = urlsplit(self.path).path
+        if path.startswith("/items") and not (self.command == "GET" and path == "/items"):
+            return self.items(path)
         if self.command == "POST":
             return self.post()
         self.get()
+
+    @staticmethod
+    def etag(item):
+        return '"%s"' % item["updated_at"]
+
+    def items(self, path):
+        parts = path.strip("/").split("/")
+        body = None
+        if self.command in ("POST", "PATCH", "PUT"):
+            try:
+                body = json.loads(self.body or b"null")
+            except ValueError:
+                return self.send(400, {"message": "body is not JSON"})
+            if not isinstance(body, dict):
+                return self.send(400, {"message": "body must be a JSON object"})
+            if "invalid" in body:
+                return self.send(422, {"message": "Validation Failed: invalid is not allowed"})
+        with LOCK:
+            if len(parts) == 1 and self.command == "POST":
+                key = self.headers.get("Idempotency-Key")
+                if key and key in IDEMPOTENCY and IDEMPOTENCY[key] in ITEMS:
+                    item = ITEMS[IDEMPOTENCY[key]]
+                    return self.send(200, item, [("ETag", self.etag(item))])
+                i = max(ITEMS, default=0) + 1
+                item = {k: v for k, v in body.items() if k not in ("id", "updated_at")}
+                item.update({"id": i, "updated_at": stamp()})
+                ITEMS[i] = item
+                if key:
+                    IDEMPOTENCY[key] = i
+                return self.send(201, item, [("ETag", self.etag(item))])
+            if len(parts) != 2 or not parts[1].isdigit():
+                return self.send(404, {"message": "Not Found"})
+            i = int(parts[1])
+            item = ITEMS.get(i)
+            if item is None:
+                return self.send(404, {"message": "Not Found"})
+            if self.command == "GET":
+                return self.send(200, item, [("ETag", self.etag(item))])
+            wanted = self.headers.get("If-Match")
+            if wanted is not None and wanted != self.etag(item):
+                return self.send(412, {"message": "Precondition Failed"})
+            if self.command == "DELETE":
+                del ITEMS[i]
+                return self.write_response(204, [])
+            if self.command == "PUT":
+                item = {k: v for k, v in body.items() if k not in ("id", "updated_at")}
+            else:
+                item = dict(item)
+                for k, v in body.items():
+                    if k in ("id", "updated_at"):
+                        continue
+                    if v is None:
+                        item.pop(k, None)
+                    else:
+                        item[k] = v
+            item.update({"id": i, "updated_at": stamp()})
+            ITEMS[i] = item
+            return self.send(200, item, [("ETag", self.etag(item))])
 
     def post(self):
         body = json.loads(self.body or b"{}")
@@ -83,13 +157,11 @@ class Handler(http_core.Handler):
             if path == "/admin/update":
                 for i in body.get("ids", []):
                     ITEMS[i]["updated_at"] = stamp()
-                    ITEMS[i]["rev"] += 1
+                    ITEMS[i]["rev"] = ITEMS[i].get("rev", 0) + 1
                 return self.send(200, {"updated": body.get("ids", [])})
             if path == "/admin/create":
-                first = len(ITEMS) + 1
-                for _ in range(int(body.get("count", 1))):
-                    add_item()
-                return self.send(200, {"created": list(range(first, len(ITEMS) + 1))})
+                created = [add_item() for _ in range(int(body.get("count", 1)))]
+                return self.send(200, {"created": created})
         self.send(404, {"error": "not found"})
 
     def get(self):
@@ -99,7 +171,7 @@ class Handler(http_core.Handler):
         if path == "/stats":
             return self.send(200, {"requests": REQUESTS[0], "not_modified": NOT_MODIFIED[0]})
         REQUESTS[0] += 1
-        if path in ("/link", "/exhausted", "/nexturl"):
+        if path in ("/link", "/exhausted", "/nexturl", "/items"):
             page = int(q.get("page", 1))
             per = int(q.get("per_page", 30))
             items = listing(q)

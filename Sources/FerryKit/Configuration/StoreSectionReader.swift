@@ -124,6 +124,10 @@ struct StoreSectionReader {
         let options = kind.readOptions(&reader)
         values = reader.values
         guard let options else { return nil }
+        if let entry = common.push, common.writeBack.push, let problem = options.pushProblem {
+            values.problem(entry, problem)
+            return nil
+        }
         var store = StoreConfiguration(name: name, url: url, options: options, location: location)
         store.interval = common.interval
         store.jitter = common.jitter

@@ -70,20 +70,28 @@ extension ReplicaDatabase {
         let now = nowSQL
         // A failed entry (refused by the remote) is tried again after a new local write.
         let retry = "state = CASE WHEN state = 1 THEN 0 ELSE state END, last_error = NULL, attempts = CASE WHEN state = 1 THEN 0 ELSE attempts END"
+        // An operation the store cannot push (a JSON API configured without push-delete, say).
+        func unpushable(_ operation: LocalOperation, _ words: String, _ key: String) -> String {
+            definition.pushableOperations.contains(operation) ? ""
+                : refuse("1", "this store does not push \(words) (no \(key) in its section); the write would never reach the remote") + " "
+        }
         var triggers: [String: String] = [:]
         triggers[localWriteCheckName(store: store, operation: "INSERT")] =
             "CREATE TRIGGER \(quoted(localWriteCheckName(store: store, operation: "INSERT"))) BEFORE INSERT ON \(table) BEGIN "
+            + unpushable(.create, "inserts", "push-create")
             + refuse("NEW.version <> '' OR NEW.deleted <> 0 OR NEW.fields IS NOT NULL",
                      "a new record's version, fields and deleted are Ferry's to set: insert id (or leave it out) and body")
             + " " + refuse(badBody, bodyReason) + " END"
         triggers[localWriteCheckName(store: store, operation: "UPDATE")] =
             "CREATE TRIGGER \(quoted(localWriteCheckName(store: store, operation: "UPDATE"))) BEFORE UPDATE ON \(table) BEGIN "
+            + unpushable(.update, "updates", "push-update")
             + refuse("NEW.id IS NOT OLD.id", "a record's id is the remote's and cannot change; delete the record and insert a new one")
             + " " + refuse("OLD.deleted <> 0", "record was deleted on the remote (a tombstone); insert a new record instead")
             + " " + refuse(ferrysColumns, "only body can be changed; version, fields, first_seen, last_synced and deleted are Ferry's")
             + " " + refuse(badBody, bodyReason) + " END"
         triggers[localWriteCheckName(store: store, operation: "DELETE")] =
             "CREATE TRIGGER \(quoted(localWriteCheckName(store: store, operation: "DELETE"))) BEFORE DELETE ON \(table) BEGIN "
+            + unpushable(.delete, "deletes", "push-delete")
             + refuse("OLD.deleted <> 0", "record was already deleted on the remote (a tombstone is Ferry's to keep)") + " END"
         // Folding: a create stays a create whatever follows, an update after a delete of the same
         // id (delete, then insert again) is an update of the remote record, a delete ends

@@ -11,6 +11,8 @@ public struct StoreDefinition: Sendable, Equatable {
     /// Local writes: pushed (and checked against ``localBody``) or refused.
     public var writeBack: WriteBackConfiguration
     public var localBody: LocalBodyFormat
+    /// What a push store pushes; a local write of another kind is refused when written.
+    public var pushableOperations: Set<ReplicaDatabase.LocalOperation> = [.create, .update, .delete]
 
     public init(name: String, deletion: DeletionPolicy = .hard, comparison: VersionComparison = .ordered, columns: [TypedColumn] = [], badRecordPolicy: BadRecordPolicy = .skip, maxRecordBytes: Int = 1 << 20,
                 writeBack: WriteBackConfiguration = WriteBackConfiguration(), localBody: LocalBodyFormat = .jsonObject) {
@@ -30,5 +32,6 @@ public struct StoreDefinition: Sendable, Equatable {
             columns: configuration.columns, badRecordPolicy: configuration.badRecordPolicy, maxRecordBytes: configuration.maxRecordBytes,
             writeBack: configuration.writeBack, localBody: configuration.kind.localBody
         )
+        pushableOperations = configuration.options.value.pushableOperations
     }
 }

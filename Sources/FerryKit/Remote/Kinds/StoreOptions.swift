@@ -11,6 +11,11 @@ public protocol StoreOptions: Sendable {
     /// A writer that pushes queued local changes, for kinds that push (``StoreKind/pushes``).
     /// Called on the pass's run-loop thread, like ``makeSource(_:)``.
     func makeWriter(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteWriter
+    /// The local operations the store pushes (the others are refused when written): all three
+    /// unless the kind's options say otherwise.
+    var pushableOperations: Set<ReplicaDatabase.LocalOperation> { get }
+    /// Why the options cannot push although `push = yes` (nil: they can), for the loader.
+    var pushProblem: String? { get }
     /// The secrets the options send: a 401 means they were refused (none: they are missing),
     /// and no error text may contain them, even echoed by a server.
     var credentials: [Secret] { get }
@@ -19,6 +24,9 @@ public protocol StoreOptions: Sendable {
 }
 
 extension StoreOptions {
+    public var pushableOperations: Set<ReplicaDatabase.LocalOperation> { [.create, .update, .delete] }
+    public var pushProblem: String? { nil }
+
     public func makeWriter(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteWriter {
         // Configuration refuses `push = yes` for a kind that does not push.
         preconditionFailure("store \(context.store.name): kind \(kind.name) has no writer")

@@ -27,6 +27,8 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
     public var totalPath: String?
     public var pageSize = 1000
     public var authentication = HTTPAuthentication.none
+    /// How local writes are pushed (`push-create`, `push-update`, `push-delete`).
+    public var push = JSONPushTemplates()
 
     public init() {}
 
@@ -37,6 +39,16 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
     }
 
     public var credentials: [Secret] { authentication.secrets }
+
+    public var pushableOperations: Set<ReplicaDatabase.LocalOperation> { push.operations }
+
+    public var pushProblem: String? {
+        push.operations.isEmpty ? "push = yes needs at least one of push-create, push-update and push-delete (a method and a URL template, such as PATCH {url}/{id}): a JSON API has no one way to write" : nil
+    }
+
+    public func makeWriter(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteWriter {
+        JSONCollectionWriter(context, options: self)
+    }
 
     /// Reads the JSON keys of one section.
     init?(reading reader: inout StoreOptionReader) {
@@ -67,6 +79,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
             reader.problem("pagination", "link pagination needs HTTP headers; a chain of file: pages uses next-url:<path>")
             valid = false
         }
+        if let push = JSONPushTemplates(reading: &reader) { self.push = push } else { valid = false }
         let basic = reader.basicAuthentication()
         switch (basic, reader.secret("bearer-token")) {
         case (nil, _):
@@ -127,9 +140,9 @@ extension StoreKind {
     /// A paginated JSON collection: GitHub style, Datasette style, or a chain of `file:` pages.
     public static let json = StoreKind(
         name: "json",
-        optionKeys: ["records-path", "id-field", "version-field", "pagination", "updated-param", "page-size-param",
-                     "total-path", "page-size", "username"],
+        optionKeys: Set(["records-path", "id-field", "version-field", "pagination", "updated-param", "page-size-param",
+                         "total-path", "page-size", "username"]).union(JSONPushTemplates.keys),
         secretKeys: ["bearer-token", "password"], reportsDeletions: false, versionComparison: .ordered,
-        urlSchemes: ["http", "https", "file"], fetchesByID: false, localBody: .jsonObject, pushes: false,
+        urlSchemes: ["http", "https", "file"], fetchesByID: false, localBody: .jsonObject, pushes: true,
         readOptions: { JSONCollectionOptions(reading: &$0) })
 }

@@ -1,0 +1,221 @@
+import Foundation
+import Logging
+
+/// Pushes a JSON collection store's local changes with the store's templates
+/// (``JSONPushTemplates``), one record at a time:
+///
+/// | local change | request                                                        | remote changed meanwhile     |
+/// |--------------|----------------------------------------------------------------|------------------------------|
+/// | create       | `push-create` with the object, `Idempotency-Key`                | -                            |
+/// | update       | `push-update`: PATCH a merge patch, or PUT the object           | 412 (If-Match), or a newer version read first: a conflict |
+/// | delete       | `push-delete`                                                   | the same                     |
+///
+/// The answer to a create or an update is the record as the API now holds it (its id and
+/// version at `id-field` and `version-field`); an answer without one (204) is followed by a GET
+/// of the record's update URL. A 400, 403, 409, 413, 415 or 422 refuses the change; anything a
+/// pull would fail on stops the push.
+final class JSONCollectionWriter: RemoteWriter {
+    private enum State {
+        case idle
+        case pushing(sink: any RemoteWriterSink, changes: [LocalChange], index: Int)
+        case done
+    }
+
+    private let store: StoreConfiguration
+    private let options: JSONCollectionOptions
+    private let headers: HTTPHeaders
+    private let loader: HTTPPageLoader
+    private let scanner: JSONRecordScanner
+    private let errorContext: HTTPStatusClassifier.Context
+    private var state = State.idle
+
+    init(_ context: RemoteSourceContext, options: JSONCollectionOptions) {
+        store = context.store
+        self.options = options
+        var headers = HTTPHeaders()
+        headers.set("Accept", "application/json")
+        if let authorization = options.authentication.authorization { headers.set("Authorization", authorization) }
+        context.store.headers.apply(to: &headers)
+        self.headers = headers
+        loader = HTTPPageLoader(configuration: context.store.session, query: context.store.query)
+        scanner = JSONRecordScanner(layout: .init(recordsPath: "", idPath: options.idField, versionPath: options.versionField, allowsIntegerIDs: true))
+        errorContext = HTTPStatusClassifier.Context(context.store)
+    }
+
+    func start(_ changes: [LocalChange], sink: any RemoteWriterSink) {
+        guard case .idle = state else { preconditionFailure("JSONCollectionWriter started twice") }
+        state = .pushing(sink: sink, changes: changes, index: 0)
+        RunLoopHandle.later { [weak self] in self?.next() }
+    }
+
+    func cancel() {
+        loader.cancel()
+        state = .done
+    }
+
+    private var templates: JSONPushTemplates { options.push }
+
+    private func next() {
+        guard case .pushing(let sink, let changes, let index) = state else { return }
+        guard index < changes.count else {
+            state = .done
+            return sink.writer(self, didFinishWithRequests: loader.requestCount)
+        }
+        let change = changes[index]
+        switch change.operation {
+        case .create: pushCreate(change)
+        case .update: pushUpdate(change)
+        case .delete: pushDelete(change)
+        }
+    }
+
+    private func pushCreate(_ change: LocalChange) {
+        guard let template = templates.create else { return finish(change, .refused("no push-create in the store's section")) }
+        guard let body = change.body else { return finish(change, .accepted(nil)) }
+        guard let local = JSONValue.object(parsing: body) else { return finish(change, .refused("the local body is not a JSON object")) }
+        let sent = ParseFieldMerge.encode(local.filter { $0.key != options.idField })
+        guard case .pushing(let sink, _, _) = state else { return }
+        do { try sink.writer(self, willSendCreate: change, body: String(decoding: sent, as: UTF8.self)) } catch { return cancel() }
+        var request = request(template.method, template.url(store: store.url, id: nil), body: sent)
+        // The same key for every send of this create: the outbox entry's placeholder id.
+        request.headers.set("Idempotency-Key", "ferry-\(store.name)-\(change.id)")
+        send(request, for: change) { [self] page in
+            answered(page, for: change, id: nil)
+        }
+    }
+
+    private func pushUpdate(_ change: LocalChange) {
+        guard let template = templates.update else { return finish(change, .refused("no push-update in the store's section")) }
+        guard let body = change.body, let local = JSONValue.object(parsing: body) else {
+            return finish(change, .refused("the local body is not a JSON object"))
+        }
+        let payload: Data
+        if template.method == "PATCH" {
+            let base = change.baseBody.flatMap(JSONValue.object(parsing:)) ?? [:]
+            payload = ParseFieldMerge.encode(Self.mergePatch(from: base, to: local))
+        } else {
+            payload = Data(body.utf8)
+        }
+        conditionally(change) { [self] in
+            send(request(template.method, template.url(store: store.url, id: change.id), body: payload, ifMatch: change.baseVersion), for: change) { [self] page in
+                answered(page, for: change, id: change.id)
+            }
+        }
+    }
+
+    private func pushDelete(_ change: LocalChange) {
+        guard let template = templates.delete else { return finish(change, .refused("no push-delete in the store's section")) }
+        conditionally(change) { [self] in
+            send(request(template.method, template.url(store: store.url, id: change.id), body: nil, ifMatch: change.baseVersion), for: change,
+                 missingIsDone: true) { [self] _ in
+                finish(change, .accepted(nil))
+            }
+        }
+    }
+
+    /// Without If-Match the record is read first: a version other than the base is a conflict.
+    private func conditionally(_ change: LocalChange, then: @escaping () -> Void) {
+        guard !templates.ifMatch else { return then() }
+        fetch(change.id) { [self] remote in
+            guard let remote else { return finish(change, change.operation == .delete ? .accepted(nil) : .conflict(remote: nil)) }
+            guard remote.version == change.baseVersion else { return finish(change, .conflict(remote: remote)) }
+            then()
+        }
+    }
+
+    /// RFC 7396: the members that changed, `null` for those removed.
+    static func mergePatch(from base: [String: JSONValue], to local: [String: JSONValue]) -> [String: JSONValue] {
+        var patch: [String: JSONValue] = [:]
+        for (key, value) in local where base[key] != value { patch[key] = value }
+        for key in base.keys where local[key] == nil { patch[key] = .null }
+        return patch
+    }
+
+    /// The record a create or an update answered with, or read back when the answer has none.
+    private func answered(_ page: HTTPPageLoader.Page, for change: LocalChange, id: String?) {
+        if let record = record(page.body) { return finish(change, .accepted(record)) }
+        guard let id else {
+            return fail(SyncError(.malformedResponse, store: store.name, url: page.url,
+                                  message: "the create was answered without the record (no \(options.idField) and \(options.versionField)): Ferry cannot tell its id"))
+        }
+        fetch(id) { [self] remote in finish(change, remote.map { .accepted($0) } ?? .conflict(remote: nil)) }
+    }
+
+    private func record(_ body: Data) -> RemoteRecord? {
+        guard !body.isEmpty else { return nil }
+        var wrapped = Data("[".utf8)
+        wrapped.append(body)
+        wrapped.append(Data("]".utf8))
+        guard let page = try? scanner.scan(wrapped), page.records.count == 1,
+              case .record(let record) = page.records[0].outcome(in: wrapped, maxBytes: store.maxRecordBytes, position: 0),
+              !record.version.isEmpty else { return nil }
+        return record
+    }
+
+    private func request(_ method: String, _ url: String, body: Data?, ifMatch version: String? = nil) -> HTTPRequest {
+        var request = HTTPRequest(method: method, url: url, headers: headers, body: body)
+        if body != nil { request.headers.set("Content-Type", method == "PATCH" ? "application/merge-patch+json" : "application/json") }
+        if templates.ifMatch, let version {
+            request.headers.set("If-Match", version.hasPrefix("\"") || version.hasPrefix("W/") ? version : "\"\(version)\"")
+        }
+        return request
+    }
+
+    private func fetch(_ id: String, then: @escaping (RemoteRecord?) -> Void) {
+        guard let template = templates.update ?? templates.delete else { return then(nil) }
+        loader.load(request("GET", template.url(store: store.url, id: id), body: nil)) { [self] result in
+            switch result {
+            case .failure(let error): fail(SyncError(error, store: store))
+            case .success(let page):
+                if page.head.status == 404 || page.head.status == 410 { return then(nil) }
+                guard (200..<300).contains(page.head.status) else { return fail(page.statusError(target: .derivedURL, context: errorContext)) }
+                guard let record = record(page.body) else {
+                    return fail(SyncError(.malformedResponse, store: store.name, url: page.url,
+                                          message: "the record was answered without \(options.idField) and \(options.versionField)"))
+                }
+                then(record)
+            }
+        }
+    }
+
+    private func send(_ request: HTTPRequest, for change: LocalChange, missingIsDone: Bool = false,
+                      then: @escaping (HTTPPageLoader.Page) -> Void) {
+        loader.load(request) { [self] result in
+            switch result {
+            case .failure(let error): fail(SyncError(error, store: store))
+            case .success(let page):
+                let status = page.head.status
+                if (200..<300).contains(status) || (missingIsDone && (status == 404 || status == 410)) { return then(page) }
+                if status == 412 {
+                    return fetch(change.id) { [self] remote in finish(change, change.operation == .delete && remote == nil ? .accepted(nil) : .conflict(remote: remote)) }
+                }
+                if status == 404 || status == 410 { return finish(change, .conflict(remote: nil)) }
+                if WebDAVWriter.refusingStatuses.contains(status) {
+                    let words = ErrorBodySnippet.summary(of: page.body, contentType: page.head.headers["Content-Type"], redacting: errorContext.secrets)
+                    return finish(change, .refused("HTTP \(status)" + (words.map { ": \($0)" } ?? "")))
+                }
+                fail(page.statusError(target: .derivedURL, context: errorContext))
+            }
+        }
+    }
+
+    private func finish(_ change: LocalChange, _ result: PushResult) {
+        guard case .pushing(let sink, let changes, let index) = state else { return }
+        do {
+            try sink.writer(self, didPush: change, result: result)
+        } catch {
+            cancel()
+            return
+        }
+        guard case .pushing = state else { return }
+        state = .pushing(sink: sink, changes: changes, index: index + 1)
+        next()
+    }
+
+    private func fail(_ error: SyncError) {
+        guard case .pushing(let sink, _, _) = state else { return }
+        loader.cancel()
+        state = .done
+        sink.writer(self, didFailWith: error)
+    }
+}
