@@ -190,7 +190,12 @@ extension ReplicaDatabase {
         let finalID = record?.id ?? change.id
         if let record {
             if record.id != change.id {
-                // The remote assigned the id: the placeholder row and its entry take it.
+                // The remote assigned the id: the placeholder row and its entry take it. A row
+                // a pull already made of the same record (a create answered before a crash,
+                // then pulled) gives way: it is this record.
+                let pulled = try connection.prepare("DELETE FROM \(table) WHERE id = ?1")
+                try pulled.bind(record.id, at: 1)
+                try pulled.run()
                 let rename = try connection.prepare("UPDATE \(table) SET id = ?2 WHERE id = ?1")
                 try rename.bind(change.id, at: 1)
                 try rename.bind(record.id, at: 2)

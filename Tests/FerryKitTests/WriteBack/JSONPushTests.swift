@@ -127,5 +127,16 @@ struct JSONPushTests {
         } catch let errors as ConfigurationErrors {
             #expect("\(errors)".contains("expected a method (PATCH, POST, PUT)"), "\(errors)")
         }
+        for (keys, words) in [(["push": "maybe"], "expected yes or no, got 'maybe'"),
+                              (["conflict": "remote-wins"], "has no effect without push = yes"),
+                              (["push": "yes", "conflict": "newest-wins"], "expected one of hold, remote-wins, local-wins, keep-both")] {
+            do {
+                _ = try configuredStore(kind: "parse", url: "https://example.com/parse",
+                                        keys.merging(["class": "Quote", "application-id": "a", "rest-api-key": "file:/nonexistent"]) { $1 })
+                Issue.record("\(keys) was accepted")
+            } catch let errors as ConfigurationErrors {
+                #expect("\(errors)".contains(words), "\(errors)")
+            }
+        }
     }
 }

@@ -103,4 +103,20 @@ struct MergeMeetsLocalChangeTests {
         #expect(try Self.state(replica) == "q0:2:0:2", "still queued, based on what the push made")
         #expect(try replica.changes(after: 0, limit: 100).last.map { "\($0.origin) \($0.operation) \($0.id)" } == "local update q0")
     }
+
+    @Test func aCreateAnsweredAfterAPullAlreadyMadeItsRowIsOneRow() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.replica(directory, policy: .hold)
+        defer { replica.close() }
+        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"made":"here"}')"#)
+        other.close()
+        let create = try #require(try replica.queuedLocalChanges(of: "quotes").first { $0.operation == .create })
+        // The remote stored it before a crash, and a pull brought it in under the remote's id.
+        _ = try replica.apply(ChangeBatch(changes: [record("q7", version: "1", "here")], cursor: "c2"), to: "quotes")
+        try replica.recordPush(create, result: .accepted(RemoteRecord(id: "q7", version: "1", body: Data(#"{"made":"here"}"#.utf8))), of: "quotes", at: Date())
+        #expect(try replica.rows(of: "quotes").keys.sorted() == ["q0", "q1", "q2", "q7"])
+        #expect(try replica.body(of: "q7", in: "quotes") == #"{"made":"here"}"#)
+        #expect(try Self.state(replica) == "q0:2:0:1")
+    }
 }
