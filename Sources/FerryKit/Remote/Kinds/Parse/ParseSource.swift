@@ -113,9 +113,7 @@ public final class ParseSource: RemoteSource {
 
     /// Objects by id: `where={"objectId":{"$in":[...]}}`.
     func idsRequest(_ ids: [String]) -> HTTPRequest {
-        let condition = #"{"objectId":{"$in":["# + ids.map(Self.jsonString).joined(separator: ",") + "]}}"
-        let query = ["where=" + URLQuery.encode(condition), "limit=\(ids.count)"]
-        return HTTPRequest(url: classURL + "?" + query.joined(separator: "&"), headers: headers)
+        HTTPRequest(url: ParseEndpoint.objectsURL(classURL: classURL, ids), headers: headers)
     }
 
     /// Ids asked for at once (a GET URL stays well under 8 KB with 10-character objectIds).

@@ -1,19 +1,20 @@
 import Foundation
 import Logging
 
-/// Pushes a Parse store's local changes, one record at a time, each in the fewest requests
-/// that keep concurrent writers safe (Parse has no conditional writes):
+/// Pushes a Parse store's local changes in the fewest requests that keep concurrent writers
+/// safe (Parse has no conditional writes). Up to 50 changes go together: one query reads the
+/// objects they change, one `/batch` writes them, one query reads back what was written, so
+/// the replica holds exactly what the remote does. What each change does:
 ///
-/// - update: `GET` the object; `PUT` only the fields changed locally, numbers changed by a
-///   delta as `Increment` (``ParseFieldMerge``), three-way against the remote when it changed
-///   since the base; a field changed on both sides to different values is a conflict; then
-///   `GET` it again, so the replica holds exactly what the remote does.
-/// - create: `POST`, then `GET` the new object. Before a create is sent its body is recorded
+/// - update: `PUT` only the fields changed locally, numbers changed by a delta as `Increment`
+///   (``ParseFieldMerge``), three-way against the remote when it changed since the base; a
+///   field changed on both sides to different values is a conflict.
+/// - create: `POST`. Before a create is sent its body is recorded
 ///   (``RemoteWriterSink/writer(_:willSendCreate:body:)``): a create found sent but unanswered
-///   after a crash is first looked up by its fields and creation time, and adopted when found,
-///   so a crash between Parse's acceptance and the local commit makes no duplicate.
-/// - delete: `GET`; `DELETE` when the remote still has the base version; a record already gone
-///   is done.
+///   after a crash is first looked up alone by its fields and creation time, and adopted when
+///   found, so a crash between Parse's acceptance and the local commit makes no duplicate.
+/// - delete: `DELETE` when the remote still has the base version; a record already gone is
+///   done.
 ///
 /// A Parse error answer about the object (`{"code":N}` with 400) is a refusal of that change;
 /// credentials, rate limits and server failures stop the push, as they stop a pull.
@@ -29,6 +30,7 @@ final class ParseWriter: RemoteWriter {
     private let loader: HTTPPageLoader
     private let errorContext: HTTPStatusClassifier.Context
     private var state = State.idle
+    private let objectsScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId", versionPath: "updatedAt"))
     /// How far before a lost create's recorded send time its lookup reaches (clock skew
     /// between this machine and the Parse server).
     static let lookupSkew: TimeInterval = 300
@@ -58,12 +60,11 @@ final class ParseWriter: RemoteWriter {
             state = .done
             return sink.writer(self, didFinishWithRequests: loader.requestCount)
         }
-        let change = changes[index]
-        switch change.operation {
-        case .update: pushUpdate(change)
-        case .create: pushCreate(change)
-        case .delete: pushDelete(change)
-        }
+        var end = index
+        while end < changes.count, end - index < ParseEndpoint.batchLimit, Self.batchable(changes[end]) { end += 1 }
+        if end > index { return pushBatch(Array(changes[index..<end])) }
+        // A create sent before without an answer (looked up first), or one deleted since.
+        pushCreate(changes[index])
     }
 
     /// Reports one change's result and moves on; a sink that throws (the replica failed) ends
@@ -88,38 +89,139 @@ final class ParseWriter: RemoteWriter {
         sink.writer(self, didFailWith: error)
     }
 
-    // MARK: - Operations
+    /// Whether a change goes in a batch: all but creates that need a lookup or a clean-up.
+    static func batchable(_ change: LocalChange) -> Bool {
+        change.operation != .create || (change.sent == nil && change.body != nil)
+    }
 
-    private func pushUpdate(_ change: LocalChange) {
-        fetch(change.id) { [self] remote in
-            guard let remote else { return finish(change, .conflict(remote: nil)) }
-            guard let local = change.body.flatMap(JSONValue.object(parsing:)) else {
-                return finish(change, .refused("the local body is not a JSON object"))
+    // MARK: - Batches
+
+    private func pushBatch(_ chunk: [LocalChange]) {
+        let known = chunk.filter { $0.operation != .create }.map(\.id)
+        fetchMany(known) { [self] remotes in
+            var decided: [Int: PushResult] = [:]
+            var requests: [(position: Int, request: JSONValue)] = []
+            for (position, change) in chunk.enumerated() {
+                switch change.operation {
+                case .update:
+                    guard let remote = remotes[change.id] else { decided[position] = .conflict(remote: nil); continue }
+                    guard let local = change.body.flatMap(JSONValue.object(parsing:)) else {
+                        decided[position] = .refused("the local body is not a JSON object")
+                        continue
+                    }
+                    let base = change.baseBody.flatMap(JSONValue.object(parsing:)) ?? [:]
+                    let theirs = remote.version == change.baseVersion ? nil : JSONValue.object(parsing: String(decoding: remote.body, as: UTF8.self))
+                    switch ParseFieldMerge.update(base: base, local: local, remote: theirs) {
+                    case .conflict: decided[position] = .conflict(remote: remote)
+                    case .update(let fields) where fields.isEmpty: decided[position] = .accepted(remote)
+                    case .update(let fields):
+                        requests.append((position, Self.batched("PUT", endpoint.batchPath(change.id), body: fields)))
+                    }
+                case .delete:
+                    guard let remote = remotes[change.id] else { decided[position] = .accepted(nil); continue }
+                    guard remote.version == change.baseVersion else { decided[position] = .conflict(remote: remote); continue }
+                    requests.append((position, Self.batched("DELETE", endpoint.batchPath(change.id), body: nil)))
+                case .create:
+                    guard let local = change.body.flatMap(JSONValue.object(parsing:)) else {
+                        decided[position] = .refused("the local body is not a JSON object")
+                        continue
+                    }
+                    let object = ParseFieldMerge.create(local: local)
+                    guard case .pushing(let sink, _, _) = state else { return }
+                    do {
+                        try sink.writer(self, willSendCreate: change, body: String(decoding: ParseFieldMerge.encode(object), as: UTF8.self))
+                    } catch { return cancel() }
+                    requests.append((position, Self.batched("POST", endpoint.batchPath(nil), body: object)))
+                }
             }
-            let base = change.baseBody.flatMap(JSONValue.object(parsing:)) ?? [:]
-            let theirs = remote.version == change.baseVersion ? nil : JSONValue.object(parsing: String(decoding: remote.body, as: UTF8.self))
-            switch ParseFieldMerge.update(base: base, local: local, remote: theirs) {
-            case .conflict:
-                finish(change, .conflict(remote: remote))
-            case .update(let fields) where fields.isEmpty:
-                finish(change, .accepted(remote))
-            case .update(let fields):
-                send(endpoint.request("PUT", endpoint.objectURL(change.id), json: ParseFieldMerge.encode(fields)), for: change) { [self] _ in
-                    fetch(change.id) { [self] after in finish(change, after.map { .accepted($0) } ?? .conflict(remote: nil)) }
+            guard !requests.isEmpty else { return report(chunk, decided) }
+            let body = ParseFieldMerge.encode(["requests": .array(requests.map(\.request))])
+            loader.load(endpoint.request("POST", endpoint.batchURL, json: body)) { [self] result in
+                let page: HTTPPageLoader.Page
+                switch result {
+                case .failure(let error): return fail(SyncError(error, store: store))
+                case .success(let loaded): page = loaded
+                }
+                guard (200..<300).contains(page.head.status) else { return fail(statusError(page)) }
+                guard case .array(let answers)? = try? JSONDecoder().decode(JSONValue.self, from: page.body), answers.count == requests.count else {
+                    return fail(SyncError(.malformedResponse, store: store.name, url: page.url,
+                                          message: "Parse answered a batch of \(requests.count) without one answer per request"))
+                }
+                var written: [Int: String] = [:]
+                for (answer, (position, _)) in zip(answers, requests) {
+                    let change = chunk[position]
+                    guard case .object(let members) = answer else { continue }
+                    if case .object(let success)? = members["success"] {
+                        if change.operation == .delete {
+                            decided[position] = .accepted(nil)
+                        } else if case .string(let id)? = success["objectId"] ?? .string(change.id) {
+                            written[position] = id
+                        }
+                    } else if case .object(let error)? = members["error"] {
+                        let code = error["code"]?.numeric.map { Int($0) } ?? 0
+                        let words: String = if case .string(let text)? = error["error"] { text } else { "no message" }
+                        // 101: the object is gone (deleted since it was read).
+                        decided[position] = code == 101 ? (change.operation == .delete ? .accepted(nil) : .conflict(remote: nil))
+                            : .refused("Parse error \(code): \(words)")
+                    }
+                }
+                fetchMany(Array(Set(written.values))) { [self] records in
+                    for (position, id) in written {
+                        decided[position] = records[id].map { .accepted($0) } ?? .conflict(remote: nil)
+                    }
+                    report(chunk, decided)
                 }
             }
         }
     }
 
-    private func pushDelete(_ change: LocalChange) {
-        fetch(change.id) { [self] remote in
-            guard let remote else { return finish(change, .accepted(nil)) }
-            guard remote.version == change.baseVersion else { return finish(change, .conflict(remote: remote)) }
-            send(endpoint.request("DELETE", endpoint.objectURL(change.id)), for: change, missingIsDone: true) { [self] _ in
-                finish(change, .accepted(nil))
+    static func batched(_ method: String, _ path: String, body: [String: JSONValue]?) -> JSONValue {
+        var request: [String: JSONValue] = ["method": .string(method), "path": .string(path)]
+        if let body { request["body"] = .object(body) }
+        return .object(request)
+    }
+
+    /// Hands a batch's results over in the changes' order, then goes on.
+    private func report(_ chunk: [LocalChange], _ decided: [Int: PushResult]) {
+        for (position, change) in chunk.enumerated() {
+            guard case .pushing(let sink, _, _) = state else { return }
+            // Every change has a result by now; one without (an answer that was neither success
+            // nor error) stays queued for the next pass.
+            guard let result = decided[position] else { continue }
+            do {
+                try sink.writer(self, didPush: change, result: result)
+            } catch {
+                cancel()
+                return
+            }
+        }
+        guard case .pushing(let sink, let changes, let index) = state else { return }
+        state = .pushing(sink: sink, changes: changes, index: index + chunk.count)
+        next()
+    }
+
+    /// The objects with these ids as the remote holds them (absent ones are missing), in one
+    /// query, each body exactly as Parse renders it.
+    private func fetchMany(_ ids: [String], then: @escaping ([String: RemoteRecord]) -> Void) {
+        guard !ids.isEmpty else { return then([:]) }
+        loader.load(endpoint.request("GET", endpoint.objectsURL(ids))) { [self] result in
+            switch result {
+            case .failure(let error): return fail(SyncError(error, store: store))
+            case .success(let page):
+                guard (200..<300).contains(page.head.status) else { return fail(statusError(page)) }
+                guard let scanned = try? objectsScanner.scan(page.body) else {
+                    return fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered a query with malformed JSON"))
+                }
+                var records: [String: RemoteRecord] = [:]
+                for (position, object) in scanned.records.enumerated() {
+                    if case .record(let record) = object.outcome(in: page.body, maxBytes: .max, position: position) { records[record.id] = record }
+                }
+                then(records)
             }
         }
     }
+
+    // MARK: - Operations
 
     private func pushCreate(_ change: LocalChange) {
         guard let body = change.body else {
