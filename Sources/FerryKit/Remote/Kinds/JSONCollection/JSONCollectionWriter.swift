@@ -15,19 +15,13 @@ import Logging
 /// of the record's update URL. A 400, 403, 409, 413, 415 or 422 refuses the change; anything a
 /// pull would fail on stops the push.
 final class JSONCollectionWriter: RemoteWriter {
-    private enum State {
-        case idle
-        case pushing(sink: any RemoteWriterSink, changes: [LocalChange], index: Int)
-        case done
-    }
-
     private let store: StoreConfiguration
     private let options: JSONCollectionOptions
     private let headers: HTTPHeaders
     private let loader: HTTPPageLoader
     private let scanner: JSONRecordScanner
     private let errorContext: HTTPStatusClassifier.Context
-    private var state = State.idle
+    private lazy var walk = PushWalk(of: self)
 
     init(_ context: RemoteSourceContext, options: JSONCollectionOptions) {
         store = context.store
@@ -43,25 +37,18 @@ final class JSONCollectionWriter: RemoteWriter {
     }
 
     func start(_ changes: [LocalChange], sink: any RemoteWriterSink) {
-        guard case .idle = state else { preconditionFailure("JSONCollectionWriter started twice") }
-        state = .pushing(sink: sink, changes: changes, index: 0)
-        RunLoopHandle.later { [weak self] in self?.next() }
+        walk.start(changes, sink: sink) { [weak self] in self?.next() }
     }
 
     func cancel() {
         loader.cancel()
-        state = .done
+        walk.end()
     }
 
     private var templates: JSONPushTemplates { options.push }
 
     private func next() {
-        guard case .pushing(let sink, let changes, let index) = state else { return }
-        guard index < changes.count else {
-            state = .done
-            return sink.writer(self, didFinishWithRequests: loader.requestCount)
-        }
-        let change = changes[index]
+        guard let change = walk.upcoming(requests: loader.requestCount).first else { return }
         switch change.operation {
         case .create: pushCreate(change)
         case .update: pushUpdate(change)
@@ -74,8 +61,7 @@ final class JSONCollectionWriter: RemoteWriter {
         guard let body = change.body else { return finish(change, .accepted(nil)) }
         guard let local = JSONValue.object(parsing: body) else { return finish(change, .refused("the local body is not a JSON object")) }
         let sent = ParseFieldMerge.encode(local.filter { $0.key != options.idField })
-        guard case .pushing(let sink, _, _) = state else { return }
-        do { try sink.writer(self, willSendCreate: change, body: String(decoding: sent, as: UTF8.self)) } catch { return cancel() }
+        guard walk.willSendCreate(change, body: String(decoding: sent, as: UTF8.self)) else { return cancel() }
         var request = request(template.method, template.url(store: store.url, id: nil), body: sent)
         // The same key for every send of this create: the outbox entry's placeholder id.
         request.headers.set("Idempotency-Key", "ferry-\(store.name)-\(change.id)")
@@ -200,22 +186,12 @@ final class JSONCollectionWriter: RemoteWriter {
     }
 
     private func finish(_ change: LocalChange, _ result: PushResult) {
-        guard case .pushing(let sink, let changes, let index) = state else { return }
-        do {
-            try sink.writer(self, didPush: change, result: result)
-        } catch {
-            cancel()
-            return
-        }
-        guard case .pushing = state else { return }
-        state = .pushing(sink: sink, changes: changes, index: index + 1)
+        guard walk.deliver([(change, result)], advancing: 1) else { return cancel() }
         next()
     }
 
     private func fail(_ error: SyncError) {
-        guard case .pushing(let sink, _, _) = state else { return }
         loader.cancel()
-        state = .done
-        sink.writer(self, didFailWith: error)
+        walk.fail(error)
     }
 }

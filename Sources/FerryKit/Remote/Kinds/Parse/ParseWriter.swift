@@ -19,17 +19,11 @@ import Logging
 /// A Parse error answer about the object (`{"code":N}` with 400) is a refusal of that change;
 /// credentials, rate limits and server failures stop the push, as they stop a pull.
 final class ParseWriter: RemoteWriter {
-    private enum State {
-        case idle
-        case pushing(sink: any RemoteWriterSink, changes: [LocalChange], index: Int)
-        case done
-    }
-
     private let store: StoreConfiguration
     private let endpoint: ParseEndpoint
     private let loader: HTTPPageLoader
     private let errorContext: HTTPStatusClassifier.Context
-    private var state = State.idle
+    private lazy var walk = PushWalk(of: self)
     private let objectsScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId", versionPath: "updatedAt"))
     /// How far before a lost create's recorded send time its lookup reaches (clock skew
     /// between this machine and the Parse server).
@@ -43,50 +37,31 @@ final class ParseWriter: RemoteWriter {
     }
 
     func start(_ changes: [LocalChange], sink: any RemoteWriterSink) {
-        guard case .idle = state else { preconditionFailure("ParseWriter started twice") }
-        state = .pushing(sink: sink, changes: changes, index: 0)
-        // Sink calls never happen inside start.
-        RunLoopHandle.later { [weak self] in self?.next() }
+        walk.start(changes, sink: sink) { [weak self] in self?.next() }
     }
 
     func cancel() {
         loader.cancel()
-        state = .done
+        walk.end()
     }
 
     private func next() {
-        guard case .pushing(let sink, let changes, let index) = state else { return }
-        guard index < changes.count else {
-            state = .done
-            return sink.writer(self, didFinishWithRequests: loader.requestCount)
-        }
-        var end = index
-        while end < changes.count, end - index < ParseEndpoint.batchLimit, Self.batchable(changes[end]) { end += 1 }
-        if end > index { return pushBatch(Array(changes[index..<end])) }
+        let upcoming = walk.upcoming(requests: loader.requestCount)
+        guard let first = upcoming.first else { return }
+        let batch = upcoming.prefix(ParseEndpoint.batchLimit).prefix(while: Self.batchable)
+        if !batch.isEmpty { return pushBatch(Array(batch)) }
         // A create sent before without an answer (looked up first), or one deleted since.
-        pushCreate(changes[index])
+        pushCreate(first)
     }
 
-    /// Reports one change's result and moves on; a sink that throws (the replica failed) ends
-    /// the push: it has ended the pass already.
     private func finish(_ change: LocalChange, _ result: PushResult) {
-        guard case .pushing(let sink, let changes, let index) = state else { return }
-        do {
-            try sink.writer(self, didPush: change, result: result)
-        } catch {
-            cancel()
-            return
-        }
-        guard case .pushing = state else { return }
-        state = .pushing(sink: sink, changes: changes, index: index + 1)
+        guard walk.deliver([(change, result)], advancing: 1) else { return cancel() }
         next()
     }
 
     private func fail(_ error: SyncError) {
-        guard case .pushing(let sink, _, _) = state else { return }
         loader.cancel()
-        state = .done
-        sink.writer(self, didFailWith: error)
+        walk.fail(error)
     }
 
     /// Whether a change goes in a batch: all but creates that need a lookup or a clean-up.
@@ -127,10 +102,7 @@ final class ParseWriter: RemoteWriter {
                         continue
                     }
                     let object = ParseFieldMerge.create(local: local)
-                    guard case .pushing(let sink, _, _) = state else { return }
-                    do {
-                        try sink.writer(self, willSendCreate: change, body: String(decoding: ParseFieldMerge.encode(object), as: UTF8.self))
-                    } catch { return cancel() }
+                    guard walk.willSendCreate(change, body: String(decoding: ParseFieldMerge.encode(object), as: UTF8.self)) else { return cancel() }
                     requests.append((position, Self.batched("POST", endpoint.batchPath(nil), body: object)))
                 }
             }
@@ -183,20 +155,7 @@ final class ParseWriter: RemoteWriter {
 
     /// Hands a batch's results over in the changes' order, then goes on.
     private func report(_ chunk: [LocalChange], _ decided: [Int: PushResult]) {
-        for (position, change) in chunk.enumerated() {
-            guard case .pushing(let sink, _, _) = state else { return }
-            // Every change has a result by now; one without (an answer that was neither success
-            // nor error) stays queued for the next pass.
-            guard let result = decided[position] else { continue }
-            do {
-                try sink.writer(self, didPush: change, result: result)
-            } catch {
-                cancel()
-                return
-            }
-        }
-        guard case .pushing(let sink, let changes, let index) = state else { return }
-        state = .pushing(sink: sink, changes: changes, index: index + chunk.count)
+        guard walk.deliver(chunk.enumerated().map { ($0.element, decided[$0.offset]) }, advancing: chunk.count) else { return cancel() }
         next()
     }
 
@@ -238,9 +197,7 @@ final class ParseWriter: RemoteWriter {
         let object = ParseFieldMerge.create(local: local)
         let encoded = ParseFieldMerge.encode(object)
         let create = { [self] in
-            guard case .pushing(let sink, _, _) = state else { return }
-            let text = String(decoding: encoded, as: UTF8.self)
-            do { try sink.writer(self, willSendCreate: change, body: text) } catch { return cancel() }
+            guard walk.willSendCreate(change, body: String(decoding: encoded, as: UTF8.self)) else { return cancel() }
             send(endpoint.request("POST", endpoint.classURL, json: encoded), for: change) { [self] page in
                 guard let created = try? JSONDecoder().decode([String: JSONValue].self, from: page.body),
                       case .string(let id)? = created["objectId"] else {

@@ -17,18 +17,12 @@ import Logging
 /// changed it, and the member is read back. 400, 403, 409, 413, 415 and 422 refuse the change
 /// (a server that finds the card invalid); anything else a pull would fail on stops the push.
 final class WebDAVWriter: RemoteWriter {
-    private enum State {
-        case idle
-        case pushing(sink: any RemoteWriterSink, changes: [LocalChange], index: Int)
-        case done
-    }
-
     private let store: StoreConfiguration
     private let builder: WebDAVRequestBuilder
     private let content: WebDAVOptions.Content
     private let loader: HTTPPageLoader
     private let errorContext: HTTPStatusClassifier.Context
-    private var state = State.idle
+    private lazy var walk = PushWalk(of: self)
 
     static let refusingStatuses: Set<Int> = [400, 403, 409, 413, 415, 422]
 
@@ -46,14 +40,12 @@ final class WebDAVWriter: RemoteWriter {
     }
 
     func start(_ changes: [LocalChange], sink: any RemoteWriterSink) {
-        guard case .idle = state else { preconditionFailure("WebDAVWriter started twice") }
-        state = .pushing(sink: sink, changes: changes, index: 0)
-        RunLoopHandle.later { [weak self] in self?.next() }
+        walk.start(changes, sink: sink) { [weak self] in self?.next() }
     }
 
     func cancel() {
         loader.cancel()
-        state = .done
+        walk.end()
     }
 
     /// The member id a create is stored under: the row's own id, or one made from the UID.
@@ -65,12 +57,7 @@ final class WebDAVWriter: RemoteWriter {
     }
 
     private func next() {
-        guard case .pushing(let sink, let changes, let index) = state else { return }
-        guard index < changes.count else {
-            state = .done
-            return sink.writer(self, didFinishWithRequests: loader.requestCount)
-        }
-        let change = changes[index]
+        guard let change = walk.upcoming(requests: loader.requestCount).first else { return }
         switch change.operation {
         case .create:
             guard let body = change.body ?? change.baseBody else { return finish(change, .accepted(nil)) }
@@ -79,9 +66,7 @@ final class WebDAVWriter: RemoteWriter {
                 // Deleted locally after its create was sent: remove what the send may have made.
                 return send("DELETE", member, body: nil, condition: nil, for: change) { [self] _ in finish(change, .accepted(nil)) }
             }
-            do {
-                if case .pushing(let sink, _, _) = state { try sink.writer(self, willSendCreate: change, body: body) }
-            } catch { return cancel() }
+            guard walk.willSendCreate(change, body: body) else { return cancel() }
             send("PUT", member, body: body, condition: ("If-None-Match", "*"), for: change) { [self] page in
                 stored(page, member: member, sent: body, change: change)
             } onConflict: { [self] in
@@ -118,23 +103,13 @@ final class WebDAVWriter: RemoteWriter {
     }
 
     private func finish(_ change: LocalChange, _ result: PushResult) {
-        guard case .pushing(let sink, let changes, let index) = state else { return }
-        do {
-            try sink.writer(self, didPush: change, result: result)
-        } catch {
-            cancel()
-            return
-        }
-        guard case .pushing = state else { return }
-        state = .pushing(sink: sink, changes: changes, index: index + 1)
+        guard walk.deliver([(change, result)], advancing: 1) else { return cancel() }
         next()
     }
 
     private func fail(_ error: SyncError) {
-        guard case .pushing(let sink, _, _) = state else { return }
         loader.cancel()
-        state = .done
-        sink.writer(self, didFailWith: error)
+        walk.fail(error)
     }
 
     private func request(_ method: String, _ member: String, body: String?) -> HTTPRequest {
