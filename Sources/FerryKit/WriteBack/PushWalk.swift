@@ -1,9 +1,9 @@
 /// A writer's way through its changes, the same for every kind: the sink to tell, the change
-/// that is next, and the only ways to hand a result over, to give up and to end. A writer owns
-/// one and asks it; it never keeps the walk's state itself.
+/// that is next, the writer's requests to stop, and the only ways to hand a result over, to
+/// give up and to end. A writer owns one and asks it; it never keeps the walk's state itself.
 ///
 /// A sink call that throws (the replica failed to take a result) has ended the pass already:
-/// the walk ends too, and the writer stops its requests.
+/// the walk ends too, and stops the writer's requests.
 final class PushWalk {
     private enum State {
         case idle
@@ -14,16 +14,23 @@ final class PushWalk {
     private var state = State.idle
     /// The writer the sink hears from; it owns the walk.
     private unowned let writer: any RemoteWriter
+    /// The writer's requests, stopped when the walk ends early.
+    private let loader: HTTPPageLoader
+    /// The writer's step: takes ``upcoming(requests:)`` and pushes the first of them.
+    private let next: () -> Void
 
-    init(of writer: any RemoteWriter) {
+    init(of writer: any RemoteWriter, loader: HTTPPageLoader, next: @escaping () -> Void) {
         self.writer = writer
+        self.loader = loader
+        self.next = next
     }
 
-    /// Starts the walk; `next` runs on the current run loop, never inside this call.
-    func start(_ changes: [LocalChange], sink: any RemoteWriterSink, next: @escaping () -> Void) {
+    /// Starts the walk; the writer's first step runs on the current run loop, never inside
+    /// this call.
+    func start(_ changes: [LocalChange], sink: any RemoteWriterSink) {
         guard case .idle = state else { preconditionFailure("a writer was started twice") }
         state = .walking(sink: sink, changes: changes, index: 0)
-        RunLoopHandle.later(next)
+        RunLoopHandle.later { [weak self] in self?.next() }
     }
 
     var isWalking: Bool {
@@ -32,55 +39,62 @@ final class PushWalk {
 
     /// The changes from the next one on; empty once ended. When none is left the walk ends and
     /// tells the sink, with the requests the writer made.
-    func upcoming(requests: Int) -> ArraySlice<LocalChange> {
+    var upcoming: ArraySlice<LocalChange> {
         guard case .walking(let sink, let changes, let index) = state else { return [] }
         guard index < changes.count else {
             state = .ended
-            sink.writer(writer, didFinishWithRequests: requests)
+            sink.writer(writer, didFinishWithRequests: loader.requestCount)
             return []
         }
         return changes[index...]
     }
 
-    /// Records that a create is about to be sent; false when the walk ended (stop).
+    /// Records that a create is about to be sent; false when the walk ended (then stop).
     func willSendCreate(_ change: LocalChange, body: String) -> Bool {
         guard case .walking(let sink, _, _) = state else { return false }
         do {
             try sink.writer(writer, willSendCreate: change, body: body)
             return true
         } catch {
-            state = .ended
+            cancel()
             return false
         }
     }
 
-    /// Hands results over in order and moves past them; false when the walk ended (stop).
-    func deliver(_ results: [(LocalChange, PushResult?)], advancing count: Int) -> Bool {
+    /// Hands one change's result over and takes the next step.
+    func finish(_ change: LocalChange, _ result: PushResult) {
+        deliver([(change, result)], advancing: 1)
+    }
+
+    /// Hands results over in order, moves past `count` changes and takes the next step.
+    func deliver(_ results: [(LocalChange, PushResult?)], advancing count: Int) {
         for (change, result) in results {
-            guard case .walking(let sink, _, _) = state else { return false }
+            guard case .walking(let sink, _, _) = state else { return }
             // A change without a result (an answer that said nothing of it) stays queued.
             guard let result else { continue }
             do {
                 try sink.writer(writer, didPush: change, result: result)
             } catch {
-                state = .ended
-                return false
+                return cancel()
             }
         }
-        guard case .walking(let sink, let changes, let index) = state else { return false }
+        guard case .walking(let sink, let changes, let index) = state else { return }
         state = .walking(sink: sink, changes: changes, index: index + count)
-        return true
+        next()
     }
 
-    /// Ends the walk with a failure the whole push shares.
+    /// Ends the walk with a failure the whole push shares (the network, the server, the
+    /// credentials).
     func fail(_ error: SyncError) {
         guard case .walking(let sink, _, _) = state else { return }
+        loader.cancel()
         state = .ended
         sink.writer(writer, didFailWith: error)
     }
 
-    /// Ends the walk without a word (cancelled).
-    func end() {
+    /// Ends the walk without a word, its requests stopped (``RemoteWriter/cancel()``).
+    func cancel() {
+        loader.cancel()
         state = .ended
     }
 }

@@ -21,7 +21,7 @@ final class JSONCollectionWriter: RemoteWriter {
     private let loader: HTTPPageLoader
     private let scanner: JSONRecordScanner
     private let errorContext: HTTPStatusClassifier.Context
-    private lazy var walk = PushWalk(of: self)
+    private lazy var walk = PushWalk(of: self, loader: loader) { [unowned self] in self.next() }
 
     init(_ context: RemoteSourceContext, options: JSONCollectionOptions) {
         store = context.store
@@ -36,19 +36,14 @@ final class JSONCollectionWriter: RemoteWriter {
         errorContext = HTTPStatusClassifier.Context(context.store)
     }
 
-    func start(_ changes: [LocalChange], sink: any RemoteWriterSink) {
-        walk.start(changes, sink: sink) { [weak self] in self?.next() }
-    }
+    func start(_ changes: [LocalChange], sink: any RemoteWriterSink) { walk.start(changes, sink: sink) }
 
-    func cancel() {
-        loader.cancel()
-        walk.end()
-    }
+    func cancel() { walk.cancel() }
 
     private var templates: JSONPushTemplates { options.push }
 
     private func next() {
-        guard let change = walk.upcoming(requests: loader.requestCount).first else { return }
+        guard let change = walk.upcoming.first else { return }
         switch change.operation {
         case .create: pushCreate(change)
         case .update: pushUpdate(change)
@@ -57,11 +52,11 @@ final class JSONCollectionWriter: RemoteWriter {
     }
 
     private func pushCreate(_ change: LocalChange) {
-        guard let template = templates.create else { return finish(change, .refused("no push-create in the store's section")) }
-        guard let body = change.body else { return finish(change, .accepted(nil)) }
-        guard let local = JSONValue.object(parsing: body) else { return finish(change, .refused("the local body is not a JSON object")) }
+        guard let template = templates.create else { return walk.finish(change, .refused("no push-create in the store's section")) }
+        guard let body = change.body else { return walk.finish(change, .accepted(nil)) }
+        guard let local = JSONValue.object(parsing: body) else { return walk.finish(change, .refused("the local body is not a JSON object")) }
         let sent = ParseFieldMerge.encode(local.filter { $0.key != options.idField })
-        guard walk.willSendCreate(change, body: String(decoding: sent, as: UTF8.self)) else { return cancel() }
+        guard walk.willSendCreate(change, body: String(decoding: sent, as: UTF8.self)) else { return }
         var request = request(template.method, template.url(store: store.url, id: nil), body: sent)
         // The same key for every send of this create: the outbox entry's placeholder id.
         request.headers.set("Idempotency-Key", "ferry-\(store.name)-\(change.id)")
@@ -71,9 +66,9 @@ final class JSONCollectionWriter: RemoteWriter {
     }
 
     private func pushUpdate(_ change: LocalChange) {
-        guard let template = templates.update else { return finish(change, .refused("no push-update in the store's section")) }
+        guard let template = templates.update else { return walk.finish(change, .refused("no push-update in the store's section")) }
         guard let body = change.body, let local = JSONValue.object(parsing: body) else {
-            return finish(change, .refused("the local body is not a JSON object"))
+            return walk.finish(change, .refused("the local body is not a JSON object"))
         }
         let payload: Data
         if template.method == "PATCH" {
@@ -90,11 +85,11 @@ final class JSONCollectionWriter: RemoteWriter {
     }
 
     private func pushDelete(_ change: LocalChange) {
-        guard let template = templates.delete else { return finish(change, .refused("no push-delete in the store's section")) }
+        guard let template = templates.delete else { return walk.finish(change, .refused("no push-delete in the store's section")) }
         conditionally(change) { [self] in
             send(request(template.method, template.url(store: store.url, id: change.id), body: nil, ifMatch: change.baseVersion), for: change,
                  missingIsDone: true) { [self] _ in
-                finish(change, .accepted(nil))
+                walk.finish(change, .accepted(nil))
             }
         }
     }
@@ -103,8 +98,8 @@ final class JSONCollectionWriter: RemoteWriter {
     private func conditionally(_ change: LocalChange, then: @escaping () -> Void) {
         guard !templates.ifMatch else { return then() }
         fetch(change.id) { [self] remote in
-            guard let remote else { return finish(change, change.operation == .delete ? .accepted(nil) : .conflict(remote: nil)) }
-            guard remote.version == change.baseVersion else { return finish(change, .conflict(remote: remote)) }
+            guard let remote else { return walk.finish(change, change.operation == .delete ? .accepted(nil) : .conflict(remote: nil)) }
+            guard remote.version == change.baseVersion else { return walk.finish(change, .conflict(remote: remote)) }
             then()
         }
     }
@@ -119,12 +114,12 @@ final class JSONCollectionWriter: RemoteWriter {
 
     /// The record a create or an update answered with, or read back when the answer has none.
     private func answered(_ page: HTTPPageLoader.Page, for change: LocalChange, id: String?) {
-        if let record = record(page.body) { return finish(change, .accepted(record)) }
+        if let record = record(page.body) { return walk.finish(change, .accepted(record)) }
         guard let id else {
-            return fail(SyncError(.malformedResponse, store: store.name, url: page.url,
+            return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url,
                                   message: "the create was answered without the record (no \(options.idField) and \(options.versionField)): Ferry cannot tell its id"))
         }
-        fetch(id) { [self] remote in finish(change, remote.map { .accepted($0) } ?? .conflict(remote: nil)) }
+        fetch(id) { [self] remote in walk.finish(change, remote.map { .accepted($0) } ?? .conflict(remote: nil)) }
     }
 
     private func record(_ body: Data) -> RemoteRecord? {
@@ -151,12 +146,12 @@ final class JSONCollectionWriter: RemoteWriter {
         guard let template = templates.update ?? templates.delete else { return then(nil) }
         loader.load(request("GET", template.url(store: store.url, id: id), body: nil)) { [self] result in
             switch result {
-            case .failure(let error): fail(SyncError(error, store: store))
+            case .failure(let error): walk.fail(SyncError(error, store: store))
             case .success(let page):
                 if page.head.status == 404 || page.head.status == 410 { return then(nil) }
-                guard (200..<300).contains(page.head.status) else { return fail(page.statusError(target: .derivedURL, context: errorContext)) }
+                guard (200..<300).contains(page.head.status) else { return walk.fail(page.statusError(target: .derivedURL, context: errorContext)) }
                 guard let record = record(page.body) else {
-                    return fail(SyncError(.malformedResponse, store: store.name, url: page.url,
+                    return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url,
                                           message: "the record was answered without \(options.idField) and \(options.versionField)"))
                 }
                 then(record)
@@ -168,30 +163,21 @@ final class JSONCollectionWriter: RemoteWriter {
                       then: @escaping (HTTPPageLoader.Page) -> Void) {
         loader.load(request) { [self] result in
             switch result {
-            case .failure(let error): fail(SyncError(error, store: store))
+            case .failure(let error): walk.fail(SyncError(error, store: store))
             case .success(let page):
                 let status = page.head.status
                 if (200..<300).contains(status) || (missingIsDone && (status == 404 || status == 410)) { return then(page) }
                 if status == 412 {
-                    return fetch(change.id) { [self] remote in finish(change, change.operation == .delete && remote == nil ? .accepted(nil) : .conflict(remote: remote)) }
+                    return fetch(change.id) { [self] remote in walk.finish(change, change.operation == .delete && remote == nil ? .accepted(nil) : .conflict(remote: remote)) }
                 }
-                if status == 404 || status == 410 { return finish(change, .conflict(remote: nil)) }
+                if status == 404 || status == 410 { return walk.finish(change, .conflict(remote: nil)) }
                 if WebDAVWriter.refusingStatuses.contains(status) {
                     let words = ErrorBodySnippet.summary(of: page.body, contentType: page.head.headers["Content-Type"], redacting: errorContext.secrets)
-                    return finish(change, .refused("HTTP \(status)" + (words.map { ": \($0)" } ?? "")))
+                    return walk.finish(change, .refused("HTTP \(status)" + (words.map { ": \($0)" } ?? "")))
                 }
-                fail(page.statusError(target: .derivedURL, context: errorContext))
+                walk.fail(page.statusError(target: .derivedURL, context: errorContext))
             }
         }
     }
 
-    private func finish(_ change: LocalChange, _ result: PushResult) {
-        guard walk.deliver([(change, result)], advancing: 1) else { return cancel() }
-        next()
-    }
-
-    private func fail(_ error: SyncError) {
-        loader.cancel()
-        walk.fail(error)
-    }
 }

@@ -23,7 +23,7 @@ final class ParseWriter: RemoteWriter {
     private let endpoint: ParseEndpoint
     private let loader: HTTPPageLoader
     private let errorContext: HTTPStatusClassifier.Context
-    private lazy var walk = PushWalk(of: self)
+    private lazy var walk = PushWalk(of: self, loader: loader) { [unowned self] in self.next() }
     private let objectsScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId", versionPath: "updatedAt"))
     /// How far before a lost create's recorded send time its lookup reaches (clock skew
     /// between this machine and the Parse server).
@@ -36,32 +36,17 @@ final class ParseWriter: RemoteWriter {
         errorContext = HTTPStatusClassifier.Context(context.store)
     }
 
-    func start(_ changes: [LocalChange], sink: any RemoteWriterSink) {
-        walk.start(changes, sink: sink) { [weak self] in self?.next() }
-    }
+    func start(_ changes: [LocalChange], sink: any RemoteWriterSink) { walk.start(changes, sink: sink) }
 
-    func cancel() {
-        loader.cancel()
-        walk.end()
-    }
+    func cancel() { walk.cancel() }
 
     private func next() {
-        let upcoming = walk.upcoming(requests: loader.requestCount)
+        let upcoming = walk.upcoming
         guard let first = upcoming.first else { return }
         let batch = upcoming.prefix(ParseEndpoint.batchLimit).prefix(while: Self.batchable)
         if !batch.isEmpty { return pushBatch(Array(batch)) }
         // A create sent before without an answer (looked up first), or one deleted since.
         pushCreate(first)
-    }
-
-    private func finish(_ change: LocalChange, _ result: PushResult) {
-        guard walk.deliver([(change, result)], advancing: 1) else { return cancel() }
-        next()
-    }
-
-    private func fail(_ error: SyncError) {
-        loader.cancel()
-        walk.fail(error)
     }
 
     /// Whether a change goes in a batch: all but creates that need a lookup or a clean-up.
@@ -102,7 +87,7 @@ final class ParseWriter: RemoteWriter {
                         continue
                     }
                     let object = ParseFieldMerge.create(local: local)
-                    guard walk.willSendCreate(change, body: String(decoding: ParseFieldMerge.encode(object), as: UTF8.self)) else { return cancel() }
+                    guard walk.willSendCreate(change, body: String(decoding: ParseFieldMerge.encode(object), as: UTF8.self)) else { return }
                     requests.append((position, Self.batched("POST", endpoint.batchPath(nil), body: object)))
                 }
             }
@@ -111,12 +96,12 @@ final class ParseWriter: RemoteWriter {
             loader.load(endpoint.request("POST", endpoint.batchURL, json: body)) { [self] result in
                 let page: HTTPPageLoader.Page
                 switch result {
-                case .failure(let error): return fail(SyncError(error, store: store))
+                case .failure(let error): return walk.fail(SyncError(error, store: store))
                 case .success(let loaded): page = loaded
                 }
-                guard (200..<300).contains(page.head.status) else { return fail(statusError(page)) }
+                guard (200..<300).contains(page.head.status) else { return walk.fail(statusError(page)) }
                 guard case .array(let answers)? = try? JSONDecoder().decode(JSONValue.self, from: page.body), answers.count == requests.count else {
-                    return fail(SyncError(.malformedResponse, store: store.name, url: page.url,
+                    return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url,
                                           message: "Parse answered a batch of \(requests.count) without one answer per request"))
                 }
                 var written: [Int: String] = [:]
@@ -155,8 +140,7 @@ final class ParseWriter: RemoteWriter {
 
     /// Hands a batch's results over in the changes' order, then goes on.
     private func report(_ chunk: [LocalChange], _ decided: [Int: PushResult]) {
-        guard walk.deliver(chunk.enumerated().map { ($0.element, decided[$0.offset]) }, advancing: chunk.count) else { return cancel() }
-        next()
+        walk.deliver(chunk.enumerated().map { ($0.element, decided[$0.offset]) }, advancing: chunk.count)
     }
 
     /// The objects with these ids as the remote holds them (absent ones are missing), in one
@@ -165,11 +149,11 @@ final class ParseWriter: RemoteWriter {
         guard !ids.isEmpty else { return then([:]) }
         loader.load(endpoint.request("GET", endpoint.objectsURL(ids))) { [self] result in
             switch result {
-            case .failure(let error): return fail(SyncError(error, store: store))
+            case .failure(let error): return walk.fail(SyncError(error, store: store))
             case .success(let page):
-                guard (200..<300).contains(page.head.status) else { return fail(statusError(page)) }
+                guard (200..<300).contains(page.head.status) else { return walk.fail(statusError(page)) }
                 guard let scanned = try? objectsScanner.scan(page.body) else {
-                    return fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered a query with malformed JSON"))
+                    return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered a query with malformed JSON"))
                 }
                 var records: [String: RemoteRecord] = [:]
                 for (position, object) in scanned.records.enumerated() {
@@ -185,30 +169,30 @@ final class ParseWriter: RemoteWriter {
     private func pushCreate(_ change: LocalChange) {
         guard let body = change.body else {
             // Deleted locally after it was sent: remove what the send may have made.
-            guard let sent = change.baseBody, let at = change.sent else { return finish(change, .accepted(nil)) }
+            guard let sent = change.baseBody, let at = change.sent else { return walk.finish(change, .accepted(nil)) }
             return lookUp(sent: sent, at: at) { [self] found in
-                guard let found else { return finish(change, .accepted(nil)) }
+                guard let found else { return walk.finish(change, .accepted(nil)) }
                 send(endpoint.request("DELETE", endpoint.objectURL(found.id)), for: change, missingIsDone: true) { [self] _ in
-                    finish(change, .accepted(nil))
+                    walk.finish(change, .accepted(nil))
                 }
             }
         }
-        guard let local = JSONValue.object(parsing: body) else { return finish(change, .refused("the local body is not a JSON object")) }
+        guard let local = JSONValue.object(parsing: body) else { return walk.finish(change, .refused("the local body is not a JSON object")) }
         let object = ParseFieldMerge.create(local: local)
         let encoded = ParseFieldMerge.encode(object)
         let create = { [self] in
-            guard walk.willSendCreate(change, body: String(decoding: encoded, as: UTF8.self)) else { return cancel() }
+            guard walk.willSendCreate(change, body: String(decoding: encoded, as: UTF8.self)) else { return }
             send(endpoint.request("POST", endpoint.classURL, json: encoded), for: change) { [self] page in
                 guard let created = try? JSONDecoder().decode([String: JSONValue].self, from: page.body),
                       case .string(let id)? = created["objectId"] else {
-                    return fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered a create without an objectId"))
+                    return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered a create without an objectId"))
                 }
-                fetch(id) { [self] record in finish(change, record.map { .accepted($0) } ?? .conflict(remote: nil)) }
+                fetch(id) { [self] record in walk.finish(change, record.map { .accepted($0) } ?? .conflict(remote: nil)) }
             }
         }
         guard let sentAt = change.sent, let sent = change.baseBody else { return create() }
         lookUp(sent: sent, at: sentAt) { [self] found in
-            if let found { finish(change, .accepted(found)) } else { create() }
+            if let found { walk.finish(change, .accepted(found)) } else { create() }
         }
     }
 
@@ -218,12 +202,12 @@ final class ParseWriter: RemoteWriter {
     private func fetch(_ id: String, then: @escaping (RemoteRecord?) -> Void) {
         loader.load(endpoint.request("GET", endpoint.objectURL(id))) { [self] result in
             switch result {
-            case .failure(let error): return fail(SyncError(error, store: store))
+            case .failure(let error): return walk.fail(SyncError(error, store: store))
             case .success(let page):
                 if page.head.status == 404 { return then(nil) }
-                guard (200..<300).contains(page.head.status) else { return fail(statusError(page)) }
+                guard (200..<300).contains(page.head.status) else { return walk.fail(statusError(page)) }
                 guard let record = Self.record(page.body) else {
-                    return fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered an object without objectId and updatedAt"))
+                    return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered an object without objectId and updatedAt"))
                 }
                 then(record)
             }
@@ -246,12 +230,12 @@ final class ParseWriter: RemoteWriter {
         let url = endpoint.classURL + "?where=" + URLQuery.encode(String(decoding: ParseFieldMerge.encode(condition), as: UTF8.self)) + "&limit=2"
         loader.load(endpoint.request("GET", url)) { [self] result in
             switch result {
-            case .failure(let error): return fail(SyncError(error, store: store))
+            case .failure(let error): return walk.fail(SyncError(error, store: store))
             case .success(let page):
-                guard (200..<300).contains(page.head.status) else { return fail(statusError(page)) }
+                guard (200..<300).contains(page.head.status) else { return walk.fail(statusError(page)) }
                 guard let results = try? JSONSerialization.jsonObject(with: page.body) as? [String: Any],
                       let objects = results["results"] as? [Any] else {
-                    return fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered a query without results"))
+                    return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered a query without results"))
                 }
                 guard objects.count == 1, let data = try? JSONSerialization.data(withJSONObject: objects[0]), let record = Self.record(data) else {
                     return then(nil)
@@ -267,13 +251,13 @@ final class ParseWriter: RemoteWriter {
                       then: @escaping (HTTPPageLoader.Page) -> Void) {
         loader.load(request) { [self] result in
             switch result {
-            case .failure(let error): fail(SyncError(error, store: store))
+            case .failure(let error): walk.fail(SyncError(error, store: store))
             case .success(let page):
                 let status = page.head.status
                 if (200..<300).contains(status) || (missingIsDone && status == 404) { return then(page) }
-                if status == 404 { return finish(change, .conflict(remote: nil)) }
-                if let refusal = Self.refusal(page) { return finish(change, .refused(refusal)) }
-                fail(statusError(page))
+                if status == 404 { return walk.finish(change, .conflict(remote: nil)) }
+                if let refusal = Self.refusal(page) { return walk.finish(change, .refused(refusal)) }
+                walk.fail(statusError(page))
             }
         }
     }

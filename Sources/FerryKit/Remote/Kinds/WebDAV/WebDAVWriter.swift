@@ -22,7 +22,7 @@ final class WebDAVWriter: RemoteWriter {
     private let content: WebDAVOptions.Content
     private let loader: HTTPPageLoader
     private let errorContext: HTTPStatusClassifier.Context
-    private lazy var walk = PushWalk(of: self)
+    private lazy var walk = PushWalk(of: self, loader: loader) { [unowned self] in self.next() }
 
     static let refusingStatuses: Set<Int> = [400, 403, 409, 413, 415, 422]
 
@@ -39,14 +39,9 @@ final class WebDAVWriter: RemoteWriter {
         errorContext = HTTPStatusClassifier.Context(context.store)
     }
 
-    func start(_ changes: [LocalChange], sink: any RemoteWriterSink) {
-        walk.start(changes, sink: sink) { [weak self] in self?.next() }
-    }
+    func start(_ changes: [LocalChange], sink: any RemoteWriterSink) { walk.start(changes, sink: sink) }
 
-    func cancel() {
-        loader.cancel()
-        walk.end()
-    }
+    func cancel() { walk.cancel() }
 
     /// The member id a create is stored under: the row's own id, or one made from the UID.
     func memberID(for change: LocalChange, body: String) -> String? {
@@ -57,37 +52,37 @@ final class WebDAVWriter: RemoteWriter {
     }
 
     private func next() {
-        guard let change = walk.upcoming(requests: loader.requestCount).first else { return }
+        guard let change = walk.upcoming.first else { return }
         switch change.operation {
         case .create:
-            guard let body = change.body ?? change.baseBody else { return finish(change, .accepted(nil)) }
-            guard let member = memberID(for: change, body: body) else { return finish(change, .refused("the local body has no UID")) }
+            guard let body = change.body ?? change.baseBody else { return walk.finish(change, .accepted(nil)) }
+            guard let member = memberID(for: change, body: body) else { return walk.finish(change, .refused("the local body has no UID")) }
             guard change.body != nil else {
                 // Deleted locally after its create was sent: remove what the send may have made.
-                return send("DELETE", member, body: nil, condition: nil, for: change) { [self] _ in finish(change, .accepted(nil)) }
+                return send("DELETE", member, body: nil, condition: nil, for: change) { [self] _ in walk.finish(change, .accepted(nil)) }
             }
-            guard walk.willSendCreate(change, body: body) else { return cancel() }
+            guard walk.willSendCreate(change, body: body) else { return }
             send("PUT", member, body: body, condition: ("If-None-Match", "*"), for: change) { [self] page in
                 stored(page, member: member, sent: body, change: change)
             } onConflict: { [self] in
                 fetch(member) { [self] remote in
                     // Our own create, sent before a crash: the same text is already there.
-                    if let remote, Self.sameText(remote.body, body) { return finish(change, .accepted(remote)) }
-                    finish(change, .conflict(remote: remote))
+                    if let remote, Self.sameText(remote.body, body) { return walk.finish(change, .accepted(remote)) }
+                    walk.finish(change, .conflict(remote: remote))
                 }
             }
         case .update:
-            guard let body = change.body else { return finish(change, .accepted(nil)) }
+            guard let body = change.body else { return walk.finish(change, .accepted(nil)) }
             send("PUT", change.id, body: body, condition: change.baseVersion.map { ("If-Match", $0) }, for: change) { [self] page in
                 stored(page, member: change.id, sent: body, change: change)
             } onConflict: { [self] in
-                fetch(change.id) { [self] remote in finish(change, .conflict(remote: remote)) }
+                fetch(change.id) { [self] remote in walk.finish(change, .conflict(remote: remote)) }
             }
         case .delete:
             send("DELETE", change.id, body: nil, condition: change.baseVersion.map { ("If-Match", $0) }, for: change) { [self] _ in
-                finish(change, .accepted(nil))
+                walk.finish(change, .accepted(nil))
             } onConflict: { [self] in
-                fetch(change.id) { [self] remote in finish(change, remote.map { .conflict(remote: $0) } ?? .accepted(nil)) }
+                fetch(change.id) { [self] remote in walk.finish(change, remote.map { .conflict(remote: $0) } ?? .accepted(nil)) }
             }
         }
     }
@@ -97,19 +92,9 @@ final class WebDAVWriter: RemoteWriter {
         if let etag = page.head.headers["ETag"], !etag.hasPrefix("W/") {
             let body = Data(sent.utf8)
             let fields = try? CardFieldExtractor.fields(of: body, kind: builder.kind)
-            return finish(change, .accepted(RemoteRecord(id: member, version: etag, body: body, fields: fields)))
+            return walk.finish(change, .accepted(RemoteRecord(id: member, version: etag, body: body, fields: fields)))
         }
-        fetch(member) { [self] remote in finish(change, remote.map { .accepted($0) } ?? .conflict(remote: nil)) }
-    }
-
-    private func finish(_ change: LocalChange, _ result: PushResult) {
-        guard walk.deliver([(change, result)], advancing: 1) else { return cancel() }
-        next()
-    }
-
-    private func fail(_ error: SyncError) {
-        loader.cancel()
-        walk.fail(error)
+        fetch(member) { [self] remote in walk.finish(change, remote.map { .accepted($0) } ?? .conflict(remote: nil)) }
     }
 
     private func request(_ method: String, _ member: String, body: String?) -> HTTPRequest {
@@ -130,19 +115,19 @@ final class WebDAVWriter: RemoteWriter {
         if let (name, value) = condition { request.headers.set(name, value) }
         loader.load(request, configuredQuery: false) { [self] result in
             switch result {
-            case .failure(let error): fail(SyncError(error, store: store))
+            case .failure(let error): walk.fail(SyncError(error, store: store))
             case .success(let page):
                 let status = page.head.status
                 if (200..<300).contains(status) || (method == "DELETE" && status == 404) { return then(page) }
                 if status == 412 { return onConflict() }
                 // An update of a member that is gone (a server that answers 404 to If-Match).
-                if status == 404, method == "PUT" { return finish(change, .conflict(remote: nil)) }
+                if status == 404, method == "PUT" { return walk.finish(change, .conflict(remote: nil)) }
                 if Self.refusingStatuses.contains(status) {
                     let words = ErrorBodySnippet.summary(of: page.body, contentType: page.head.headers["Content-Type"],
                                                          redacting: errorContext.secrets)
-                    return finish(change, .refused("HTTP \(status)" + (words.map { ": \($0)" } ?? "")))
+                    return walk.finish(change, .refused("HTTP \(status)" + (words.map { ": \($0)" } ?? "")))
                 }
-                fail(page.statusError(target: .derivedURL, context: errorContext))
+                walk.fail(page.statusError(target: .derivedURL, context: errorContext))
             }
         }
     }
@@ -151,11 +136,11 @@ final class WebDAVWriter: RemoteWriter {
     private func fetch(_ member: String, then: @escaping (RemoteRecord?) -> Void) {
         loader.load(request("GET", member, body: nil), configuredQuery: false) { [self] result in
             switch result {
-            case .failure(let error): fail(SyncError(error, store: store))
+            case .failure(let error): walk.fail(SyncError(error, store: store))
             case .success(let page):
                 if page.head.status == 404 || page.head.status == 410 { return then(nil) }
                 guard (200..<300).contains(page.head.status) else {
-                    return fail(page.statusError(target: .derivedURL, context: errorContext))
+                    return walk.fail(page.statusError(target: .derivedURL, context: errorContext))
                 }
                 let fields = try? CardFieldExtractor.fields(of: page.body, kind: builder.kind)
                 then(RemoteRecord(id: member, version: page.head.headers["ETag"] ?? "", body: page.body, fields: fields))
