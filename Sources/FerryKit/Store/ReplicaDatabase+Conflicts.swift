@@ -130,7 +130,7 @@ extension ReplicaDatabase {
             try upsert.bind(Self.encodeFields(remote.fields), at: 4)
             try upsert.bind(now, at: 5)
             try upsert.run()
-            try logRemote(.update, id: id, of: prepared, at: now)
+            try logChange(.update, id: id, local: false, of: prepared, at: now)
         } else {
             let sql = prepared.definition.deletion == .hard
                 ? "DELETE FROM \(table) WHERE id = ?1"
@@ -139,18 +139,9 @@ extension ReplicaDatabase {
             try remove.bind(id, at: 1)
             if prepared.definition.deletion == .tombstone { try remove.bind(now, at: 2) }
             try remove.run()
-            if connection.changes > 0 { try logRemote(.delete, id: id, of: prepared, at: now) }
+            if connection.changes > 0 { try logChange(.delete, id: id, local: false, of: prepared, at: now) }
         }
         try forgetRecordCount(of: prepared.definition.name)
-    }
-
-    private func logRemote(_ operation: ChangeLogBuffer.Operation, id: String, of prepared: PreparedStore, at now: Double) throws(SQLiteError) {
-        let statement = try connection.prepare("INSERT INTO ferry_change_log(seq, store_id, id, op, time) VALUES ((\(ChangeLogBuffer.nextSequenceSQL)), ?1, ?2, ?3, ?4)")
-        try statement.bind(prepared.storeID, at: 1)
-        try statement.bind(id, at: 2)
-        try statement.bind(operation.rawValue, at: 3)
-        try statement.bind(now, at: 4)
-        try statement.run()
     }
 
     private func rowBody(_ id: String, of prepared: PreparedStore) throws(SQLiteError) -> String? {

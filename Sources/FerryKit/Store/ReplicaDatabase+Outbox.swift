@@ -247,7 +247,7 @@ extension ReplicaDatabase {
         case .update: .update
         case .delete: .delete
         }
-        try logLocal(logged, id: finalID, of: prepared, at: now)
+        try logChange(logged, id: finalID, local: true, of: prepared, at: now)
         if change.operation != .update { try forgetRecordCount(of: prepared.definition.name) }
     }
 
@@ -258,13 +258,15 @@ extension ReplicaDatabase {
         try drop.run()
     }
 
-    /// A change-log row for a pushed local write (`origin` 1), after any the merge buffered.
-    func logLocal(_ operation: ChangeLogBuffer.Operation, id: String, of prepared: PreparedStore, at now: Double) throws(SQLiteError) {
-        let statement = try connection.prepare("INSERT INTO ferry_change_log(seq, store_id, id, op, time, origin) VALUES ((\(ChangeLogBuffer.nextSequenceSQL)), ?1, ?2, ?3, ?4, 1)")
+    /// A change-log row outside a merge's buffer: a pushed local write (`local`: origin 1) or
+    /// a remote change a conflict's resolution applied, at the log's next sequence.
+    func logChange(_ operation: ChangeLogBuffer.Operation, id: String, local: Bool, of prepared: PreparedStore, at now: Double) throws(SQLiteError) {
+        let statement = try connection.prepare("INSERT INTO ferry_change_log(seq, store_id, id, op, time, origin) VALUES ((\(ChangeLogBuffer.nextSequenceSQL)), ?1, ?2, ?3, ?4, ?5)")
         try statement.bind(prepared.storeID, at: 1)
         try statement.bind(id, at: 2)
         try statement.bind(operation.rawValue, at: 3)
         try statement.bind(now, at: 4)
+        if local { try statement.bind(Int64(1), at: 5) } else { try statement.bindNull(at: 5) }
         try statement.run()
     }
 
