@@ -207,6 +207,26 @@ struct ParsePushTests {
         #expect(try setup.outbox().isEmpty)
     }
 
+    @Test func aRemoteThatIsDownKeepsEveryWriteQueued_andItsRetryAfterIsHonoured() throws {
+        let setup = try Self.setUp(objects: 3)
+        defer { setup.database.close() }
+        let ids = try setup.remote().keys.sorted()
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute("UPDATE quotes SET body = json_set(body, '$.text', 'later') WHERE id = '\(ids[0])'")
+        try setup.server.admin("fault", ["next": 1, "status": 503, "retry_after": 7])
+        guard case .failure(let failure) = try Self.run(setup.store, setup.database) else {
+            Issue.record("the pass succeeded while the remote answered 503")
+            return
+        }
+        #expect(failure.kind == .httpStatus(503))
+        #expect(failure.retryAfter == .seconds(7), "the backoff waits for the remote, as for a pull")
+        #expect(try setup.outbox().queued == 1, "nothing is lost while the remote is down")
+        let recovered = try setup.pass()
+        #expect(recovered.push.pushed == 1)
+        #expect(try setup.remote()[ids[0]]?["text"] as? String == "later")
+    }
+
     @Test func aCreateSentBeforeACrashIsFoundNotMadeTwice() throws {
         let setup = try Self.setUp(objects: 2)
         defer { setup.database.close() }
