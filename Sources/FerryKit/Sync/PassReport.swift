@@ -44,6 +44,8 @@ public struct PassReport: Sendable, Equatable {
     public var push = PushCounts()
     /// Local changes still queued when the pass ended (written while it ran).
     public var localQueued = 0
+    /// Whether the pass pulled after pushing (`ferry push` does not).
+    public var pulled = true
 
     /// Whether the replica matches the remote as far as Ferry knows.
     public var isComplete: Bool { gaps.isEmpty }
@@ -71,6 +73,9 @@ public struct PassReport: Sendable, Equatable {
         if !push.isEmpty { parts.insert(push.summary, at: 0) }
         var text = "store \(store): " + parts.joined(separator: ", ")
         text += "; \(recordCount) records, \(pages) pages in \(String(format: "%.2f", duration.seconds)) s"
+        if !pulled {
+            text = "store \(store): \(push.isEmpty ? "nothing to push" : push.summary) in \(String(format: "%.2f", duration.seconds)) s"
+        }
         if let gaps = ReplicaGap.summary(gaps) {
             text += "; INCOMPLETE: " + gaps
         }

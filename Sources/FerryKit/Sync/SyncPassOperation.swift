@@ -321,6 +321,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     /// A push-only pass (`ferry push`) ends here: recorded as an attempt that pushed, never as
     /// a pull's success, so the store's cursor and last success stay the pull's.
     private func finishWithoutPull() {
+        report.pulled = false
         do {
             let gaps = try setup.database.write { database throws(StoreError) in try localChangeGaps(database) }
             report.gaps = gaps
