@@ -56,7 +56,9 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
     public var isRetryable: Bool {
         switch kind {
         case .transport(let transport): TransferError(kind: transport, url: "", detail: "").isTransient
-        case .httpStatus(let status): status >= 500 || status == 408
+        // 423 Locked: a WebDAV lock someone holds for now (Xandikos answers it to two writes
+        // racing for its repository).
+        case .httpStatus(let status): status >= 500 || status == 408 || status == 423
         case .store(let store): store.isTransient
         case .rateLimited, .malformedResponse, .remote: true
         case .unauthorized, .badRecord, .configuration, .cancelled: false

@@ -122,8 +122,10 @@ enum Migrations {
         // conflict, and what Parse's changed fields are computed from. `generation` counts the
         // local writes folded in, so a push that raced a newer local write keeps it queued.
         // `state`: 0 queued, 1 refused by the remote (`last_error` says why), 2 held in a
-        // conflict. `sent`: when a create was sent and no answer recorded (a crash in
-        // between): the next push looks it up before creating again.
+        // conflict. `sent`: when a create or an update was sent and no answer recorded (a crash
+        // in between): the next push looks a create up before creating it again, and
+        // `sent_version` (the remote version an update was computed against) tells whether an
+        // update that is not idempotent (a Parse Increment) may have applied already.
         // `ferry_conflicts` keeps both sides of every conflict, held or resolved by the policy.
         // `ferry_change_log.origin`: NULL for a remote change, 1 for a local write the remote
         // accepted (pushed), so a follower can tell them apart.
@@ -141,6 +143,7 @@ enum Migrations {
                 attempts INTEGER NOT NULL DEFAULT 0,
                 last_error TEXT,
                 sent REAL,
+                sent_version TEXT,
                 PRIMARY KEY (store_id, id)
             ) WITHOUT ROWID;
             CREATE TABLE ferry_conflicts(

@@ -65,7 +65,7 @@ extension ReplicaDatabase {
         case .rebaseLocal:
             // Pushed over the version just seen: still conditional, so a third writer is noticed.
             let rebase = try connection.prepare("""
-                UPDATE ferry_outbox SET state = 0, last_error = NULL, sent = NULL, base_version = ?3, base_body = ?4,
+                UPDATE ferry_outbox SET state = 0, last_error = NULL, sent = NULL, sent_version = NULL, base_version = ?3, base_body = ?4,
                     op = CASE WHEN ?3 IS NULL THEN 1 WHEN op = 1 THEN 2 ELSE op END
                 WHERE store_id = ?1 AND id = ?2
                 """)
@@ -119,6 +119,10 @@ extension ReplicaDatabase {
     private func writeRemote(_ remote: RemoteRecord?, id: String, in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
         let table = quoted(prepared.definition.name)
         if let remote {
+            let present = try connection.prepare("SELECT 1 FROM \(table) WHERE id = ?1 AND deleted = 0")
+            try present.bind(id, at: 1)
+            let existed = try present.step()
+            present.reset()
             let upsert = try connection.prepare("""
                 INSERT INTO \(table)(id, version, body, fields, first_seen, last_synced, deleted) VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)
                 ON CONFLICT(id) DO UPDATE SET version = excluded.version, body = excluded.body, fields = excluded.fields,
@@ -130,7 +134,8 @@ extension ReplicaDatabase {
             try upsert.bind(Self.encodeFields(remote.fields), at: 4)
             try upsert.bind(now, at: 5)
             try upsert.run()
-            try logChange(.update, id: id, local: false, of: prepared, at: now)
+            // A row deleted locally comes back: for the log, an insert.
+            try logChange(existed ? .update : .insert, id: id, local: false, of: prepared, at: now)
         } else {
             let sql = prepared.definition.deletion == .hard
                 ? "DELETE FROM \(table) WHERE id = ?1"
@@ -244,7 +249,7 @@ extension ReplicaDatabase {
         case .keepLocal:
             counts.unchanged += 1
         case .bothDeleted:
-            try dropEntry(change.id, of: prepared)
+            try settleBothDeleted(change.id, of: prepared, at: now)
             counts.unchanged += 1
         case .refreshHeld:
             try refreshHeldConflict(change.id, remote: remote, in: prepared)

@@ -95,7 +95,8 @@ extension ReplicaDatabase {
             + refuse("OLD.deleted <> 0", "record was already deleted on the remote (a tombstone is Ferry's to keep)") + " END"
         // Folding: a create stays a create whatever follows, an update after a delete of the same
         // id (delete, then insert again) is an update of the remote record, a delete ends
-        // anything; a create deleted before it was ever sent leaves nothing to push.
+        // anything; a create deleted before it was ever sent leaves nothing to push, one sent
+        // already is undone by the push (which finds the row gone).
         triggers[localWriteCaptureName(store: store, operation: "INSERT")] =
             "CREATE TRIGGER \(quoted(localWriteCaptureName(store: store, operation: "INSERT"))) AFTER INSERT ON \(table) BEGIN "
             + "INSERT INTO ferry_outbox(store_id, id, op, queued, changed) VALUES (\(storeID), NEW.id, 1, \(now), \(now)) "
@@ -109,6 +110,9 @@ extension ReplicaDatabase {
         triggers[localWriteCaptureName(store: store, operation: "DELETE")] =
             "CREATE TRIGGER \(quoted(localWriteCaptureName(store: store, operation: "DELETE"))) AFTER DELETE ON \(table) BEGIN "
             + "DELETE FROM ferry_outbox WHERE store_id = \(storeID) AND id = OLD.id AND op = 1 AND sent IS NULL; "
+            // A create already sent: the remote may have it, so the entry stays, and its new
+            // generation tells a push in flight that the row is gone.
+            + "UPDATE ferry_outbox SET generation = generation + 1, changed = \(now) WHERE store_id = \(storeID) AND id = OLD.id AND op = 1; "
             + "INSERT INTO ferry_outbox(store_id, id, op, base_version, base_body, queued, changed) "
             + "SELECT \(storeID), OLD.id, 3, OLD.version, OLD.body, \(now), \(now) WHERE OLD.version <> '' "
             + "ON CONFLICT(store_id, id) DO UPDATE SET op = 3, changed = excluded.changed, generation = generation + 1, \(retry); END"

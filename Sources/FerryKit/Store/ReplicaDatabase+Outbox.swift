@@ -57,7 +57,7 @@ extension ReplicaDatabase {
         do {
             guard let storeID = try storeID(of: store) else { return [] }
             let statement = try connection.prepare("""
-                SELECT o.id, o.op, o.base_version, o.base_body, t.body, o.generation, o.sent
+                SELECT o.id, o.op, o.base_version, o.base_body, t.body, o.generation, o.sent, o.sent_version, t.id IS NOT NULL
                 FROM ferry_outbox o LEFT JOIN \(quoted(store)) t ON t.id = o.id
                 WHERE o.store_id = ?1 AND o.state = 0 ORDER BY o.queued, o.id LIMIT ?2
                 """)
@@ -66,10 +66,12 @@ extension ReplicaDatabase {
             var changes: [LocalChange] = []
             while try statement.step() {
                 let operation = LocalOperation(rawValue: statement.int64(at: 1)) ?? .update
-                changes.append(LocalChange(
+                var change = LocalChange(
                     id: statement.string(at: 0) ?? "", operation: operation, baseVersion: statement.string(at: 2),
                     baseBody: statement.string(at: 3), body: operation == .delete ? nil : statement.string(at: 4),
-                    generation: statement.int64(at: 5), sent: statement.isNull(at: 6) ? nil : Date(timeIntervalSince1970: statement.double(at: 6))))
+                    generation: statement.int64(at: 5), sent: statement.isNull(at: 6) ? nil : Date(timeIntervalSince1970: statement.double(at: 6)))
+                change.sentVersion = statement.string(at: 7)
+                changes.append(change)
             }
             return changes
         } catch { throw StoreError(error, path: path, store: store) }
@@ -99,6 +101,28 @@ extension ReplicaDatabase {
             try statement.bind(Self.timestamp(date), at: 3)
             try statement.bind(body, at: 4)
         }
+    }
+
+    /// Records that updates are about to be sent, each computed against the remote version
+    /// given, in one transaction: after a crash the next push can tell whether a send that was
+    /// not idempotent (a Parse Increment) may have applied already.
+    public func noteUpdatesSent(_ sends: [(change: LocalChange, remoteVersion: String)], of store: String, at date: Date) throws(StoreError) {
+        requireWritable()
+        guard !sends.isEmpty else { return }
+        do {
+            guard let storeID = try storeID(of: store) else { return }
+            try connection.transaction { () throws(SQLiteError) in
+                let statement = try connection.prepare("UPDATE ferry_outbox SET sent = ?3, sent_version = ?4, attempts = attempts + 1 WHERE store_id = ?1 AND id = ?2")
+                for (change, version) in sends {
+                    statement.reset()
+                    try statement.bind(storeID, at: 1)
+                    try statement.bind(change.id, at: 2)
+                    try statement.bind(Self.timestamp(date), at: 3)
+                    try statement.bind(version, at: 4)
+                    try statement.run()
+                }
+            }
+        } catch { throw StoreError(error, path: path, store: store) }
     }
 
     /// Records a refusal: the change stays queued as refused, with the reason, until a new local
@@ -151,6 +175,9 @@ extension ReplicaDatabase {
                 case .accepted(let record):
                     try accept(change, record: record, in: prepared, at: now)
                     return nil
+                case .acceptedEarlierSend(let record):
+                    try accept(change, record: record, keepingLocalBody: true, in: prepared, at: now)
+                    return nil
                 case .conflict(let remote):
                     guard let entry = try queuedEntries(of: prepared)[change.id] else { return nil }
                     let outcome = ConflictPlan.outcome(
@@ -171,7 +198,7 @@ extension ReplicaDatabase {
                         try resolve(change.id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
                         return resolution
                     case .bothDeleted:
-                        try dropEntry(change.id, of: prepared)
+                        try settleBothDeleted(change.id, of: prepared, at: now)
                         return nil
                     }
                 }
@@ -179,14 +206,17 @@ extension ReplicaDatabase {
         } catch { throw StoreError(error, path: path, store: store, recordID: change.id) }
     }
 
-    private func accept(_ change: LocalChange, record: RemoteRecord?, in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
+    /// `keepingLocalBody`: the remote holds an earlier send; the row's body is newer and stays
+    /// queued on top of it.
+    private func accept(_ change: LocalChange, record: RemoteRecord?, keepingLocalBody: Bool = false, in prepared: PreparedStore,
+                        at now: Double) throws(SQLiteError) {
         let table = quoted(prepared.definition.name)
         let read = try connection.prepare("SELECT generation FROM ferry_outbox WHERE store_id = ?1 AND id = ?2")
         try read.bind(prepared.storeID, at: 1)
         try read.bind(change.id, at: 2)
         let generation: Int64? = try read.step() ? read.int64(at: 0) : nil
         read.reset()
-        let newerLocalWrite = generation.map { $0 != change.generation } ?? false
+        let newerLocalWrite = keepingLocalBody || generation.map { $0 != change.generation } ?? false
         let finalID = record?.id ?? change.id
         if let record {
             if record.id != change.id {
@@ -220,17 +250,18 @@ extension ReplicaDatabase {
             }
             try write.bind(now, at: 5)
             try write.run()
-            if connection.changes == 0, !newerLocalWrite {
-                // The row was deleted locally while its create or update was in flight: the
-                // entry (now a delete of the remote record) carries on.
-            }
         }
-        if newerLocalWrite {
-            // Still queued: based on what the remote now holds. An accepted delete followed by a
-            // local insert of the same id is a create again.
+        let exists = try connection.prepare("SELECT 1 FROM \(table) WHERE id = ?1")
+        try exists.bind(finalID, at: 1)
+        let rowExists = try exists.step()
+        exists.reset()
+        if newerLocalWrite, record != nil || rowExists {
+            // Still queued: based on what the remote now holds. The row gone meanwhile (deleted
+            // while its create or update was in flight) is a delete of that; an accepted delete
+            // followed by a local insert of the same id is a create again.
             let rebase = try connection.prepare("""
-                UPDATE ferry_outbox SET base_version = ?3, base_body = ?4, sent = NULL,
-                    op = CASE WHEN ?5 = 3 THEN 1 WHEN op = 1 THEN 2 ELSE op END
+                UPDATE ferry_outbox SET base_version = ?3, base_body = ?4, sent = NULL, sent_version = NULL,
+                    op = CASE WHEN ?6 = 0 THEN 3 WHEN ?5 = 3 THEN 1 WHEN op = 1 THEN 2 ELSE op END
                 WHERE store_id = ?1 AND id = ?2
                 """)
             try rebase.bind(prepared.storeID, at: 1)
@@ -238,17 +269,27 @@ extension ReplicaDatabase {
             try rebase.bind(record?.version, at: 3)
             if let record { try rebase.bindText(utf8: record.body, at: 4) } else { try rebase.bindNull(at: 4) }
             try rebase.bind(change.operation.rawValue, at: 5)
+            try rebase.bind(rowExists ? Int64(1) : 0, at: 6)
             try rebase.run()
         } else {
             try dropEntry(finalID, of: prepared)
         }
-        let logged: ChangeLogBuffer.Operation = switch change.operation {
-        case .create: .insert
-        case .update: .update
-        case .delete: .delete
+        // The log follows the replica: a pushed delete, or a pushed create or update whose row
+        // is still there (a create undone before its row was ever logged leaves no trace).
+        switch change.operation {
+        case .delete: try logChange(.delete, id: finalID, local: true, of: prepared, at: now)
+        case .create where rowExists: try logChange(.insert, id: finalID, local: true, of: prepared, at: now)
+        case .update where rowExists: try logChange(.update, id: finalID, local: true, of: prepared, at: now)
+        case .create, .update: break
         }
-        try logChange(logged, id: finalID, local: true, of: prepared, at: now)
         if change.operation != .update { try forgetRecordCount(of: prepared.definition.name) }
+    }
+
+    /// A local delete the remote made too: nothing to push, and the log records the delete the
+    /// local write made.
+    func settleBothDeleted(_ id: String, of prepared: PreparedStore, at now: Double) throws(SQLiteError) {
+        try dropEntry(id, of: prepared)
+        try logChange(.delete, id: id, local: true, of: prepared, at: now)
     }
 
     func dropEntry(_ id: String, of prepared: PreparedStore) throws(SQLiteError) {

@@ -112,6 +112,13 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             return
         }
         guard !changes.isEmpty else { return startPull() }
+        journal.pushStarted(changes.count)
+        push(changes, round: 1)
+    }
+
+    /// Starts a writer for one round of the push.
+    private func push(_ changes: [LocalChange], round: Int) {
+        let store = setup.store
         let writer: any RemoteWriter
         do {
             writer = try store.options.value.makeWriter(RemoteSourceContext(store: store, logger: journal.logger))
@@ -119,17 +126,17 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             end(.failure(error))
             return
         }
-        journal.pushStarted(changes.count)
-        state = .pushing(writer, round: 1)
+        state = .pushing(writer, round: round)
         writer.start(changes, sink: self)
     }
 
-    /// Rounds of pushing in one pass at most: a remote that keeps changing a record under a
-    /// local-wins push is left to the next pass rather than chased.
+    /// Rounds of re-pushing what conflicts queued again (local-wins, keep-both) in one pass at
+    /// most: a remote that keeps changing a record under a local-wins push is left to the next
+    /// pass rather than chased.
     static let pushRounds = 3
 
-    /// Local changes one pass pushes at most; the rest wait for the next pass (which a push
-    /// store with more queued gets at once).
+    /// Local changes one round pushes; a full round is followed by another, so a long queue
+    /// goes out in rounds of this size, each committing its results as they come.
     static let changesPerPush = 5_000
 
     /// After the push (or without one): the pull, unless the pass only pushes.
@@ -339,6 +346,11 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         try write { database throws(StoreError) in try database.noteCreateSent(change, body: body, of: setup.store.name, at: Date()) }
     }
 
+    public func writer(_ writer: any RemoteWriter, willSendUpdates sends: [(change: LocalChange, remoteVersion: String)]) throws {
+        guard case .pushing = state else { return }
+        try write { database throws(StoreError) in try database.noteUpdatesSent(sends, of: setup.store.name, at: Date()) }
+    }
+
     public func writer(_ writer: any RemoteWriter, didPush change: LocalChange, result: PushResult) throws {
         guard case .pushing = state else { return }
         let store = setup.store.name
@@ -348,13 +360,16 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             try write { database throws(StoreError) in try database.recordPushRefused(change, reason: redactedReason, of: store) }
             report.push.refused += 1
             journal.pushRefused(change, reason: redactedReason)
-        case .accepted, .conflict:
+        case .accepted, .acceptedEarlierSend, .conflict:
             let resolution = try write { database throws(StoreError) in try database.recordPush(change, result: result, of: store, at: Date()) }
+            if case .acceptedEarlierSend = result { report.push.requeued += 1 }
             if let resolution {
                 report.push.conflicts += 1
                 if resolution == .rebaseLocal || resolution == .keepBoth { report.push.requeued += 1 }
                 journal.conflict(change, resolution: resolution, policy: setup.store.writeBack.conflict)
-            } else if case .accepted = result {
+            } else if case .conflict = result {
+                // Resolved as nothing to do (both sides deleted it).
+            } else {
                 report.push.pushed += 1
             }
         }
@@ -364,26 +379,20 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     public func writer(_ writer: any RemoteWriter, didFinishWithRequests requests: Int) {
         guard case .pushing(_, let round) = state else { return }
         report.push.requests += requests
-        if report.push.requeued > 0, round < Self.pushRounds {
-            report.push.requeued = 0
-            let store = setup.store
+        let requeued = report.push.requeued
+        report.push.requeued = 0
+        let attempted = report.push.pushed + report.push.conflicts + report.push.refused
+        // Another round: the last one was full (more may wait), or conflicts queued changes again.
+        if attempted >= round * Self.changesPerPush || (requeued > 0 && round < Self.pushRounds) {
+            let changes: [LocalChange]
             do {
-                let changes = try setup.database.write { database throws(StoreError) in
-                    try database.queuedLocalChanges(of: store.name, limit: Self.changesPerPush)
+                changes = try setup.database.write { database throws(StoreError) in
+                    try database.queuedLocalChanges(of: setup.store.name, limit: Self.changesPerPush)
                 }
-                if !changes.isEmpty {
-                    let next = try store.options.value.makeWriter(RemoteSourceContext(store: store, logger: journal.logger))
-                    state = .pushing(next, round: round + 1)
-                    next.start(changes, sink: self)
-                    return
-                }
-            } catch let error as StoreError {
-                return end(.failure(SyncError(error, store: store.name)))
-            } catch let error as SyncError {
-                return end(.failure(error))
             } catch {
-                preconditionFailure("unexpected error \(error)")
+                return end(.failure(SyncError(error, store: setup.store.name)))
             }
+            if !changes.isEmpty { return push(changes, round: round + 1) }
         }
         journal.pushFinished(report.push)
         startPull()

@@ -61,6 +61,19 @@ final class PushWalk {
         }
     }
 
+    /// Records updates about to be sent; false when the walk ended (then stop).
+    func willSendUpdates(_ sends: [(change: LocalChange, remoteVersion: String)]) -> Bool {
+        guard !sends.isEmpty else { return isWalking }
+        guard case .walking(let sink, _, _) = state else { return false }
+        do {
+            try sink.writer(writer, willSendUpdates: sends)
+            return true
+        } catch {
+            cancel()
+            return false
+        }
+    }
+
     /// Hands one change's result over and takes the next step.
     func finish(_ change: LocalChange, _ result: PushResult) {
         deliver([(change, result)], advancing: 1)

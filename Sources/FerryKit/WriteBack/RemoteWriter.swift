@@ -18,8 +18,11 @@ public struct LocalChange: Sendable, Equatable {
     /// Local writes folded into the entry so far: a push only dequeues the entry when no
     /// newer local write arrived while it was in flight.
     public var generation: Int64
-    /// When a create was sent without its answer being recorded (a crash in between).
+    /// When a create or an update was sent without its answer being recorded (a crash in
+    /// between).
     public var sent: Date?
+    /// The remote version an update that was sent had been computed against.
+    public var sentVersion: String?
     /// Whether the entry waits for a conflict to be resolved.
     public var held: Bool
 
@@ -45,6 +48,10 @@ public enum PushResult: Sendable, Equatable {
     /// (its id, which replaces a local placeholder, its new version, its body); nil after a
     /// delete.
     case accepted(RemoteRecord?)
+    /// The remote took an earlier send of the change (a create replayed by its idempotency
+    /// key), and the row changed since: what the remote holds becomes the base of an update,
+    /// pushed next.
+    case acceptedEarlierSend(RemoteRecord)
     /// The remote changed since the change's base version: the remote's record now (nil: the
     /// remote deleted it). The store's ``ConflictPolicy`` decides what follows.
     case conflict(remote: RemoteRecord?)
@@ -59,6 +66,9 @@ public protocol RemoteWriterSink: AnyObject {
     /// the remote's acceptance and the local commit the next push looks the record up instead
     /// of creating it twice.
     func writer(_ writer: any RemoteWriter, willSendCreate change: LocalChange, body: String) throws
+    /// Called before updates that are not idempotent are sent, each with the remote version it
+    /// was computed against (recorded durably, in one transaction).
+    func writer(_ writer: any RemoteWriter, willSendUpdates sends: [(change: LocalChange, remoteVersion: String)]) throws
     func writer(_ writer: any RemoteWriter, didPush change: LocalChange, result: PushResult) throws
     /// Every change was answered; nothing follows.
     func writer(_ writer: any RemoteWriter, didFinishWithRequests requests: Int)

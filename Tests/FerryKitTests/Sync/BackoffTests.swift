@@ -16,6 +16,11 @@ struct BackoffTests {
         }
     }
 
+    @Test func aLockedWebDAVResourceIsRetriedSoon_notAPermanentFailure() {
+        #expect(SyncError(.httpStatus(423), store: "s", message: "locked").isRetryable)
+        #expect(!SyncError(.httpStatus(400), store: "s", message: "bad").isRetryable)
+    }
+
     @Test func isCapped() {
         #expect(backoff.delay(afterFailures: 60, error: nil, unit: 0.999) <= .seconds(3600))
     }

@@ -104,6 +104,23 @@ struct JSONPushTests {
         #expect(try setup.all().filter { $0["name"] as? String == "once" }.count == 1)
     }
 
+    @Test func aCreateTheAPIMadeBeforeACrash_andChangedHereSince_isUpdated() throws {
+        let setup = try Self.setUp()
+        defer { setup.server.stop(); setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute(#"INSERT INTO items(body) VALUES ('{"name":"first"}')"#)
+        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "items") }.first)
+        _ = try Shell.run("/usr/bin/curl", ["-sS", "-f", "-X", "POST", "-H", "Idempotency-Key: ferry-items-\(change.id)", "-H", "Content-Type: application/json",
+                                            "--data-binary", #"{"name":"first"}"#, setup.server.baseURL + "/items"])
+        try other.execute("UPDATE items SET body = json_set(body, '$.name', 'second') WHERE id = \(literal(change.id))")
+        let report = try setup.pass()
+        #expect(report.push.conflicts == 0, "\(report.summary)")
+        let names = try setup.all().compactMap { $0["name"] as? String }
+        #expect(!names.contains("first"))
+        #expect(names.filter { $0 == "second" }.count == 1)
+    }
+
     @Test func anOperationWithoutATemplateIsRefusedWhenWritten() throws {
         let setup = try Self.setUp(["push-delete": ""])
         defer { setup.server.stop(); setup.database.close() }

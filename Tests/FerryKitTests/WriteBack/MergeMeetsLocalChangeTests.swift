@@ -119,4 +119,33 @@ struct MergeMeetsLocalChangeTests {
         #expect(try replica.body(of: "q7", in: "quotes") == #"{"made":"here"}"#)
         #expect(try Self.state(replica) == "q0:2:0:1")
     }
+
+    @Test func aRowDeletedWhileItsCreateWasInFlightIsPushedAsADeleteOfWhatTheRemoteMade() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.replica(directory, policy: .hold)
+        defer { replica.close() }
+        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"made":"here"}')"#)
+        let create = try #require(try replica.queuedLocalChanges(of: "quotes").first { $0.operation == .create })
+        try replica.noteCreateSent(create, body: #"{"made":"here"}"#, of: "quotes", at: Date())
+        try other.execute("DELETE FROM quotes WHERE id = \(literal(create.id))")
+        other.close()
+        let logBefore = try replica.changeLogCount()
+        try replica.recordPush(create, result: .accepted(RemoteRecord(id: "r1", version: "5", body: Data(#"{"made":"here"}"#.utf8))), of: "quotes", at: Date())
+        #expect(try replica.body(of: "r1", in: "quotes") == nil)
+        #expect(try Self.state(replica) == "q0:2:0:1 r1:3:0:5", "the remote's record is deleted next")
+        #expect(try replica.changeLogCount() == logBefore, "nothing logged for a row that is gone")
+    }
+
+    @Test func aRecordDeletedOnBothSidesIsLoggedAsDeleted() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.replica(directory, policy: .hold)
+        defer { replica.close() }
+        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
+        try other.execute("DELETE FROM quotes WHERE id = 'q1'")
+        other.close()
+        _ = try replica.apply(ChangeBatch(changes: [.delete(id: "q1")], cursor: "c2"), to: "quotes")
+        #expect(try Self.state(replica) == "q0:2:0:1")
+        #expect(try replica.changes(after: 0, limit: 100).last.map { "\($0.operation) \($0.id)" } == "delete q1")
+    }
 }

@@ -227,6 +227,59 @@ struct ParsePushTests {
         #expect(try setup.remote()[ids[0]]?["text"] as? String == "later")
     }
 
+    @Test func aCounterBumpedByOneHereAndByOneThereEndsTwoHigher() throws {
+        let setup = try Self.setUp(objects: 1)
+        defer { setup.database.close() }
+        let id = try #require(try setup.remote().keys.first)
+        let start = try #require(try setup.remote()[id]?["n"] as? Int)
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute("UPDATE quotes SET body = json_set(body, '$.n', json_extract(body, '$.n') + 1) WHERE id = '\(id)'")
+        try setup.parse("PUT", "/classes/Quote/\(id)", #"{"n":{"__op":"Increment","amount":1}}"#)
+        _ = try setup.pass()
+        #expect(try setup.remote()[id]?["n"] as? Int == start + 2)
+    }
+
+    @Test func anIncrementThatMayHaveAppliedBeforeACrashIsAConflict_neverCountedTwice() throws {
+        let setup = try Self.setUp(objects: 1)
+        defer { setup.database.close() }
+        let id = try #require(try setup.remote().keys.first)
+        let start = try #require(try setup.remote()[id]?["n"] as? Int)
+        let version = try #require(try setup.remote()[id]?["updatedAt"] as? String)
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute("UPDATE quotes SET body = json_set(body, '$.n', json_extract(body, '$.n') + 1) WHERE id = '\(id)'")
+        // As a push killed after Parse applied it leaves things: recorded as sent, applied there.
+        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        try setup.database.write { try $0.noteUpdatesSent([(change, version)], of: "quotes", at: Date()) }
+        try setup.parse("PUT", "/classes/Quote/\(id)", #"{"n":{"__op":"Increment","amount":1}}"#)
+        let report = try setup.pass()
+        #expect(report.push.conflicts == 1, "\(report.summary)")
+        #expect(try setup.remote()[id]?["n"] as? Int == start + 1, "never counted twice")
+        #expect(!report.isComplete, "held, and said so")
+    }
+
+    @Test func aCreateSentBeforeACrash_andChangedHereSince_isFoundAndUpdated() throws {
+        let setup = try Self.setUp(objects: 2)
+        defer { setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"first","n":1}')"#)
+        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        let sent = #"{"n":1,"text":"first"}"#
+        try setup.database.write { try $0.noteCreateSent(change, body: sent, of: "quotes", at: Date()) }
+        try setup.parse("POST", "/classes/Quote", sent)
+        try other.execute("UPDATE quotes SET body = json_set(body, '$.text', 'second', '$.n', 3) WHERE id = \(literal(change.id))")
+        let report = try setup.pass()
+        #expect(report.push.conflicts == 0, "\(report.summary)")
+        let made = try setup.remote().values.filter { ["first", "second"].contains($0["text"] as? String) }
+        #expect(made.count == 1)
+        #expect(made.first?["text"] as? String == "second")
+        #expect(made.first?["n"] as? Int == 3)
+        let rows = try setup.database.write { database in try database.rows(of: "quotes") }
+        #expect(Set(rows.keys) == Set(try setup.remote().keys))
+    }
+
     @Test func aCreateSentBeforeACrashIsFoundNotMadeTwice() throws {
         let setup = try Self.setUp(objects: 2)
         defer { setup.database.close() }

@@ -167,4 +167,39 @@ struct WebDAVPushTests {
         #expect(report.push.conflicts == 0)
         #expect(try setup.ids().filter { $0.contains("sent-once") || $0.hasPrefix("local-") } == ["sent-once.vcf"])
     }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func anUpdateTheServerTookBeforeACrashIsNoConflict(_ kind: DAVServer.Kind) throws {
+        let setup = try Self.setUp(kind)
+        defer { setup.server.stop(); setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute("UPDATE contacts SET body = replace(body, 'FN:Person 2', 'FN:Sent Once') WHERE id = 'card-2.vcf'")
+        // The killed push's PUT arrived: the server holds this text under a new ETag.
+        let body = try #require(try setup.row("card-2.vcf"))
+        try setup.server.put(setup.server.addressBookPath + "card-2.vcf", body)
+        let report = try setup.pass()
+        #expect(report.push.conflicts == 0, "\(report.summary)")
+        #expect(report.push.pushed == 1)
+        #expect(report.isComplete)
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func aCreateTheServerTookBeforeACrash_andChangedHereSince_isUpdated(_ kind: DAVServer.Kind) throws {
+        let setup = try Self.setUp(kind)
+        defer { setup.server.stop(); setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        let first = DAVServer.vCard(uid: "sent-then-changed", name: "First", email: "first@example.com")
+        try other.execute("INSERT INTO contacts(body) VALUES (\(literal(first)))")
+        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "contacts") }.first)
+        try setup.database.write { try $0.noteCreateSent(change, body: first, of: "contacts", at: Date()) }
+        try setup.server.put(setup.server.addressBookPath + "sent-then-changed.vcf", first)
+        try other.execute("UPDATE contacts SET body = replace(body, 'FN:First', 'FN:Second') WHERE id = \(literal(change.id))")
+        let report = try setup.pass()
+        #expect(report.push.conflicts == 0, "\(report.summary)")
+        #expect(try setup.server.get(setup.server.addressBookPath + "sent-then-changed.vcf").contains("FN:Second"))
+        #expect(try setup.ids().filter { $0.contains("sent-then-changed") || $0.hasPrefix("local-") } == ["sent-then-changed.vcf"])
+        #expect(report.isComplete)
+    }
 }

@@ -61,6 +61,13 @@ final class JSONCollectionWriter: RemoteWriter {
         // The same key for every send of this create: the outbox entry's placeholder id.
         request.headers.set("Idempotency-Key", "ferry-\(store.name)-\(change.id)")
         send(request, for: change) { [self] page in
+            // An API that saw the Idempotency-Key before answers with the record it made then;
+            // the row may have changed since: that record becomes the base of an update.
+            if templates.update != nil, let created = record(page.body),
+               let answered = JSONValue.object(parsing: String(decoding: created.body, as: UTF8.self)),
+               local.contains(where: { $0.key != options.idField && $0.key != options.versionField && answered[$0.key] != $0.value }) {
+                return walk.finish(change, .acceptedEarlierSend(created))
+            }
             answered(page, for: change, id: nil)
         }
     }

@@ -71,7 +71,7 @@ enum JSONValue: Equatable, Codable, Sendable {
 /// | field changed locally | on the remote since the base      | sent                     |
 /// |-----------------------|-----------------------------------|--------------------------|
 /// | no                    | (anything)                        | nothing (theirs stays)   |
-/// | yes, a number by Δ    | (anything)                        | `Increment` Δ            |
+/// | yes, a number by Δ    | (anything, even the same Δ)       | `Increment` Δ            |
 /// | yes                   | no                                | the local value          |
 /// | yes                   | yes, to the same value            | nothing                  |
 /// | yes                   | yes, to another value             | a conflict               |
@@ -96,7 +96,9 @@ enum ParseFieldMerge {
             let before = base[key]
             let after = local[key]
             guard before != after else { continue }
-            if let remote, remote[key] == after { continue }
+            // A number changed by a delta is an increment whatever the remote did: the remote
+            // moving by the same amount is another writer's bump, not this one (a send that may
+            // have applied already is the writer's to detect, by the version it was sent on).
             if let from = before?.numeric, let to = after?.numeric, case let delta = to - from {
                 if case .integer(let a)? = before, case .integer(let b)? = after {
                     body[key] = .object(["__op": .string("Increment"), "amount": .integer(b - a)])
@@ -105,6 +107,7 @@ enum ParseFieldMerge {
                 }
                 continue
             }
+            if let remote, remote[key] == after { continue }
             if let remote, remote[key] != before {
                 conflicting.append(key)
                 continue

@@ -61,6 +61,7 @@ final class ParseWriter: RemoteWriter {
         fetchMany(known) { [self] remotes in
             var decided: [Int: PushResult] = [:]
             var requests: [(position: Int, request: JSONValue)] = []
+            var increments: [(change: LocalChange, remoteVersion: String)] = []
             for (position, change) in chunk.enumerated() {
                 switch change.operation {
                 case .update:
@@ -75,6 +76,16 @@ final class ParseWriter: RemoteWriter {
                     case .conflict: decided[position] = .conflict(remote: remote)
                     case .update(let fields) where fields.isEmpty: decided[position] = .accepted(remote)
                     case .update(let fields):
+                        if Self.increments(fields) {
+                            // An earlier send of this change may have applied (the remote moved
+                            // past the version it was sent on): sending the increment again could
+                            // count it twice, and Parse cannot say. Both sides go to the policy.
+                            if let sentVersion = change.sentVersion, sentVersion != remote.version {
+                                decided[position] = .conflict(remote: remote)
+                                continue
+                            }
+                            increments.append((change, remote.version))
+                        }
                         requests.append((position, Self.batched("PUT", endpoint.batchPath(change.id), body: fields)))
                     }
                 case .delete:
@@ -92,6 +103,7 @@ final class ParseWriter: RemoteWriter {
                 }
             }
             guard !requests.isEmpty else { return report(chunk, decided) }
+            guard walk.willSendUpdates(increments) else { return }
             let body = ParseFieldMerge.encode(["requests": .array(requests.map(\.request))])
             loader.load(endpoint.request("POST", endpoint.batchURL, json: body)) { [self] result in
                 let page: HTTPPageLoader.Page
@@ -129,6 +141,13 @@ final class ParseWriter: RemoteWriter {
                     report(chunk, decided)
                 }
             }
+        }
+    }
+
+    /// Whether an update's body holds an operation that counts again when sent again.
+    static func increments(_ fields: [String: JSONValue]) -> Bool {
+        fields.values.contains { value in
+            if case .object(let members) = value { members["__op"] == .string("Increment") } else { false }
         }
     }
 
@@ -192,7 +211,19 @@ final class ParseWriter: RemoteWriter {
         }
         guard let sentAt = change.sent, let sent = change.baseBody else { return create() }
         lookUp(sent: sent, at: sentAt) { [self] found in
-            if let found { walk.finish(change, .accepted(found)) } else { create() }
+            guard let found else { return create() }
+            // Our create, made before a crash: the row may have changed since it was sent.
+            let sentObject = JSONValue.object(parsing: sent) ?? [:]
+            guard case .update(let fields) = ParseFieldMerge.update(base: sentObject, local: object, remote: nil), !fields.isEmpty else {
+                return walk.finish(change, .accepted(found))
+            }
+            if Self.increments(fields) {
+                if let sentVersion = change.sentVersion, sentVersion != found.version { return walk.finish(change, .conflict(remote: found)) }
+                guard walk.willSendUpdates([(change, found.version)]) else { return }
+            }
+            send(endpoint.request("PUT", endpoint.objectURL(found.id), json: ParseFieldMerge.encode(fields)), for: change) { [self] _ in
+                fetch(found.id) { [self] record in walk.finish(change, record.map { .accepted($0) } ?? .conflict(remote: nil)) }
+            }
         }
     }
 

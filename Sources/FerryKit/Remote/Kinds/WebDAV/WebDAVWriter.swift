@@ -7,8 +7,8 @@ import Logging
 ///
 /// | local change | request                                   | 412 Precondition Failed      |
 /// |--------------|-------------------------------------------|------------------------------|
-/// | create       | `PUT` member, `If-None-Match: *`          | `GET` it: ours (a create sent before a crash) or a conflict |
-/// | update       | `PUT` member, `If-Match: <base ETag>`     | `GET` it: a conflict (404: deleted there) |
+/// | create       | `PUT` member, `If-None-Match: *`          | `GET` it: ours (a create sent before a crash, updated if the row changed since) or a conflict |
+/// | update       | `PUT` member, `If-Match: <base ETag>`     | `GET` it: ours (the same text, sent before a crash) or a conflict (404: deleted there) |
 /// | delete       | `DELETE` member, `If-Match: <base ETag>`  | `GET` it: a conflict         |
 ///
 /// A create's member is named after its UID (`<UID>.vcf` / `<UID>.ics`) unless the row was
@@ -61,28 +61,41 @@ final class WebDAVWriter: RemoteWriter {
                 // Deleted locally after its create was sent: remove what the send may have made.
                 return send("DELETE", member, body: nil, condition: nil, for: change) { [self] _ in walk.finish(change, .accepted(nil)) }
             }
+            let sentBefore = change.sent != nil ? change.baseBody : nil
             guard walk.willSendCreate(change, body: body) else { return }
             send("PUT", member, body: body, condition: ("If-None-Match", "*"), for: change) { [self] page in
                 stored(page, member: member, sent: body, change: change)
             } onConflict: { [self] in
                 fetch(member) { [self] remote in
-                    // Our own create, sent before a crash: the same text is already there.
-                    if let remote, Self.sameText(remote.body, body) { return walk.finish(change, .accepted(remote)) }
-                    walk.finish(change, .conflict(remote: remote))
+                    guard let remote else { return walk.finish(change, .conflict(remote: nil)) }
+                    // Our own create, sent before a crash: the same text is already there, or
+                    // the text it sent then, which the row has changed since: an update of it.
+                    if Self.sameText(remote.body, body) { return walk.finish(change, .accepted(remote)) }
+                    guard let sentBefore, Self.sameText(remote.body, sentBefore) else { return walk.finish(change, .conflict(remote: remote)) }
+                    update(change, member: member, body: body, on: remote.version)
                 }
             }
         case .update:
             guard let body = change.body else { return walk.finish(change, .accepted(nil)) }
-            send("PUT", change.id, body: body, condition: change.baseVersion.map { ("If-Match", $0) }, for: change) { [self] page in
-                stored(page, member: change.id, sent: body, change: change)
-            } onConflict: { [self] in
-                fetch(change.id) { [self] remote in walk.finish(change, .conflict(remote: remote)) }
-            }
+            update(change, member: change.id, body: body, on: change.baseVersion)
         case .delete:
             send("DELETE", change.id, body: nil, condition: change.baseVersion.map { ("If-Match", $0) }, for: change) { [self] _ in
                 walk.finish(change, .accepted(nil))
             } onConflict: { [self] in
                 fetch(change.id) { [self] remote in walk.finish(change, remote.map { .conflict(remote: $0) } ?? .accepted(nil)) }
+            }
+        }
+    }
+
+    /// `PUT` with `If-Match`; a 412 is a conflict unless the member already holds this very
+    /// text (the same update, sent before a crash, applied and its answer lost).
+    private func update(_ change: LocalChange, member: String, body: String, on version: String?) {
+        send("PUT", member, body: body, condition: version.map { ("If-Match", $0) }, for: change) { [self] page in
+            stored(page, member: member, sent: body, change: change)
+        } onConflict: { [self] in
+            fetch(member) { [self] remote in
+                if let remote, Self.sameText(remote.body, body) { return walk.finish(change, .accepted(remote)) }
+                walk.finish(change, .conflict(remote: remote))
             }
         }
     }
