@@ -94,13 +94,22 @@ extension ReplicaDatabase {
     }
 
     /// Records that a create is about to be sent, with what is sent: after a crash the next
-    /// push finds `sent` set and looks the record up before creating it again.
-    public func noteCreateSent(_ change: LocalChange, body: String, of store: String, at date: Date) throws(StoreError) {
+    /// push finds `sent` set and looks the record up before creating it again. False when the
+    /// create is no longer queued (its row was deleted before it was ever sent): then it must
+    /// not be sent at all.
+    @discardableResult
+    public func noteCreateSent(_ change: LocalChange, body: String, of store: String, at date: Date) throws(StoreError) -> Bool {
         requireWritable()
-        try outboxUpdate(store, "sent = ?3, base_body = ?4, attempts = attempts + 1", id: change.id) { statement throws(SQLiteError) in
+        do {
+            guard let storeID = try storeID(of: store) else { return false }
+            let statement = try connection.prepare("UPDATE ferry_outbox SET sent = ?3, base_body = ?4, attempts = attempts + 1 WHERE store_id = ?1 AND id = ?2 AND op = 1")
+            try statement.bind(storeID, at: 1)
+            try statement.bind(change.id, at: 2)
             try statement.bind(Self.timestamp(date), at: 3)
             try statement.bind(body, at: 4)
-        }
+            try statement.run()
+            return connection.changes > 0
+        } catch { throw StoreError(error, path: path, store: store, recordID: change.id) }
     }
 
     /// Records that updates are about to be sent, each computed against the remote version
@@ -274,12 +283,13 @@ extension ReplicaDatabase {
         } else {
             try dropEntry(finalID, of: prepared)
         }
-        // The log follows the replica: a pushed delete, or a pushed create or update whose row
-        // is still there (a create undone before its row was ever logged leaves no trace).
+        // The log follows what the remote took: a pushed delete, or a pushed create or update
+        // (even when its row was deleted meanwhile: that delete, queued now, is logged when
+        // pushed). A create undone before the remote had it leaves no trace.
         switch change.operation {
         case .delete: try logChange(.delete, id: finalID, local: true, of: prepared, at: now)
-        case .create where rowExists: try logChange(.insert, id: finalID, local: true, of: prepared, at: now)
-        case .update where rowExists: try logChange(.update, id: finalID, local: true, of: prepared, at: now)
+        case .create where record != nil: try logChange(.insert, id: finalID, local: true, of: prepared, at: now)
+        case .update where record != nil: try logChange(.update, id: finalID, local: true, of: prepared, at: now)
         case .create, .update: break
         }
         if change.operation != .update { try forgetRecordCount(of: prepared.definition.name) }

@@ -49,15 +49,25 @@ final class PushWalk {
         return changes[index...]
     }
 
-    /// Records that a create is about to be sent; false when the walk ended (then stop).
-    func willSendCreate(_ change: LocalChange, body: String) -> Bool {
-        guard case .walking(let sink, _, _) = state else { return false }
+    /// What a writer does with a create it is about to send.
+    enum CreateSend {
+        /// Recorded: send it.
+        case send
+        /// No longer queued (its row was deleted before it was sent): the walk has moved past
+        /// it; send nothing.
+        case skipped
+        /// The walk ended: stop.
+        case stopped
+    }
+
+    /// Records that a create is about to be sent.
+    func willSendCreate(_ change: LocalChange, body: String) -> CreateSend {
+        guard case .walking(let sink, _, _) = state else { return .stopped }
         do {
-            try sink.writer(writer, willSendCreate: change, body: body)
-            return true
+            return try sink.writer(writer, willSendCreate: change, body: body) ? .send : .skipped
         } catch {
             cancel()
-            return false
+            return .stopped
         }
     }
 

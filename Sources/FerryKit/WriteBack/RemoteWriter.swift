@@ -64,8 +64,9 @@ public enum PushResult: Sendable, Equatable {
 public protocol RemoteWriterSink: AnyObject {
     /// Called before a create is sent: recorded durably first, so that after a crash between
     /// the remote's acceptance and the local commit the next push looks the record up instead
-    /// of creating it twice.
-    func writer(_ writer: any RemoteWriter, willSendCreate change: LocalChange, body: String) throws
+    /// of creating it twice. False: the create is no longer queued (its row was deleted since
+    /// the push read the queue), so it must not be sent.
+    func writer(_ writer: any RemoteWriter, willSendCreate change: LocalChange, body: String) throws -> Bool
     /// Called before updates that are not idempotent are sent, each with the remote version it
     /// was computed against (recorded durably, in one transaction).
     func writer(_ writer: any RemoteWriter, willSendUpdates sends: [(change: LocalChange, remoteVersion: String)]) throws

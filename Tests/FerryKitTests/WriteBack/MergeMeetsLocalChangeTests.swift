@@ -134,7 +134,7 @@ struct MergeMeetsLocalChangeTests {
         try replica.recordPush(create, result: .accepted(RemoteRecord(id: "r1", version: "5", body: Data(#"{"made":"here"}"#.utf8))), of: "quotes", at: Date())
         #expect(try replica.body(of: "r1", in: "quotes") == nil)
         #expect(try Self.state(replica) == "q0:2:0:1 r1:3:0:5", "the remote's record is deleted next")
-        #expect(try replica.changeLogCount() == logBefore, "nothing logged for a row that is gone")
+        #expect(try replica.changeLogCount() == logBefore + 1, "the remote has it: logged, and its delete is logged when pushed")
     }
 
     @Test func aRecordDeletedOnBothSidesIsLoggedAsDeleted() throws {
@@ -147,5 +147,18 @@ struct MergeMeetsLocalChangeTests {
         _ = try replica.apply(ChangeBatch(changes: [.delete(id: "q1")], cursor: "c2"), to: "quotes")
         #expect(try Self.state(replica) == "q0:2:0:1")
         #expect(try replica.changes(after: 0, limit: 100).last.map { "\($0.operation) \($0.id)" } == "delete q1")
+    }
+
+    @Test func aCreateDeletedAfterThePushReadTheQueueIsNotSent() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.replica(directory, policy: .hold)
+        defer { replica.close() }
+        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"brief":"life"}')"#)
+        let create = try #require(try replica.queuedLocalChanges(of: "quotes").first { $0.operation == .create })
+        try other.execute("DELETE FROM quotes WHERE id = \(literal(create.id))")
+        other.close()
+        #expect(try replica.noteCreateSent(create, body: #"{"brief":"life"}"#, of: "quotes", at: Date()) == false,
+                "no longer queued: the writer must not send it")
     }
 }

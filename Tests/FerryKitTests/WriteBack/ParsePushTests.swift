@@ -267,7 +267,7 @@ struct ParsePushTests {
         try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"first","n":1}')"#)
         let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
         let sent = #"{"n":1,"text":"first"}"#
-        try setup.database.write { try $0.noteCreateSent(change, body: sent, of: "quotes", at: Date()) }
+        _ = try setup.database.write { try $0.noteCreateSent(change, body: sent, of: "quotes", at: Date()) }
         try setup.parse("POST", "/classes/Quote", sent)
         try other.execute("UPDATE quotes SET body = json_set(body, '$.text', 'second', '$.n', 3) WHERE id = \(literal(change.id))")
         let report = try setup.pass()
@@ -289,7 +289,7 @@ struct ParsePushTests {
         let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
         // As a killed push leaves it: the create recorded as sent, and the remote has it.
         let sent = #"{"n":42,"text":"only once"}"#
-        try setup.database.write { try $0.noteCreateSent(change, body: sent, of: "quotes", at: Date()) }
+        _ = try setup.database.write { try $0.noteCreateSent(change, body: sent, of: "quotes", at: Date()) }
         try setup.parse("POST", "/classes/Quote", sent)
 
         let report = try setup.pass()

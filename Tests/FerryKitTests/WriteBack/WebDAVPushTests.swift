@@ -193,7 +193,7 @@ struct WebDAVPushTests {
         let first = DAVServer.vCard(uid: "sent-then-changed", name: "First", email: "first@example.com")
         try other.execute("INSERT INTO contacts(body) VALUES (\(literal(first)))")
         let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "contacts") }.first)
-        try setup.database.write { try $0.noteCreateSent(change, body: first, of: "contacts", at: Date()) }
+        _ = try setup.database.write { try $0.noteCreateSent(change, body: first, of: "contacts", at: Date()) }
         try setup.server.put(setup.server.addressBookPath + "sent-then-changed.vcf", first)
         try other.execute("UPDATE contacts SET body = replace(body, 'FN:First', 'FN:Second') WHERE id = \(literal(change.id))")
         let report = try setup.pass()

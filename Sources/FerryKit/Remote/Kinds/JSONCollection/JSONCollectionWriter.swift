@@ -56,7 +56,11 @@ final class JSONCollectionWriter: RemoteWriter {
         guard let body = change.body else { return walk.finish(change, .accepted(nil)) }
         guard let local = JSONValue.object(parsing: body) else { return walk.finish(change, .refused("the local body is not a JSON object")) }
         let sent = ParseFieldMerge.encode(local.filter { $0.key != options.idField })
-        guard walk.willSendCreate(change, body: String(decoding: sent, as: UTF8.self)) else { return }
+        switch walk.willSendCreate(change, body: String(decoding: sent, as: UTF8.self)) {
+        case .send: break
+        case .skipped: return walk.finish(change, .accepted(nil))
+        case .stopped: return
+        }
         var request = request(template.method, template.url(store: store.url, id: nil), body: sent)
         // The same key for every send of this create: the outbox entry's placeholder id.
         request.headers.set("Idempotency-Key", "ferry-\(store.name)-\(change.id)")

@@ -98,7 +98,13 @@ final class ParseWriter: RemoteWriter {
                         continue
                     }
                     let object = ParseFieldMerge.create(local: local)
-                    guard walk.willSendCreate(change, body: String(decoding: ParseFieldMerge.encode(object), as: UTF8.self)) else { return }
+                    switch walk.willSendCreate(change, body: String(decoding: ParseFieldMerge.encode(object), as: UTF8.self)) {
+                    case .send: break
+                    case .skipped:
+                        decided[position] = .accepted(nil)
+                        continue
+                    case .stopped: return
+                    }
                     requests.append((position, Self.batched("POST", endpoint.batchPath(nil), body: object)))
                 }
             }
@@ -200,7 +206,11 @@ final class ParseWriter: RemoteWriter {
         let object = ParseFieldMerge.create(local: local)
         let encoded = ParseFieldMerge.encode(object)
         let create = { [self] in
-            guard walk.willSendCreate(change, body: String(decoding: encoded, as: UTF8.self)) else { return }
+            switch walk.willSendCreate(change, body: String(decoding: encoded, as: UTF8.self)) {
+            case .send: break
+            case .skipped: return walk.finish(change, .accepted(nil))
+            case .stopped: return
+            }
             send(endpoint.request("POST", endpoint.classURL, json: encoded), for: change) { [self] page in
                 guard let created = try? JSONDecoder().decode([String: JSONValue].self, from: page.body),
                       case .string(let id)? = created["objectId"] else {

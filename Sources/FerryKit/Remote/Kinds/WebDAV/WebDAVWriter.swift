@@ -62,7 +62,11 @@ final class WebDAVWriter: RemoteWriter {
                 return send("DELETE", member, body: nil, condition: nil, for: change) { [self] _ in walk.finish(change, .accepted(nil)) }
             }
             let sentBefore = change.sent != nil ? change.baseBody : nil
-            guard walk.willSendCreate(change, body: body) else { return }
+            switch walk.willSendCreate(change, body: body) {
+            case .send: break
+            case .skipped: return walk.finish(change, .accepted(nil))
+            case .stopped: return
+            }
             send("PUT", member, body: body, condition: ("If-None-Match", "*"), for: change) { [self] page in
                 stored(page, member: member, sent: body, change: change)
             } onConflict: { [self] in
