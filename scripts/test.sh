@@ -4,7 +4,8 @@
 #   bash scripts/test.sh
 #
 # Phases: dependencies (apt packages, pip packages in a venv), build, swift test (all suites),
-# the crash loop (Tests/Reliability/crash_loop.py), a short libFuzzer run over the parsers
+# the crash loop (Tests/Reliability/crash_loop.py), the two-way crash loop of ferryd with local
+# writes (Tests/Reliability/push_crash_loop.py), a short libFuzzer run over the parsers
 # (scripts/fuzz.sh), the daemon suite (Tests/Reliability/daemon_suite.py) and the systemd system
 # test (Tests/System/systemd-test.sh, when sdbox works here). A missing dependency of the crash
 # loop or the system test is a skip on a developer's machine and a failure under CI=true.
@@ -105,6 +106,20 @@ elif FERRY="$root/.build/debug/ferry" timeout "$(cap 5)" bash -c '
     ok "crash loop"
 else
     bad "crash loop"
+fi
+
+phase "reliability: two-way crash loop (Tests/Reliability/push_crash_loop.py)"
+# 50 SIGKILLs of ferryd while programs write its push tables (Parse and CardDAV) and both
+# servers change; then nothing local lost or sent twice, only real conflicts held, replica ==
+# servers (≈2.5 minutes).
+if [[ ! -x "$FERRY_VENV/bin/xandikos" ]] && ! is_ci && ! command -v xandikos >/dev/null; then
+    echo "skipping: xandikos not installed in $FERRY_VENV"
+    skipped+=("two-way crash loop: xandikos not installed")
+elif FERRY="$root/.build/debug/ferry" FERRYD="$root/.build/debug/ferryd" timeout "$(cap 5)" \
+        python3 Tests/Reliability/push_crash_loop.py --kills 50 --records 3000 --cards 300 --budget 150; then
+    ok "two-way crash loop"
+else
+    bad "two-way crash loop"
 fi
 
 phase "fuzz: scripts/fuzz.sh 20 (libFuzzer + ASan, 4 parser targets)"
