@@ -57,7 +57,7 @@ extension ReplicaDatabase {
         do {
             guard let storeID = try storeID(of: store) else { return [] }
             let statement = try connection.prepare("""
-                SELECT o.id, o.op, o.base_version, o.base_body, t.body, o.generation, o.sent, o.sent_version, t.id IS NOT NULL
+                SELECT o.id, o.op, o.base_version, o.base_body, t.body, o.generation, o.sent, o.sent_version
                 FROM ferry_outbox o LEFT JOIN \(quoted(store)) t ON t.id = o.id
                 WHERE o.store_id = ?1 AND o.state = 0 ORDER BY o.queued, o.id LIMIT ?2
                 """)
