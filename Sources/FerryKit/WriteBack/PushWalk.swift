@@ -89,6 +89,11 @@ final class PushWalk {
         deliver([(change, result)], advancing: 1)
     }
 
+    /// Leaves a change queued for a later pass (nothing is recorded) and takes the next step.
+    func postpone(_ change: LocalChange) {
+        deliver([(change, nil)], advancing: 1)
+    }
+
     /// Hands results over in order, moves past `count` changes and takes the next step.
     func deliver(_ results: [(LocalChange, PushResult?)], advancing count: Int) {
         for (change, result) in results {

@@ -280,6 +280,26 @@ struct ParsePushTests {
         #expect(Set(rows.keys) == Set(try setup.remote().keys))
     }
 
+    @Test func aCreateSentMomentsBeforeACrashAndNotFoundWaits_thenIsSentAgain() throws {
+        let setup = try Self.setUp(objects: 2)
+        defer { setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"in doubt"}')"#)
+        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        // Sent just now, not on the server (yet): the server may still be handling it.
+        _ = try setup.database.write { try $0.noteCreateSent(change, body: #"{"text":"in doubt"}"#, of: "quotes", at: Date()) }
+        let early = try setup.pass()
+        #expect(early.push.pushed == 0)
+        #expect(try setup.outbox().queued == 1, "left queued, not created again yet")
+        #expect(try setup.remote().values.filter { $0["text"] as? String == "in doubt" }.isEmpty)
+        // Long enough ago that a lost send would show: created now, once.
+        _ = try setup.database.write { try $0.noteCreateSent(change, body: #"{"text":"in doubt"}"#, of: "quotes", at: Date().addingTimeInterval(-60)) }
+        let later = try setup.pass()
+        #expect(later.push.pushed == 1)
+        #expect(try setup.remote().values.filter { $0["text"] as? String == "in doubt" }.count == 1)
+    }
+
     @Test func aCreateSentBeforeACrashIsFoundNotMadeTwice() throws {
         let setup = try Self.setUp(objects: 2)
         defer { setup.database.close() }

@@ -28,6 +28,10 @@ final class ParseWriter: RemoteWriter {
     /// How far before a lost create's recorded send time its lookup reaches (clock skew
     /// between this machine and the Parse server).
     static let lookupSkew: TimeInterval = 300
+    /// How long after a lost send its create may still appear on the server (a request the
+    /// server was still handling when the client died): before that, not finding it proves
+    /// nothing.
+    static let lookupSettle: TimeInterval = 30
 
     init(_ context: RemoteSourceContext, options: ParseOptions) {
         store = context.store
@@ -221,7 +225,9 @@ final class ParseWriter: RemoteWriter {
         }
         guard let sentAt = change.sent, let sent = change.baseBody else { return create() }
         lookUp(sent: sent, at: sentAt) { [self] found in
-            guard let found else { return create() }
+            // Not found yet: a send cut off by a crash may still be at work on the server, and
+            // creating again now could make a second object. A later pass looks again.
+            guard let found else { return Date().timeIntervalSince(sentAt) < Self.lookupSettle ? walk.postpone(change) : create() }
             // Our create, made before a crash: the row may have changed since it was sent.
             let sentObject = JSONValue.object(parsing: sent) ?? [:]
             guard case .update(let fields) = ParseFieldMerge.update(base: sentObject, local: object, remote: nil), !fields.isEmpty else {
