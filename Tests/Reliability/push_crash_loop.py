@@ -55,7 +55,7 @@ What it does, all on 127.0.0.1 (servers and helpers from crash_loop.py's modules
      conflict has its entry; each held record is one both the writer and the mutator changed
      (no spurious conflict), or one whose Increment was sent and may have applied before a
      kill (its entry has sent_version: Parse cannot say, so Ferry holds it rather than count
-     it twice or lose it; counted as "ambiguous increments held"); its conflict's remote side
+     it twice or lose it; counted as "increments in doubt after a kill"); its conflict's remote side
      is the server's current version;
      its local row still holds the writer's last values;
    - for every record not held: the replica equals the servers exactly (Parse: id, updatedAt
@@ -1558,9 +1558,9 @@ def run(a, rng, workdir, parse, dav, ferryd, writer, mutator, counters):
         print("                       %s" % ", ".join("%s %d" % kv for kv in sorted(extra.items())))
     print("  remote writes:       %s" % ", ".join("%s %d" % kv for kv in sorted(mutator.counts.items())))
     print("  conflicts:           %d held (quotes %d, contacts %d); %d records changed on both sides "
-          "(%d conflict edits); spurious %d" % (
+          "(%d conflict edits); spurious %d; increments in doubt after a kill %d" % (
               sum(figures["held"].values()), figures["held"].get("quotes", 0), figures["held"].get("contacts", 0),
-              figures["both_edited"], figures["conflict_edits"], figures["spurious"]))
+              figures["both_edited"], figures["conflict_edits"], figures["spurious"], figures.get("ambiguous", 0)))
     print("  counters:            %s" % "; ".join(figures["counters"]))
     print("  records compared:    quotes %d (Parse), contacts %d (Xandikos); %d locally written "
           "records checked; duplicates %d; lost %d" % (
