@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import FerryKit
 
@@ -55,5 +56,13 @@ struct ContentLineTextTests {
         let event = "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:old\r\n -folded\r\nSUMMARY:a\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:old-folded\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
         #expect(ContentLineText.replacingUID(in: event, with: "new") == "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:new\r\nSUMMARY:a\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:new\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
         #expect(LocalBodyFormat.jsonObject.asNewRecord(#"{"objectId":"a","updatedAt":"u","text":"t"}"#) == #"{"text":"t"}"#)
+    }
+}
+
+@Suite("vCard text on the wire")
+struct WireTextTests {
+    @Test func everyLineEndsInCRLF_whateverItEndedInBefore() {
+        #expect(WebDAVWriter.wireText("BEGIN:VCARD\nUID:a\r\nEND:VCARD\n") == Data("BEGIN:VCARD\r\nUID:a\r\nEND:VCARD\r\n".utf8))
+        #expect(WebDAVWriter.sameText(WebDAVWriter.wireText("A:1\nB:2\n"), "B:2\r\nA:1"))
     }
 }

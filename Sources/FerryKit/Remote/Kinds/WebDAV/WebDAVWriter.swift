@@ -118,7 +118,7 @@ final class WebDAVWriter: RemoteWriter {
         var request = HTTPRequest(method: method, url: builder.collection.url(forHref: builder.collection.href(forID: member)))
         if let body {
             request.headers.set("Content-Type", content == .addressBook ? "text/vcard; charset=utf-8" : "text/calendar; charset=utf-8")
-            request.body = Data(body.utf8)
+            request.body = Self.wireText(body)
         }
         builder.authorize(&request)
         return request
@@ -163,6 +163,21 @@ final class WebDAVWriter: RemoteWriter {
                 then(RemoteRecord(id: member, version: page.head.headers["ETag"] ?? "", body: page.body, fields: fields))
             }
         }
+    }
+
+    /// The text as RFC 6350 and RFC 5545 want it on the wire: every line ending CRLF. Pulled
+    /// bodies have LF (they arrive inside XML, whose parsing normalises line ends), and people
+    /// write either.
+    static func wireText(_ text: String) -> Data {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count + text.utf8.count / 32)
+        var previous: UInt8 = 0
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "\n"), previous != UInt8(ascii: "\r") { bytes.append(UInt8(ascii: "\r")) }
+            bytes.append(byte)
+            previous = byte
+        }
+        return Data(bytes)
     }
 
     /// Whether two vCard/iCalendar texts hold the same content lines, whatever their order,
