@@ -111,7 +111,8 @@ struct StoreSectionReader {
         let heartbeat = values.heartbeat(url: common.heartbeatURL, interval: common.heartbeatInterval, secrets: secrets)
         guard kindIsValid, let kind, let url else { return nil }
         if let entry = common.push, common.writeBack.push, !kind.pushes {
-            values.problem(entry, "\(kind.name) stores cannot push local writes yet (parse, carddav and caldav stores can); remove push or set push = no")
+            let pushing = StoreKind.registered.filter(\.pushes).map(\.name).joinedAsList(conjunction: "and")
+            values.problem(entry, "\(kind.name) stores cannot push local writes (\(pushing) stores can); remove push or set push = no")
             return nil
         }
         if let entry = common.conflict, common.push == nil || !common.writeBack.push {
