@@ -98,7 +98,9 @@ func databasePath(_ options: ConfigurationOptions) throws -> String {
     return try options.load(secrets: .referencesOnly).global.databasePath
 }
 
-/// One conflict as a JSON line (a stable contract, like `ferry changes`).
+/// One conflict as a JSON line (a stable contract, like `ferry changes`): conflict_id, store,
+/// id, detected, local_operation, local_body, remote_version, remote_body (null: deleted on the
+/// remote), policy, resolution (null while held), resolved.
 struct ConflictLine: Encodable {
     var conflictID: Int64
     var store: String
@@ -111,6 +113,16 @@ struct ConflictLine: Encodable {
     var policy: String
     var resolution: String?
     var resolved: Date?
+
+    // snake_case, as `ferry status --json` and `ferry changes` write theirs.
+    enum CodingKeys: String, CodingKey {
+        case store, id, detected, policy, resolution, resolved
+        case conflictID = "conflict_id"
+        case localOperation = "local_operation"
+        case localBody = "local_body"
+        case remoteVersion = "remote_version"
+        case remoteBody = "remote_body"
+    }
 
     init(_ conflict: ReplicaDatabase.Conflict) {
         conflictID = conflict.conflictID
