@@ -107,7 +107,7 @@ final class WebDAVWriter: RemoteWriter {
     /// After a successful PUT: the record as stored, from the answer's ETag or read back.
     private func stored(_ page: HTTPPageLoader.Page, member: String, sent: String, change: LocalChange) {
         if let etag = page.head.headers["ETag"], !etag.hasPrefix("W/") {
-            let body = Data(sent.utf8)
+            let body = Self.replicaText(Data(sent.utf8))
             let fields = try? CardFieldExtractor.fields(of: body, kind: builder.kind)
             return walk.finish(change, .accepted(RemoteRecord(id: member, version: etag, body: body, fields: fields)))
         }
@@ -159,8 +159,9 @@ final class WebDAVWriter: RemoteWriter {
                 guard (200..<300).contains(page.head.status) else {
                     return walk.fail(page.statusError(target: .derivedURL, context: errorContext))
                 }
-                let fields = try? CardFieldExtractor.fields(of: page.body, kind: builder.kind)
-                then(RemoteRecord(id: member, version: page.head.headers["ETag"] ?? "", body: page.body, fields: fields))
+                let body = Self.replicaText(page.body)
+                let fields = try? CardFieldExtractor.fields(of: body, kind: builder.kind)
+                then(RemoteRecord(id: member, version: page.head.headers["ETag"] ?? "", body: body, fields: fields))
             }
         }
     }
@@ -176,6 +177,26 @@ final class WebDAVWriter: RemoteWriter {
             if byte == UInt8(ascii: "\n"), previous != UInt8(ascii: "\r") { bytes.append(UInt8(ascii: "\r")) }
             bytes.append(byte)
             previous = byte
+        }
+        return Data(bytes)
+    }
+
+    /// The text as the replica holds what a pull brings: LF line ends (a pull's bodies arrive
+    /// inside XML, whose parsing turns CRLF into LF), so a pushed or fetched record reads the
+    /// same as a pulled one.
+    static func replicaText(_ data: Data) -> Data {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(data.count)
+        var index = data.startIndex
+        while index < data.endIndex {
+            let byte = data[index]
+            let next = data.index(after: index)
+            if byte == UInt8(ascii: "\r"), next < data.endIndex, data[next] == UInt8(ascii: "\n") {
+                index = next
+                continue
+            }
+            bytes.append(byte)
+            index = next
         }
         return Data(bytes)
     }
