@@ -134,15 +134,6 @@ extension ReplicaDatabase {
         } catch { throw StoreError(error, path: path, store: store) }
     }
 
-    /// Records a refusal: the change stays queued as refused, with the reason, until a new local
-    /// write to the record (or `ferry push --retry`) queues it again.
-    public func recordPushRefused(_ change: LocalChange, reason: String, of store: String) throws(StoreError) {
-        requireWritable()
-        try outboxUpdate(store, "state = 1, last_error = ?3, attempts = attempts + 1", id: change.id) { statement throws(SQLiteError) in
-            try statement.bind(reason, at: 3)
-        }
-    }
-
     /// Queues every refused change of `store` again.
     public func retryRefused(of store: String) throws(StoreError) -> Int {
         requireWritable()
@@ -166,53 +157,75 @@ extension ReplicaDatabase {
         } catch { throw StoreError(error, path: path, store: store, recordID: id) }
     }
 
-    /// Merges the remote's answer to one pushed change, in one transaction: the row takes the
-    /// remote's id, version and body, the entry leaves the queue (unless a newer local write
-    /// arrived meanwhile: then it stays, rebased on the new version), and the change log gets
-    /// the change as a local one. A conflict goes to the store's policy.
-    /// Returns the conflict's resolution when there was one.
-    @discardableResult
-    public func recordPush(_ change: LocalChange, result: PushResult, of store: String, at date: Date) throws(StoreError) -> ConflictPlan.Resolution? {
+    /// Merges the remote's answers to pushed changes, all in one transaction: each row takes
+    /// the remote's id, version and body, its entry leaves the queue (unless a newer local
+    /// write arrived meanwhile: then it stays, rebased on the new version), and the change log
+    /// gets the change as a local one. A conflict goes to the store's policy; a refusal stays
+    /// queued as refused with its reason. Returns each change's conflict resolution, if any.
+    public func recordPushes(_ results: [(change: LocalChange, result: PushResult)], of store: String,
+                             at date: Date) throws(StoreError) -> [ConflictPlan.Resolution?] {
         requireWritable()
         let prepared = try preparedStore(store)
         let now = Self.timestamp(date)
+        var current = ""
         do {
-            return try connection.transaction { () throws(SQLiteError) -> ConflictPlan.Resolution? in
-                switch result {
-                case .refused:
-                    preconditionFailure("recordPush is not for refusals (recordPushRefused)")
-                case .accepted(let record):
-                    try accept(change, record: record, in: prepared, at: now)
-                    return nil
-                case .acceptedEarlierSend(let record):
-                    try accept(change, record: record, keepingLocalBody: true, in: prepared, at: now)
-                    return nil
-                case .conflict(let remote):
-                    guard let entry = try queuedEntries(of: prepared)[change.id] else { return nil }
-                    let outcome = ConflictPlan.outcome(
-                        local: entry.operation, base: entry.baseVersion, held: entry.held,
-                        remote: remote.map { .upsert(version: $0.version) } ?? .delete,
-                        comparison: prepared.definition.comparison, policy: prepared.definition.writeBack.conflict)
-                    // The remote answered "changed": even a version the table would call old
-                    // is a conflict here (an opaque ETag the server rewrote).
-                    switch outcome {
-                    case .conflict(let resolution):
-                        try resolve(change.id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
-                        return resolution
-                    case .refreshHeld:
-                        try refreshHeldConflict(change.id, remote: remote, in: prepared)
-                        return .hold
-                    case .keepLocal:
-                        let resolution = ConflictPlan.resolution(prepared.definition.writeBack.conflict, localDeleted: entry.operation == .delete)
-                        try resolve(change.id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
-                        return resolution
-                    case .bothDeleted:
-                        try settleBothDeleted(change.id, of: prepared, at: now)
-                        return nil
-                    }
+            return try connection.transaction { () throws(SQLiteError) -> [ConflictPlan.Resolution?] in
+                var resolutions: [ConflictPlan.Resolution?] = []
+                resolutions.reserveCapacity(results.count)
+                for (change, result) in results {
+                    current = change.id
+                    resolutions.append(try record(change, result, in: prepared, at: now))
                 }
+                return resolutions
             }
-        } catch { throw StoreError(error, path: path, store: store, recordID: change.id) }
+        } catch { throw StoreError(error, path: path, store: store, recordID: current.isEmpty ? nil : current) }
+    }
+
+    /// One change's answer (``recordPushes(_:of:at:)``).
+    @discardableResult
+    public func recordPush(_ change: LocalChange, result: PushResult, of store: String, at date: Date) throws(StoreError) -> ConflictPlan.Resolution? {
+        try recordPushes([(change, result)], of: store, at: date)[0]
+    }
+
+    private func record(_ change: LocalChange, _ result: PushResult, in prepared: PreparedStore, at now: Double) throws(SQLiteError) -> ConflictPlan.Resolution? {
+        switch result {
+        case .refused(let reason):
+            let refuse = try connection.prepare("UPDATE ferry_outbox SET state = 1, last_error = ?3, attempts = attempts + 1 WHERE store_id = ?1 AND id = ?2")
+            try refuse.bind(prepared.storeID, at: 1)
+            try refuse.bind(change.id, at: 2)
+            try refuse.bind(reason, at: 3)
+            try refuse.run()
+            return nil
+        case .accepted(let record):
+            try accept(change, record: record, in: prepared, at: now)
+            return nil
+        case .acceptedEarlierSend(let record):
+            try accept(change, record: record, keepingLocalBody: true, in: prepared, at: now)
+            return nil
+        case .conflict(let remote):
+            guard let entry = try queuedEntries(of: prepared)[change.id] else { return nil }
+            let outcome = ConflictPlan.outcome(
+                local: entry.operation, base: entry.baseVersion, held: entry.held,
+                remote: remote.map { .upsert(version: $0.version) } ?? .delete,
+                comparison: prepared.definition.comparison, policy: prepared.definition.writeBack.conflict)
+            // The remote answered "changed": even a version the table would call old is a
+            // conflict here (an opaque ETag the server rewrote).
+            switch outcome {
+            case .conflict(let resolution):
+                try resolve(change.id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
+                return resolution
+            case .refreshHeld:
+                try refreshHeldConflict(change.id, remote: remote, in: prepared)
+                return .hold
+            case .keepLocal:
+                let resolution = ConflictPlan.resolution(prepared.definition.writeBack.conflict, localDeleted: entry.operation == .delete)
+                try resolve(change.id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
+                return resolution
+            case .bothDeleted:
+                try settleBothDeleted(change.id, of: prepared, at: now)
+                return nil
+            }
+        }
     }
 
     /// `keepingLocalBody`: the remote holds an earlier send; the row's body is newer and stays

@@ -351,19 +351,19 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         try write { database throws(StoreError) in try database.noteUpdatesSent(sends, of: setup.store.name, at: Date()) }
     }
 
-    public func writer(_ writer: any RemoteWriter, didPush change: LocalChange, result: PushResult) throws {
+    public func writer(_ writer: any RemoteWriter, didPush results: [(change: LocalChange, result: PushResult)]) throws {
         guard case .pushing = state else { return }
         let store = setup.store.name
-        switch result {
-        case .refused(let reason):
-            let redactedReason = redacted(reason)
-            try write { database throws(StoreError) in try database.recordPushRefused(change, reason: redactedReason, of: store) }
-            report.push.refused += 1
-            journal.pushRefused(change, reason: redactedReason)
-        case .accepted, .acceptedEarlierSend, .conflict:
-            let resolution = try write { database throws(StoreError) in try database.recordPush(change, result: result, of: store, at: Date()) }
-            if case .acceptedEarlierSend = result { report.push.requeued += 1 }
-            if let resolution {
+        // A server's words may echo a secret: redacted before they are stored or logged.
+        let results = results.map { change, result in
+            if case .refused(let reason) = result { (change: change, result: PushResult.refused(redacted(reason))) } else { (change: change, result: result) }
+        }
+        let resolutions = try write { database throws(StoreError) in try database.recordPushes(results, of: store, at: Date()) }
+        for ((change, result), resolution) in zip(results, resolutions) {
+            if case .refused(let reason) = result {
+                report.push.refused += 1
+                journal.pushRefused(change, reason: reason)
+            } else if let resolution {
                 report.push.conflicts += 1
                 if resolution == .rebaseLocal || resolution == .keepBoth { report.push.requeued += 1 }
                 journal.conflict(change, resolution: resolution, policy: setup.store.writeBack.conflict)
@@ -371,6 +371,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 // Resolved as nothing to do (both sides deleted it).
             } else {
                 report.push.pushed += 1
+                if case .acceptedEarlierSend = result { report.push.requeued += 1 }
             }
         }
         updateProgress { $0.lastAdvance = .now }

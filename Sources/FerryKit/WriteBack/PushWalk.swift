@@ -94,19 +94,20 @@ final class PushWalk {
         deliver([(change, nil)], advancing: 1)
     }
 
-    /// Hands results over in order, moves past `count` changes and takes the next step.
+    /// Hands results over (recorded together), moves past `count` changes and takes the next
+    /// step.
     func deliver(_ results: [(LocalChange, PushResult?)], advancing count: Int) {
-        for (change, result) in results {
-            guard case .walking(let sink, _, _) = state else { return }
-            // A change without a result (an answer that said nothing of it) stays queued.
-            guard let result else { continue }
+        guard case .walking(let sink, let changes, let index) = state else { return }
+        // A change without a result (an answer that said nothing of it) stays queued.
+        let answered = results.compactMap { change, result in result.map { (change: change, result: $0) } }
+        if !answered.isEmpty {
             do {
-                try sink.writer(writer, didPush: change, result: result)
+                try sink.writer(writer, didPush: answered)
             } catch {
                 return cancel()
             }
         }
-        guard case .walking(let sink, let changes, let index) = state else { return }
+        guard case .walking = state else { return }
         state = .walking(sink: sink, changes: changes, index: index + count)
         next()
     }

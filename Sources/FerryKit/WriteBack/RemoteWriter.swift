@@ -70,7 +70,8 @@ public protocol RemoteWriterSink: AnyObject {
     /// Called before updates that are not idempotent are sent, each with the remote version it
     /// was computed against (recorded durably, in one transaction).
     func writer(_ writer: any RemoteWriter, willSendUpdates sends: [(change: LocalChange, remoteVersion: String)]) throws
-    func writer(_ writer: any RemoteWriter, didPush change: LocalChange, result: PushResult) throws
+    /// What the remote made of these changes, recorded in one transaction.
+    func writer(_ writer: any RemoteWriter, didPush results: [(change: LocalChange, result: PushResult)]) throws
     /// Every change was answered; nothing follows.
     func writer(_ writer: any RemoteWriter, didFinishWithRequests requests: Int)
     /// The push stopped (the network, the server, the credentials): the unanswered changes
