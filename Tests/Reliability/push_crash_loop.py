@@ -13,7 +13,8 @@ What it does, all on 127.0.0.1 (servers and helpers from crash_loop.py's modules
    The seeded records are split at random into a local half (only the local writer changes
    them) and a remote half (only the mutator changes them); cards likewise (even card numbers
    local, odd remote). Writes ferry.conf: store `quotes` (Parse, master key from a chmod-600
-   file) and store `contacts` (CardDAV), both `push = yes` with the default `conflict = hold`,
+   file; `object-ids = client`, the server started with --allow-custom-object-id) and store
+   `contacts` (CardDAV), both `push = yes` with the default `conflict = hold`,
    `interval = 2s`, `jitter = 0s`, and `reconcile-interval = 1s` for Parse (a sweep on nearly
    every pass).
 2. Runs `ferryd --config ferry.conf` (RUNTIME_DIRECTORY set to a directory of the work dir,
@@ -756,6 +757,7 @@ interval = 2s
 jitter = 0s
 reconcile-interval = 1s
 push = yes
+object-ids = client
 column.author = text $.author
 
 [store contacts]
@@ -1291,7 +1293,11 @@ def main():
         a.seed, a.kills, a.records, a.cards, workdir))
     parse = dav = None
     try:
-        parse = ParseServer(workdir)
+        # Creates name their objects (Parse Server's allowCustomObjectId): a create sent again
+        # after a kill is the same object, whatever the mutator did to it meanwhile. (With ids
+        # the server chooses, a lost create is looked up by its fields, which a remote edit
+        # made right after it can defeat: README, known gaps.)
+        parse = ParseServer(workdir, ["--allow-custom-object-id"])
         parse.admin("seed", {"class": "Quote", "count": a.records, "seed": a.seed})
         res = parse_batch(parse, [{"method": "POST", "path": "/parse/classes/Quote",
                                    "body": {"counter": "counter-%d" % i, "n": 0, "text": "counter %d" % i,

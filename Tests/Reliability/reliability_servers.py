@@ -45,11 +45,11 @@ def request(method, url, body=None, headers=None, timeout=60):
 
 
 class ParseServer:
-    def __init__(self, workdir):
+    def __init__(self, workdir, extra=()):
         self.log = open(os.path.join(workdir, "parse_server.log"), "wb")
         self.process = subprocess.Popen(
             [sys.executable, os.path.join(SERVERS, "parse_server.py"), "--port", "0",
-             "--app-id", APP_ID, "--master-key", MASTER_KEY],
+             "--app-id", APP_ID, "--master-key", MASTER_KEY] + list(extra),
             stdout=subprocess.PIPE, stderr=self.log)
         line = self.process.stdout.readline().decode().strip()
         if not line.startswith("PORT "):

@@ -7,6 +7,7 @@ Parse Server's behaviour.  Stdlib only (Python 3.11+).  Binds 127.0.0.1 only.
 
     python3 parse_server.py [--port 0] [--app-id ferry-test] [--rest-key rest-secret]
                             [--master-key master-secret] [--mount /parse] [--db FILE]
+                            [--allow-custom-object-id]
 
 Prints exactly "PORT <n>" on stdout (flushed) once listening; serves until SIGTERM/SIGINT
 (exit 0).  Threading, HTTP/1.1 keep-alive, TCP_NODELAY, no request logging (http_core.py).
@@ -17,6 +18,10 @@ X-Parse-REST-API-Key or X-Parse-Master-Key, else 403 {"error":"unauthorized"}):
   GET    /parse/classes/<C>?where=&order=&limit=&skip=&keys=&excludeKeys=&count=
   GET    /parse/classes/<C>/<id>[?keys=]          404 {"code":101,...} when missing
   POST   /parse/classes/<C>                       201 {"objectId","createdAt"} + Location
+                                                  (an objectId in the body is refused, code 105,
+                                                  unless --allow-custom-object-id, as Parse
+                                                  Server's allowCustomObjectId: then an id taken
+                                                  already is 400 code 137)
   PUT    /parse/classes/<C>/<id>                  200 {"updatedAt"} (+ values of __op fields)
   DELETE /parse/classes/<C>/<id>                  200 {}
   POST   /parse/batch                             {"requests":[{method,path,body}]}
@@ -374,7 +379,7 @@ def obj_text(oid, ca, ua, data):
     return '{"objectId":"%s","createdAt":"%s","updatedAt":"%s",%s' % (oid, ca, ua, data[1:])
 
 
-def clean_fields(body, creating):
+def clean_fields(body, creating, custom_ids=False):
     if not isinstance(body, dict):
         raise ParseError(107, "invalid JSON")
     out = {}
@@ -382,8 +387,12 @@ def clean_fields(body, creating):
         if k in ("createdAt", "updatedAt"):
             continue
         if k == "objectId":
-            if creating:
+            if creating and not custom_ids:
                 raise ParseError(105, "objectId is an invalid field name.")
+            if creating and not (isinstance(v, str) and v):
+                raise ParseError(104, "objectId must be a non-empty string.")
+            if creating:
+                out[k] = v
             continue
         if k != "ACL" and not NAME_RE.match(k):
             raise ParseError(105, "Invalid field name: %s." % k)
@@ -422,7 +431,8 @@ def apply_op(data, k, v):
 
 
 class Store:
-    def __init__(self, path):
+    def __init__(self, path, custom_ids=False):
+        self.custom_ids = custom_ids
         self.lock = threading.RLock()
         self.db = sqlite3.connect(path or ":memory:", check_same_thread=False,
                                   isolation_level=None)
@@ -538,13 +548,21 @@ class Store:
         return self.render(row, keys)
 
     def create(self, cls, body):
-        fields = clean_fields(body, True)
+        fields = clean_fields(body, True, self.custom_ids)
+        chosen = fields.pop("objectId", None)
         for k, v in list(fields.items()):
             if isinstance(v, dict) and "__op" in v:
                 fields.pop(k)
                 apply_op(fields, k, v)
         with self.lock:
             ts = fmt_ms(self.now_ms())
+            if chosen is not None:
+                try:
+                    self.db.execute("INSERT INTO objects VALUES (?,?,?,?,?)",
+                                    (cls, chosen, ts, ts, jdump(fields)))
+                except sqlite3.IntegrityError:
+                    raise ParseError(137, "A duplicate value for a field with unique values was provided")
+                return chosen, ts
             while True:
                 oid = new_id()
                 try:
@@ -1058,6 +1076,8 @@ def main():
     ap.add_argument("--master-key", default="master-secret")
     ap.add_argument("--mount", default="/parse")
     ap.add_argument("--db", default=None, help="sqlite file (default: in memory)")
+    ap.add_argument("--allow-custom-object-id", action="store_true",
+                    help="creates may choose their objectId (Parse Server's allowCustomObjectId)")
     a = ap.parse_args()
     http_core.handle_signals()
 
@@ -1065,7 +1085,7 @@ def main():
     srv = http_core.Server(Handler, a.port, on_accept=stats.connection)
     srv.app_id, srv.rest_key, srv.master_key = a.app_id, a.rest_key, a.master_key
     srv.mount = "/" + a.mount.strip("/") if a.mount.strip("/") else ""
-    srv.store = Store(a.db)
+    srv.store = Store(a.db, a.allow_custom_object_id)
     srv.faults = Faults()
     srv.stats = stats
     http_core.serve(srv)

@@ -98,15 +98,18 @@ extension ReplicaDatabase {
     /// create is no longer queued (its row was deleted before it was ever sent): then it must
     /// not be sent at all.
     @discardableResult
-    public func noteCreateSent(_ change: LocalChange, body: String, of store: String, at date: Date) throws(StoreError) -> Bool {
+    /// `remoteID`: the id the create names the record with, when the client chooses it (kept in
+    /// `sent_version`, so every later send names the same record).
+    public func noteCreateSent(_ change: LocalChange, body: String, remoteID: String? = nil, of store: String, at date: Date) throws(StoreError) -> Bool {
         requireWritable()
         do {
             guard let storeID = try storeID(of: store) else { return false }
-            let statement = try connection.prepare("UPDATE ferry_outbox SET sent = ?3, base_body = ?4, attempts = attempts + 1 WHERE store_id = ?1 AND id = ?2 AND op = 1")
+            let statement = try connection.prepare("UPDATE ferry_outbox SET sent = ?3, base_body = ?4, sent_version = coalesce(?5, sent_version), attempts = attempts + 1 WHERE store_id = ?1 AND id = ?2 AND op = 1")
             try statement.bind(storeID, at: 1)
             try statement.bind(change.id, at: 2)
             try statement.bind(Self.timestamp(date), at: 3)
             try statement.bind(body, at: 4)
+            try statement.bind(remoteID, at: 5)
             try statement.run()
             return connection.changes > 0
         } catch { throw StoreError(error, path: path, store: store, recordID: change.id) }
@@ -199,8 +202,17 @@ extension ReplicaDatabase {
         case .accepted(let record):
             try accept(change, record: record, in: prepared, at: now)
             return nil
-        case .acceptedEarlierSend(let record):
+        case .acceptedEarlierSend(let record, let sent):
             try accept(change, record: record, keepingLocalBody: true, in: prepared, at: now)
+            if let sent {
+                // Based on what was sent, at no version the remote has: the next push compares
+                // all three (sent, the row, the remote now).
+                let base = try connection.prepare("UPDATE ferry_outbox SET base_version = '', base_body = ?3 WHERE store_id = ?1 AND id = ?2")
+                try base.bind(prepared.storeID, at: 1)
+                try base.bind(record.id, at: 2)
+                try base.bind(sent, at: 3)
+                try base.run()
+            }
             return nil
         case .conflict(let remote):
             guard let entry = try queuedEntries(of: prepared)[change.id] else { return nil }

@@ -341,9 +341,11 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
 
     // MARK: - RemoteWriterSink
 
-    public func writer(_ writer: any RemoteWriter, willSendCreate change: LocalChange, body: String) throws -> Bool {
+    public func writer(_ writer: any RemoteWriter, willSendCreate change: LocalChange, body: String, remoteID: String?) throws -> Bool {
         guard case .pushing = state else { return false }
-        return try write { database throws(StoreError) in try database.noteCreateSent(change, body: body, of: setup.store.name, at: Date()) }
+        return try write { database throws(StoreError) in
+            try database.noteCreateSent(change, body: body, remoteID: remoteID, of: setup.store.name, at: Date())
+        }
     }
 
     public func writer(_ writer: any RemoteWriter, willSendUpdates sends: [(change: LocalChange, remoteVersion: String)]) throws {

@@ -60,11 +60,12 @@ final class PushWalk {
         case stopped
     }
 
-    /// Records that a create is about to be sent.
-    func willSendCreate(_ change: LocalChange, body: String) -> CreateSend {
+    /// Records that a create is about to be sent (`remoteID`: the id it names the record with,
+    /// when the client chooses it).
+    func willSendCreate(_ change: LocalChange, body: String, remoteID: String? = nil) -> CreateSend {
         guard case .walking(let sink, _, _) = state else { return .stopped }
         do {
-            return try sink.writer(writer, willSendCreate: change, body: body) ? .send : .skipped
+            return try sink.writer(writer, willSendCreate: change, body: body, remoteID: remoteID) ? .send : .skipped
         } catch {
             cancel()
             return .stopped

@@ -21,7 +21,8 @@ public struct LocalChange: Sendable, Equatable {
     /// When a create or an update was sent without its answer being recorded (a crash in
     /// between).
     public var sent: Date?
-    /// The remote version an update that was sent had been computed against.
+    /// The remote version an update that was sent had been computed against; for a create, the
+    /// id it named the record with when the client chooses ids.
     public var sentVersion: String?
     /// Whether the entry waits for a conflict to be resolved.
     public var held: Bool
@@ -49,9 +50,10 @@ public enum PushResult: Sendable, Equatable {
     /// delete.
     case accepted(RemoteRecord?)
     /// The remote took an earlier send of the change (a create replayed by its idempotency
-    /// key), and the row changed since: what the remote holds becomes the base of an update,
-    /// pushed next.
-    case acceptedEarlierSend(RemoteRecord)
+    /// key or its own objectId), and the row changed since: the row takes the record's id and an
+    /// update is pushed next, based on `sent` (what that earlier send held, so a remote change
+    /// since it is merged or found as a conflict) or, when nil, on what the remote holds.
+    case acceptedEarlierSend(RemoteRecord, sent: String?)
     /// The remote changed since the change's base version: the remote's record now (nil: the
     /// remote deleted it). The store's ``ConflictPolicy`` decides what follows.
     case conflict(remote: RemoteRecord?)
@@ -66,7 +68,7 @@ public protocol RemoteWriterSink: AnyObject {
     /// the remote's acceptance and the local commit the next push looks the record up instead
     /// of creating it twice. False: the create is no longer queued (its row was deleted since
     /// the push read the queue), so it must not be sent.
-    func writer(_ writer: any RemoteWriter, willSendCreate change: LocalChange, body: String) throws -> Bool
+    func writer(_ writer: any RemoteWriter, willSendCreate change: LocalChange, body: String, remoteID: String?) throws -> Bool
     /// Called before updates that are not idempotent are sent, each with the remote version it
     /// was computed against (recorded durably, in one transaction).
     func writer(_ writer: any RemoteWriter, willSendUpdates sends: [(change: LocalChange, remoteVersion: String)]) throws

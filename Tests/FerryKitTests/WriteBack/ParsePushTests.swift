@@ -55,12 +55,16 @@ struct ParsePushTests {
         }
     }
 
-    static func setUp(objects: Int = 5, conflict: ConflictPolicy = .hold) throws -> Setup {
-        let server = try ParseTestServer.start()
+    static func setUp(objects: Int = 5, conflict: ConflictPolicy = .hold, clientIDs: Bool = false) throws -> Setup {
+        let server = try ParseTestServer.start(arguments: clientIDs ? ["--allow-custom-object-id"] : [])
         try server.admin("seed", ["class": "Quote", "count": objects, "seed": 7])
         let directory = try TemporaryDirectory()
         let database = try SharedDatabase(path: directory.path("replica.db"))
         var store = server.store(pageSize: 100)
+        if clientIDs, var options = store.options.as(ParseOptions.self) {
+            options.objectIDs = .client
+            store.options = AnyStoreOptions(options)
+        }
         store.writeBack = WriteBackConfiguration(push: true, conflict: conflict)
         let setup = Setup(server: server, directory: directory, database: database, store: store)
         _ = try setup.pass()
@@ -298,6 +302,44 @@ struct ParsePushTests {
         let later = try setup.pass()
         #expect(later.push.pushed == 1)
         #expect(try setup.remote().values.filter { $0["text"] as? String == "in doubt" }.count == 1)
+    }
+
+    @Test func withClientObjectIDsACreateSentTwiceIsOneObject_andALaterLocalEditArrives() throws {
+        let setup = try Self.setUp(objects: 2, clientIDs: true)
+        defer { setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"first","n":1}')"#)
+        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        // A push killed after Parse created the object under the id Ferry chose.
+        let sent = #"{"n":1,"text":"first"}"#
+        _ = try setup.database.write { try $0.noteCreateSent(change, body: sent, remoteID: "chosenId01", of: "quotes", at: Date()) }
+        try setup.parse("POST", "/classes/Quote", #"{"objectId":"chosenId01","n":1,"text":"first"}"#)
+        // Then the row changed here, and the object there (another field).
+        try other.execute("UPDATE quotes SET body = json_set(body, '$.text', 'second') WHERE id = \(literal(change.id))")
+        try setup.parse("PUT", "/classes/Quote/chosenId01", #"{"author":"someone"}"#)
+        let report = try setup.pass()
+        #expect(report.push.conflicts == 0, "\(report.summary)")
+        let object = try #require(try setup.remote()["chosenId01"])
+        #expect(object["text"] as? String == "second")
+        #expect(object["author"] as? String == "someone", "the remote's own change is kept")
+        #expect(try setup.remote().values.filter { ["first", "second"].contains($0["text"] as? String) }.count == 1, "one object")
+        #expect(try setup.database.write { try $0.body(of: "chosenId01", in: "quotes") }?.contains("second") == true)
+        #expect(try setup.outbox().isEmpty)
+    }
+
+    @Test func withClientObjectIDsANewCreateNamesItsObject() throws {
+        let setup = try Self.setUp(objects: 1, clientIDs: true)
+        defer { setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute(#"INSERT INTO quotes(id, body) VALUES ('myOwnId', '{"text":"named here"}')"#)
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"named by ferry"}')"#)
+        let report = try setup.pass()
+        #expect(report.push.pushed == 2, "\(report.summary)")
+        #expect(try setup.remote()["myOwnId"]?["text"] as? String == "named here")
+        let rows = try setup.database.write { database in try database.rows(of: "quotes") }
+        #expect(Set(rows.keys) == Set(try setup.remote().keys))
     }
 
     @Test func aCreateSentBeforeACrashIsFoundNotMadeTwice() throws {

@@ -8,8 +8,8 @@ import FerryTestSupport
 final class ParseTestServer: @unchecked Sendable {
     let server: TestServer
 
-    init() throws {
-        server = try TestServer.python("parse_server.py")
+    init(arguments: [String] = []) throws {
+        server = try TestServer.python("parse_server.py", arguments: arguments)
     }
 
     var mount: String { server.baseURL + "/parse" }
@@ -46,9 +46,9 @@ final class ParseTestServer: @unchecked Sendable {
     }
 
     /// Starts the server, or skips (fails in CI) when python3 cannot run it.
-    static func start() throws -> ParseTestServer {
+    static func start(arguments: [String] = []) throws -> ParseTestServer {
         do {
-            return try ParseTestServer()
+            return try ParseTestServer(arguments: arguments)
         } catch {
             if isCI { throw error }
             try #require(Bool(false), "parse_server.py could not start: \(error)")

@@ -70,7 +70,7 @@ final class JSONCollectionWriter: RemoteWriter {
             if templates.update != nil, let created = record(page.body),
                let answered = JSONValue.object(parsing: String(decoding: created.body, as: UTF8.self)),
                local.contains(where: { $0.key != options.idField && $0.key != options.versionField && answered[$0.key] != $0.value }) {
-                return walk.finish(change, .acceptedEarlierSend(created))
+                return walk.finish(change, .acceptedEarlierSend(created, sent: nil))
             }
             answered(page, for: change, id: nil)
         }

@@ -17,6 +17,18 @@ public struct ParseOptions: StoreOptions, Equatable {
     public static let defaultLookback = Duration.seconds(30)
     /// Objects per request (Parse caps it at 1,000).
     public var pageSize: Int = 1000
+    /// Who names a pushed create's objectId (`object-ids`).
+    public var objectIDs = ObjectIDs.server
+
+    /// Who names a new object.
+    public enum ObjectIDs: String, Sendable, Equatable {
+        /// Parse does (the default, and all a stock Parse Server allows): a create whose answer a
+        /// crash lost is looked up by its fields and creation time before it is sent again.
+        case server
+        /// Ferry does, and sends it (Parse Server with `allowCustomObjectId: true`): a create sent
+        /// twice names the same object, so nothing needs looking up.
+        case client
+    }
 
     public init(applicationID: String, className: String, key: Key) {
         self.applicationID = applicationID
@@ -57,10 +69,16 @@ public struct ParseOptions: StoreOptions, Equatable {
         let lookback = reader.duration("lookback", default: Self.defaultLookback, allowZero: true, atMost: .seconds(86_400))
         // Parse serves at most 1,000 objects a request; a larger page-size is clamped to that.
         let pageSize = reader.integer("page-size", default: 1000, in: 1...100_000)
-        guard let applicationID, let className, let key, let lookback, let pageSize else { return nil }
+        var objectIDs: ObjectIDs? = .server
+        if let text = reader.text("object-ids") {
+            objectIDs = ObjectIDs(rawValue: text)
+            if objectIDs == nil { reader.problem("object-ids", "expected server or client, got '\(text)'") }
+        }
+        guard let applicationID, let className, let key, let lookback, let pageSize, let objectIDs else { return nil }
         self.init(applicationID: applicationID, className: className, key: key)
         self.lookback = lookback
         self.pageSize = min(pageSize, 1000)
+        self.objectIDs = objectIDs
     }
 }
 
@@ -68,7 +86,7 @@ extension StoreKind {
     /// Parse Server REST: `GET /classes/<Class>`, incremental by updatedAt and objectId,
     /// deletions found by reconciling the full objectId listing.
     public static let parse = StoreKind(
-        name: "parse", optionKeys: ["application-id", "class", "lookback", "page-size"],
+        name: "parse", optionKeys: ["application-id", "class", "lookback", "page-size", "object-ids"],
         secretKeys: ["rest-api-key", "master-key"], reportsDeletions: false, versionComparison: .ordered, fetchesByID: true,
         localBody: .jsonObject, pushes: true, readOptions: { ParseOptions(reading: &$0) })
 }

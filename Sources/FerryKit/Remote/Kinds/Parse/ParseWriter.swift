@@ -21,6 +21,7 @@ import Logging
 final class ParseWriter: RemoteWriter {
     private let store: StoreConfiguration
     private let endpoint: ParseEndpoint
+    private let objectIDs: ParseOptions.ObjectIDs
     private let loader: HTTPPageLoader
     private let errorContext: HTTPStatusClassifier.Context
     private lazy var walk = PushWalk(of: self, loader: loader) { [unowned self] in self.next() }
@@ -36,6 +37,7 @@ final class ParseWriter: RemoteWriter {
     init(_ context: RemoteSourceContext, options: ParseOptions) {
         store = context.store
         endpoint = ParseEndpoint(store: context.store, options: options)
+        objectIDs = options.objectIDs
         loader = HTTPPageLoader(configuration: context.store.session, query: context.store.query)
         errorContext = HTTPStatusClassifier.Context(context.store)
     }
@@ -47,15 +49,27 @@ final class ParseWriter: RemoteWriter {
     private func next() {
         let upcoming = walk.upcoming
         guard let first = upcoming.first else { return }
-        let batch = upcoming.prefix(ParseEndpoint.batchLimit).prefix(while: Self.batchable)
+        let batch = upcoming.prefix(ParseEndpoint.batchLimit).prefix { batchable($0) }
         if !batch.isEmpty { return pushBatch(Array(batch)) }
         // A create sent before without an answer (looked up first), or one deleted since.
         pushCreate(first)
     }
 
-    /// Whether a change goes in a batch: all but creates that need a lookup or a clean-up.
-    static func batchable(_ change: LocalChange) -> Bool {
-        change.operation != .create || (change.sent == nil && change.body != nil)
+    /// Whether a change goes in a batch: all but creates that need a lookup or a clean-up (with
+    /// ids the client chooses, none does: a create sent again names the same object).
+    func batchable(_ change: LocalChange) -> Bool {
+        change.operation != .create || (change.sent == nil && change.body != nil) || (clientIDs && change.body != nil)
+    }
+
+    private var clientIDs: Bool { objectIDs == .client }
+
+    /// The objectId a create names its object with, when the client chooses: the one an
+    /// earlier send chose, else the row's own id, else a new one in Parse's form.
+    static func clientID(for change: LocalChange) -> String {
+        if let chosen = change.sentVersion { return chosen }
+        if !change.hasLocalID { return change.id }
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+        return String((0..<10).map { _ in alphabet.randomElement()! })
     }
 
     // MARK: - Batches
@@ -101,14 +115,16 @@ final class ParseWriter: RemoteWriter {
                         decided[position] = .refused("the local body is not a JSON object")
                         continue
                     }
-                    let object = ParseFieldMerge.create(local: local)
-                    switch walk.willSendCreate(change, body: String(decoding: ParseFieldMerge.encode(object), as: UTF8.self)) {
+                    var object = ParseFieldMerge.create(local: local)
+                    let chosen = clientIDs ? Self.clientID(for: change) : nil
+                    switch walk.willSendCreate(change, body: String(decoding: ParseFieldMerge.encode(object), as: UTF8.self), remoteID: chosen) {
                     case .send: break
                     case .skipped:
                         decided[position] = .accepted(nil)
                         continue
                     case .stopped: return
                     }
+                    if let chosen { object["objectId"] = .string(chosen) }
                     requests.append((position, Self.batched("POST", endpoint.batchPath(nil), body: object)))
                 }
             }
@@ -138,6 +154,12 @@ final class ParseWriter: RemoteWriter {
                         }
                     } else if case .object(let error)? = members["error"] {
                         let code = error["code"]?.numeric.map { Int($0) } ?? 0
+                        // 137 for a create naming its own objectId: an earlier send made it.
+                        if code == 137, change.operation == .create, clientIDs, case .object(let sent)? = requests.first(where: { $0.position == position })?.request,
+                           case .object(let body)? = sent["body"], case .string(let id)? = body["objectId"] {
+                            written[position] = id
+                            continue
+                        }
                         let words: String = if case .string(let text)? = error["error"] { text } else { "no message" }
                         // 101: the object is gone (deleted since it was read).
                         decided[position] = code == 101 ? (change.operation == .delete ? .accepted(nil) : .conflict(remote: nil))
@@ -146,7 +168,11 @@ final class ParseWriter: RemoteWriter {
                 }
                 fetchMany(Array(Set(written.values))) { [self] records in
                     for (position, id) in written {
-                        decided[position] = records[id].map { .accepted($0) } ?? .conflict(remote: nil)
+                        guard let record = records[id] else {
+                            decided[position] = .conflict(remote: nil)
+                            continue
+                        }
+                        decided[position] = Self.earlierSend(record, of: chunk[position]) ? .acceptedEarlierSend(record, sent: chunk[position].baseBody) : .accepted(record)
                     }
                     report(chunk, decided)
                 }
@@ -159,6 +185,15 @@ final class ParseWriter: RemoteWriter {
         fields.values.contains { value in
             if case .object(let members) = value { members["__op"] == .string("Increment") } else { false }
         }
+    }
+
+    /// Whether the remote's object is a create's earlier send and the row changed since: a
+    /// field of the row's holds another value there (then it becomes the base of an update).
+    static func earlierSend(_ record: RemoteRecord, of change: LocalChange) -> Bool {
+        guard change.operation == .create, change.sent != nil,
+              let local = change.body.flatMap(JSONValue.object(parsing:)),
+              let remote = JSONValue.object(parsing: String(decoding: record.body, as: UTF8.self)) else { return false }
+        return ParseFieldMerge.create(local: local).contains { remote[$0.key] != $0.value }
     }
 
     static func batched(_ method: String, _ path: String, body: [String: JSONValue]?) -> JSONValue {
