@@ -26,8 +26,11 @@ final class PreparedStore {
     /// their bookkeeping.
     var pendingCount: Int
 
-    init(_ definition: StoreDefinition, connection: SQLiteConnection) throws(SQLiteError) {
+    /// `storeID`: the store's id in `ferry_stores`, which ``ReplicaDatabase/prepare(_:)``
+    /// registered.
+    init(_ definition: StoreDefinition, storeID: Int64, connection: SQLiteConnection) throws(SQLiteError) {
         self.definition = definition
+        self.storeID = storeID
         let table = quoted(definition.name)
         select = try connection.prepare("SELECT version, deleted FROM \(table) WHERE id = ?1", persistent: true)
         insert = try connection.prepare(
@@ -42,12 +45,6 @@ final class PreparedStore {
             "UPDATE \(table) SET version = ?2, body = ?3, fields = ?4, last_synced = ?5 WHERE id = ?1 AND deleted = 0 AND \(wins)", persistent: true)
         delete = try connection.prepare("DELETE FROM \(table) WHERE id = ?1", persistent: true)
         tombstone = try connection.prepare("UPDATE \(table) SET deleted = 1, last_synced = ?2 WHERE id = ?1 AND deleted = 0", persistent: true)
-        // `prepare` registered the store in `ferry_stores` before preparing us.
-        let lookup = try connection.prepare("SELECT store_id FROM ferry_stores WHERE name = ?1")
-        try lookup.bind(definition.name, at: 1)
-        guard try lookup.step() else { preconditionFailure("store \(definition.name) missing from ferry_stores after prepare") }
-        storeID = lookup.int64(at: 0)
-        lookup.reset()
         changeLog = try ChangeLogBuffer(storeID: self.storeID, connection: connection)
         let pending = try connection.prepare("SELECT count(*) FROM ferry_pending_records WHERE store_id = ?1")
         try pending.bind(self.storeID, at: 1)

@@ -80,15 +80,14 @@ extension ReplicaDatabase {
             try version.run()
         case .keepBoth:
             if let localBody, entry.operation != .delete {
-                let copy = "local-" + Self.randomHex(bytes: 10)
+                // A placeholder id, from the table's own default (as a local insert gets).
                 let insert = try connection.prepare("""
-                    INSERT INTO \(quoted(prepared.definition.name))(id, version, body, fields, first_seen, last_synced, deleted)
-                    VALUES (?1, '', ?2, NULL, ?3, 0, 0)
+                    INSERT INTO \(quoted(prepared.definition.name))(body, first_seen) VALUES (?1, ?2) RETURNING id
                     """)
-                try insert.bind(copy, at: 1)
-                try insert.bind(prepared.definition.localBody.asNewRecord(localBody), at: 2)
-                try insert.bind(now, at: 3)
-                try insert.run()
+                try insert.bind(prepared.definition.localBody.asNewRecord(localBody), at: 1)
+                try insert.bind(now, at: 2)
+                guard try insert.step(), let copy = insert.string(at: 0) else { preconditionFailure("INSERT ... RETURNING id returned no row") }
+                insert.reset()
                 let queue = try connection.prepare("INSERT INTO ferry_outbox(store_id, id, op, queued, changed) VALUES (?1, ?2, 1, ?3, ?3)")
                 try queue.bind(prepared.storeID, at: 1)
                 try queue.bind(copy, at: 2)
@@ -153,10 +152,6 @@ extension ReplicaDatabase {
         let read = try connection.prepare("SELECT body FROM \(quoted(prepared.definition.name)) WHERE id = ?1")
         try read.bind(id, at: 1)
         return try read.step() ? read.string(at: 0) : nil
-    }
-
-    static func randomHex(bytes: Int) -> String {
-        (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
     }
 
     /// Carries out the resolutions people chose for held conflicts (`resolution` set, `resolved`

@@ -96,10 +96,9 @@ extension ReplicaDatabase {
     /// Records that a create is about to be sent, with what is sent: after a crash the next
     /// push finds `sent` set and looks the record up before creating it again. False when the
     /// create is no longer queued (its row was deleted before it was ever sent): then it must
-    /// not be sent at all.
+    /// not be sent at all. `remoteID`: the id the create names the record with, when the client
+    /// chooses it (kept in `sent_version`, so every later send names the same record).
     @discardableResult
-    /// `remoteID`: the id the create names the record with, when the client chooses it (kept in
-    /// `sent_version`, so every later send names the same record).
     public func noteCreateSent(_ change: LocalChange, body: String, remoteID: String? = nil, of store: String, at date: Date) throws(StoreError) -> Bool {
         requireWritable()
         do {
@@ -135,29 +134,6 @@ extension ReplicaDatabase {
                 }
             }
         } catch { throw StoreError(error, path: path, store: store) }
-    }
-
-    /// Queues every refused change of `store` again.
-    public func retryRefused(of store: String) throws(StoreError) -> Int {
-        requireWritable()
-        do {
-            guard let storeID = try storeID(of: store) else { return 0 }
-            let statement = try connection.prepare("UPDATE ferry_outbox SET state = 0, last_error = NULL WHERE store_id = ?1 AND state = 1")
-            try statement.bind(storeID, at: 1)
-            try statement.run()
-            return connection.changes
-        } catch { throw StoreError(error, path: path, store: store) }
-    }
-
-    private func outboxUpdate(_ store: String, _ assignments: String, id: String, bind: (Statement) throws(SQLiteError) -> Void) throws(StoreError) {
-        do {
-            guard let storeID = try storeID(of: store) else { return }
-            let statement = try connection.prepare("UPDATE ferry_outbox SET \(assignments) WHERE store_id = ?1 AND id = ?2")
-            try statement.bind(storeID, at: 1)
-            try statement.bind(id, at: 2)
-            try bind(statement)
-            try statement.run()
-        } catch { throw StoreError(error, path: path, store: store, recordID: id) }
     }
 
     /// Merges the remote's answers to pushed changes, all in one transaction: each row takes

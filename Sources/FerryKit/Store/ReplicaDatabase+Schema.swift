@@ -19,7 +19,7 @@ extension ReplicaDatabase {
         }
         let map = { (error: SQLiteError) in StoreError(error, path: self.path, store: name) }
         stores[name] = nil
-        try connection.transaction(mapError: map) { () throws(StoreError) in
+        let storeID = try connection.transaction(mapError: map) { () throws(StoreError) -> Int64 in
             do throws(SQLiteError) {
                 // The change log, the outbox and the triggers name stores by a small integer
                 // (migration v3).
@@ -47,9 +47,10 @@ extension ReplicaDatabase {
                 let row = try connection.prepare("INSERT INTO ferry_sync_state(store) VALUES (?1) ON CONFLICT(store) DO NOTHING")
                 try row.bind(name, at: 1)
                 try row.run()
+                return storeID
             } catch { throw map(error) }
         }
-        do { stores[name] = try PreparedStore(definition, connection: connection) } catch { throw map(error) }
+        do { stores[name] = try PreparedStore(definition, storeID: storeID, connection: connection) } catch { throw map(error) }
     }
 
     /// Brings the generated columns in line with the definition (inside prepare's transaction).

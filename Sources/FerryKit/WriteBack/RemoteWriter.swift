@@ -24,11 +24,9 @@ public struct LocalChange: Sendable, Equatable {
     /// The remote version an update that was sent had been computed against; for a create, the
     /// id it named the record with when the client chooses ids.
     public var sentVersion: String?
-    /// Whether the entry waits for a conflict to be resolved.
-    public var held: Bool
 
     public init(id: String, operation: Operation, baseVersion: String? = nil, baseBody: String? = nil, body: String?,
-                generation: Int64 = 1, sent: Date? = nil, held: Bool = false) {
+                generation: Int64 = 1, sent: Date? = nil) {
         self.id = id
         self.operation = operation
         self.baseVersion = baseVersion
@@ -36,7 +34,6 @@ public struct LocalChange: Sendable, Equatable {
         self.body = body
         self.generation = generation
         self.sent = sent
-        self.held = held
     }
 
     /// Whether the id is a placeholder the remote has never seen.
