@@ -60,15 +60,17 @@ extension ReplicaDatabase {
                 var total = rowsBefore ?? 0
                 if rowsBefore == nil { total = Int(try connection.scalarInt("SELECT count(*) FROM \(table) WHERE deleted = 0") ?? 0) }
                 let wouldDelete = Int(try connection.scalarInt("SELECT count(*) \(missing)") ?? 0)
+                if wouldDelete > 0, Double(wouldDelete) > maxDeleteShare * Double(total) {
+                    return .refused(wouldDelete: wouldDelete, of: total)
+                }
+                // A listing trusted enough to sweep also says which locally changed records the
+                // remote deleted; a refused one says nothing of them either.
                 if prepared.definition.writeBack.push {
                     try meetSweep(prepared, presentTable: present, at: Self.timestamp(Date()))
                 }
                 guard wouldDelete > 0 else {
                     try forgetPendingNotListed(prepared, presentTable: present)
                     return .swept(deleted: 0)
-                }
-                if Double(wouldDelete) > maxDeleteShare * Double(total) {
-                    return .refused(wouldDelete: wouldDelete, of: total)
                 }
                 // Sequences continue from the log's next free one (see ChangeLogBuffer), in id order.
                 let log = try connection.prepare("""

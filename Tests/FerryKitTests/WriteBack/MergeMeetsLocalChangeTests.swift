@@ -90,6 +90,20 @@ struct MergeMeetsLocalChangeTests {
         #expect(try replica.body(of: "q0", in: "quotes")?.contains("local") == true)
     }
 
+    @Test func aRefusedSweepSaysNothingOfRecordsChangedHere() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.replica(directory, policy: .remoteWins)
+        defer { replica.close() }
+        // A listing that lost q0 (changed here) and q1: too much to trust.
+        try replica.beginReconciliation(of: "quotes")
+        try replica.markPresent(["q2"], in: "quotes")
+        let outcome = try replica.finishReconciliation(of: "quotes", maxDeleteShare: 0.3)
+        #expect(outcome == .refused(wouldDelete: 1, of: 3))
+        #expect(try replica.conflicts(of: "quotes", all: true).isEmpty, "no remote deletion is taken from a refused listing")
+        #expect(try replica.body(of: "q0", in: "quotes")?.contains("local") == true)
+        #expect(try Self.state(replica) == "q0:2:0:1")
+    }
+
     @Test func aPushAnsweredWhileANewerLocalWriteArrivedKeepsTheNewerWrite() throws {
         let directory = try TemporaryDirectory()
         let replica = try Self.replica(directory, policy: .hold)
