@@ -208,10 +208,22 @@ final class ParseWriter: RemoteWriter {
     }
 
     /// The objects with these ids as the remote holds them (absent ones are missing), in one
-    /// query, each body exactly as Parse renders it.
+    /// query.
     private func fetchMany(_ ids: [String], then: @escaping ([String: RemoteRecord]) -> Void) {
         guard !ids.isEmpty else { return then([:]) }
-        loader.load(endpoint.request("GET", endpoint.objectsURL(ids))) { [self] result in
+        query(endpoint.objectsURL(ids)) { records in
+            then(Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first }))
+        }
+    }
+
+    /// The object as the remote holds it now; nil when it has none.
+    private func fetch(_ id: String, then: @escaping (RemoteRecord?) -> Void) {
+        fetchMany([id]) { then($0[id]) }
+    }
+
+    /// The objects a class query answers, each body exactly as Parse renders it.
+    private func query(_ url: String, then: @escaping ([RemoteRecord]) -> Void) {
+        loader.load(endpoint.request("GET", url)) { [self] result in
             switch result {
             case .failure(let error): return walk.fail(SyncError(error, store: store))
             case .success(let page):
@@ -219,11 +231,9 @@ final class ParseWriter: RemoteWriter {
                 guard let scanned = try? objectsScanner.scan(page.body) else {
                     return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered a query with malformed JSON"))
                 }
-                var records: [String: RemoteRecord] = [:]
-                for (position, object) in scanned.records.enumerated() {
-                    if case .record(let record) = object.outcome(in: page.body, maxBytes: .max, position: position) { records[record.id] = record }
-                }
-                then(records)
+                then(scanned.records.enumerated().compactMap { position, object in
+                    if case .record(let record) = object.outcome(in: page.body, maxBytes: .max, position: position) { record } else { nil }
+                })
             }
         }
     }
@@ -280,22 +290,6 @@ final class ParseWriter: RemoteWriter {
 
     // MARK: - Requests
 
-    /// The object as the remote holds it now; nil when it has none.
-    private func fetch(_ id: String, then: @escaping (RemoteRecord?) -> Void) {
-        loader.load(endpoint.request("GET", endpoint.objectURL(id))) { [self] result in
-            switch result {
-            case .failure(let error): return walk.fail(SyncError(error, store: store))
-            case .success(let page):
-                if page.head.status == 404 { return then(nil) }
-                guard (200..<300).contains(page.head.status) else { return walk.fail(statusError(page)) }
-                guard let record = Self.record(page.body) else {
-                    return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered an object without objectId and updatedAt"))
-                }
-                then(record)
-            }
-        }
-    }
-
     /// A create that was sent without its answer recorded, found by what was sent: created no
     /// earlier than the send (less ``lookupSkew``) with every plain field equal. Exactly one
     /// match is adopted; none or several mean it is sent again.
@@ -310,21 +304,7 @@ final class ParseWriter: RemoteWriter {
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         condition["createdAt"] = .object(["$gte": .object(["__type": .string("Date"), "iso": .string(formatter.string(from: date.addingTimeInterval(-Self.lookupSkew)))])])
         let url = endpoint.classURL + "?where=" + URLQuery.encode(String(decoding: ParseFieldMerge.encode(condition), as: UTF8.self)) + "&limit=2"
-        loader.load(endpoint.request("GET", url)) { [self] result in
-            switch result {
-            case .failure(let error): return walk.fail(SyncError(error, store: store))
-            case .success(let page):
-                guard (200..<300).contains(page.head.status) else { return walk.fail(statusError(page)) }
-                guard let results = try? JSONSerialization.jsonObject(with: page.body) as? [String: Any],
-                      let objects = results["results"] as? [Any] else {
-                    return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered a query without results"))
-                }
-                guard objects.count == 1, let data = try? JSONSerialization.data(withJSONObject: objects[0]), let record = Self.record(data) else {
-                    return then(nil)
-                }
-                fetch(record.id, then: then)
-            }
-        }
+        query(url) { found in then(found.count == 1 ? found[0] : nil) }
     }
 
     /// Sends a write; a Parse error about the object refuses the change, anything else that
@@ -350,12 +330,6 @@ final class ParseWriter: RemoteWriter {
               let object = try? JSONSerialization.jsonObject(with: page.body) as? [String: Any],
               let code = object["code"] as? Int else { return nil }
         return "Parse error \(code): \(object["error"] as? String ?? "no message")"
-    }
-
-    static func record(_ body: Data) -> RemoteRecord? {
-        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-              let id = object["objectId"] as? String, let version = object["updatedAt"] as? String else { return nil }
-        return RemoteRecord(id: id, version: version, body: body)
     }
 
     private func statusError(_ page: HTTPPageLoader.Page) -> SyncError {
