@@ -102,10 +102,9 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         localWritesQueued = state?.localWritesQueued ?? 0
         localWritesRefused = state?.localWritesRefused ?? 0
         conflicts = state?.openConflicts ?? 0
-        if localWritesQueued > 0 {
-            // Written locally, not on the remote yet: the replica differs from it.
-            let waiting = "\(localWritesQueued) local write\(localWritesQueued == 1 ? "" : "s") not pushed yet"
-            incomplete = incomplete.map { waiting + "; " + $0 } ?? waiting
+        if localWritesQueued > 0, incomplete == nil {
+            // Written locally after the last pass ended, not on the remote yet.
+            incomplete = "\(localWritesQueued) local write\(localWritesQueued == 1 ? "" : "s") not pushed yet"
         }
         self.state = Self.state(of: state)
     }

@@ -16,9 +16,10 @@ public enum ReplicaGap: Sendable, Equatable, CustomStringConvertible {
     case paginationEndedEarly(read: Int, expected: Int, hint: String)
     /// A first sync has not finished yet (it was cancelled or failed part-way).
     case firstSyncUnfinished
-    /// Local writes the remote does not have: held in a conflict until somebody resolves it, or
-    /// refused by the remote (`reason`: the newest refusal's words).
-    case localChangesNotPushed(held: Int, refused: Int, reason: String?)
+    /// Local writes the remote does not have: still queued when the pass ended (written while it
+    /// ran, or put off: a create whose fate a crash left in doubt), held in a conflict until
+    /// somebody resolves it, or refused by the remote (`reason`: the newest refusal's words).
+    case localChangesNotPushed(queued: Int, held: Int, refused: Int, reason: String?)
 
     public var description: String {
         switch self {
@@ -33,8 +34,9 @@ public enum ReplicaGap: Sendable, Equatable, CustomStringConvertible {
             "pagination ended after \(read) of \(expected) records; \(hint)"
         case .firstSyncUnfinished:
             "first sync not finished"
-        case .localChangesNotPushed(let held, let refused, let reason):
-            ([held > 0 ? "\(held) local change\(held == 1 ? "" : "s") held in conflict (ferry conflicts)" : nil,
+        case .localChangesNotPushed(let queued, let held, let refused, let reason):
+            ([queued > 0 ? "\(queued) local write\(queued == 1 ? "" : "s") not pushed yet" : nil,
+              held > 0 ? "\(held) local change\(held == 1 ? "" : "s") held in conflict (ferry conflicts)" : nil,
               refused > 0 ? "\(refused) local change\(refused == 1 ? "" : "s") refused by the remote" + (reason.map { ": \($0)" } ?? "") : nil]
                 as [String?]).compactMap { $0 }.joined(separator: "; ")
         }

@@ -316,13 +316,14 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         end(.failure(error))
     }
 
-    /// Local writes the remote does not have when the pass ends (held or refused ones).
+    /// Local writes the remote does not have when the pass ends: queued (written while it ran,
+    /// or put off), held or refused. Any of them leaves the replica differing from the remote.
     private func localChangeGaps(_ database: ReplicaDatabase) throws(StoreError) -> [ReplicaGap] {
         guard setup.store.writeBack.push else { return [] }
         let outbox = try database.outboxSummary(of: setup.store.name)
         report.localQueued = outbox.queued
-        guard outbox.held + outbox.refused > 0 else { return [] }
-        return [.localChangesNotPushed(held: outbox.held, refused: outbox.refused, reason: outbox.lastRefusal)]
+        guard !outbox.isEmpty else { return [] }
+        return [.localChangesNotPushed(queued: outbox.queued, held: outbox.held, refused: outbox.refused, reason: outbox.lastRefusal)]
     }
 
     /// A push-only pass (`ferry push`) ends here: recorded as an attempt that pushed, never as

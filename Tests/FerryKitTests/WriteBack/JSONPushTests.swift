@@ -74,7 +74,7 @@ struct JSONPushTests {
         let report = try setup.pass()
         #expect(report.push.conflicts == 1, "\(report.summary)")
         #expect(try setup.item(3)?["name"] as? String == "item 3 é", "nothing overwritten while held")
-        #expect(report.gaps == [.localChangesNotPushed(held: 1, refused: 0, reason: nil)])
+        #expect(report.gaps == [.localChangesNotPushed(queued: 0, held: 1, refused: 0, reason: nil)])
     }
 
     @Test func theAPIsRefusalWaitsWithItsWords() throws {

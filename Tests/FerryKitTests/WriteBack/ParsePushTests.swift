@@ -156,7 +156,7 @@ struct ParsePushTests {
         case .hold:
             #expect(texts.contains("theirs") && !texts.contains("ours"))
             #expect(row.contains("ours"), "the local version stays in the row while held")
-            #expect(report.gaps == [.localChangesNotPushed(held: 1, refused: 0, reason: nil)])
+            #expect(report.gaps == [.localChangesNotPushed(queued: 0, held: 1, refused: 0, reason: nil)])
             #expect(conflicts.first?.resolution == nil)
             // Resolved by a person (the same as the SQL UPDATE of ferry_conflicts): the next pass pushes it.
             _ = try setup.database.write { try $0.chooseResolution(.rebaseLocal, conflict: conflicts[0].conflictID) }
@@ -199,7 +199,7 @@ struct ParsePushTests {
         let outbox = try setup.outbox()
         #expect(outbox.refused == 1)
         #expect(outbox.lastRefusal?.contains("Parse error 105") == true, "\(String(describing: outbox.lastRefusal))")
-        guard case .localChangesNotPushed(0, 1, let reason)? = report.gaps.first else {
+        guard case .localChangesNotPushed(0, 0, 1, let reason)? = report.gaps.first else {
             Issue.record("expected a refused change among the gaps: \(report.gaps)")
             return
         }
@@ -296,6 +296,7 @@ struct ParsePushTests {
         let early = try setup.pass()
         #expect(early.push.pushed == 0)
         #expect(try setup.outbox().queued == 1, "left queued, not created again yet")
+        #expect(early.gaps == [.localChangesNotPushed(queued: 1, held: 0, refused: 0, reason: nil)], "and the pass says so, never ok")
         #expect(try setup.remote().values.filter { $0["text"] as? String == "in doubt" }.isEmpty)
         // Long enough ago that a lost send would show: created now, once.
         _ = try setup.database.write { try $0.noteCreateSent(change, body: #"{"text":"in doubt"}"#, of: "quotes", at: Date().addingTimeInterval(-60)) }

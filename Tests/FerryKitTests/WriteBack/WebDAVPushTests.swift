@@ -144,7 +144,7 @@ struct WebDAVPushTests {
         let conflict = try #require(try setup.database.write { try $0.conflicts(of: "contacts") }.first)
         #expect(conflict.remoteBody == nil, "deleted on the remote")
         #expect(try setup.row("card-3.vcf")?.contains("FN:Kept") == true, "nothing local is lost while held")
-        #expect(report.gaps == [.localChangesNotPushed(held: 1, refused: 0, reason: nil)])
+        #expect(report.gaps == [.localChangesNotPushed(queued: 0, held: 1, refused: 0, reason: nil)])
         // Keeping the local version creates the card again.
         _ = try setup.database.write { try $0.chooseResolution(.rebaseLocal, conflict: conflict.conflictID) }
         let resolved = try setup.pass()
