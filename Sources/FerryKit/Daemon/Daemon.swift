@@ -22,10 +22,15 @@ public final class Daemon: @unchecked Sendable {
     private let configurationPath: String
     private let environment: [String: String]
     private var configuration: FerryConfiguration {
-        didSet { storeHeartbeats = Self.storeHeartbeats(configuration) }
+        didSet {
+            storeHeartbeats = Self.storeHeartbeats(configuration)
+            pushStores = Self.pushStores(configuration)
+        }
     }
     /// Each store's heartbeat, by store name (a pass's end looks its store up here).
     private var storeHeartbeats: [String: HeartbeatConfiguration] = [:]
+    /// The stores with `push = yes`, which the watch for local writes asks about every second.
+    private var pushStores: Set<String> = []
     private let database: SharedDatabase
     private let notifier: SystemdNotifier
     private let logger: Logger
@@ -50,6 +55,7 @@ public final class Daemon: @unchecked Sendable {
         self.notifier = SystemdNotifier(logger: logger)
         configuration = try ConfigurationLoader.load(path: configurationPath, environment: environment)
         storeHeartbeats = Self.storeHeartbeats(configuration)
+        pushStores = Self.pushStores(configuration)
         // A large replica is checked after READY=1, while passes run (``startIntegrityCheck()``).
         database = try SharedDatabase(path: configuration.global.databasePath,
                                       deferIntegrityCheckAbove: ReplicaDatabase.integrityCheckedBeforeUseUpTo)
@@ -239,9 +245,8 @@ public final class Daemon: @unchecked Sendable {
 
     /// Asks for a pass of every push store another program wrote to since the last look.
     private func pushLocalWrites() {
-        guard case .running(let scheduler) = state else { return }
-        let pushing = Set(configuration.stores.filter(\.writeBack.push).map(\.name))
-        guard !pushing.isEmpty else { return }
+        guard case .running(let scheduler) = state, !pushStores.isEmpty else { return }
+        let pushing = pushStores
         do {
             guard let stores = try database.writeIfOpen({ database throws(StoreError) in try database.storesWithLocalWrites(among: pushing) }),
                   let stores, !stores.isEmpty else { return }
@@ -307,6 +312,10 @@ public final class Daemon: @unchecked Sendable {
             // stops the pings, which is what a dead-man's switch is for.
             heartbeats?.report(.daemon, healthy: snapshot.failing.isEmpty && snapshot.incomplete.isEmpty, to: heartbeat)
         }
+    }
+
+    private static func pushStores(_ configuration: FerryConfiguration) -> Set<String> {
+        Set(configuration.stores.filter(\.writeBack.push).map(\.name))
     }
 
     private static func storeHeartbeats(_ configuration: FerryConfiguration) -> [String: HeartbeatConfiguration] {
