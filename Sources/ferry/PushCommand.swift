@@ -7,8 +7,9 @@ struct PushCommand: ParsableCommand {
         abstract: "Push stores' local writes to their remotes now, without pulling.",
         discussion: """
         Sends what programs wrote to push stores' tables (push = yes) and is queued in ferry_outbox. \
-        Exits 0 when everything it tried was pushed, 2 while a change stays unpushed (held in a conflict: \
-        ferry conflicts; or refused by the remote: ferry status says why), 1 when the push itself failed.
+        Exits 0 when every local write was pushed, 2 while one stays unpushed (held in a conflict: \
+        ferry conflicts; refused by the remote: ferry status says why; or still queued: written meanwhile, \
+        or a create whose fate a crash left in doubt), 1 when the push itself failed.
         """)
 
     @OptionGroup var options: ConfigurationOptions
