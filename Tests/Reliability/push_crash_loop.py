@@ -53,7 +53,8 @@ What it does, all on 127.0.0.1 (servers and helpers from crash_loop.py's modules
    `ferry push` and `ferry sync --sweep` (exit 0 or 2: held conflicts leave the stores
    incomplete), and a check `ferry sync --sweep` that must find both stores unchanged. Checks:
    - ferry_outbox holds only state 2, each with exactly one open conflict, and every open
-     conflict has its entry; each held record is one both the writer and the mutator changed
+     conflict has its entry; no conflict is resolved but one held over a local delete that
+     the remote then deleted too (closed with resolution "remote", gone on both sides); each held record is one both the writer and the mutator changed
      (no spurious conflict), or one whose Increment was sent and may have applied before a
      kill (its entry has sent_version: Parse cannot say, so Ferry holds it rather than count
      it twice or lose it; counted as "increments in doubt after a kill"); its conflict's remote side
@@ -933,7 +934,7 @@ def check(workdir, parse, dav, writer, mutator, counters, both_counters):
                             "o.attempts, o.sent_version FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id "
                             "ORDER BY 1, 2").fetchall()
         conflicts = db.execute("SELECT c.conflict_id, s.name, c.id, c.local_op, c.local_body, "
-                               "c.remote_version, c.remote_body, c.resolved, c.detected FROM ferry_conflicts c "
+                               "c.remote_version, c.remote_body, c.resolved, c.detected, c.resolution FROM ferry_conflicts c "
                                "JOIN ferry_stores s ON s.store_id = c.store_id ORDER BY 1").fetchall()
         objects = parse_objects(parse)
         cards = dav.truth()
@@ -960,10 +961,18 @@ def check(workdir, parse, dav, writer, mutator, counters, both_counters):
         for sid in held:
             if sid not in open_conflicts:
                 cmp.bad("outbox: %s/%s is held but has no open conflict" % sid)
-        resolved = [c for c in conflicts if c[7] is not None]
+        # Under hold Ferry resolves nothing itself, except a held delete whose record the
+        # remote deleted too: closed as settled by the remote, the record gone on both sides.
+        def settled_by_both_deletes(c):
+            store, rid = c[1], c[2]
+            there = rid in (objects if store == "quotes" else cards)
+            here = rid in rows[store] and not rows[store][rid][2]
+            return c[3] == 3 and c[9] == "remote" and not there and not here
+        resolved = [c for c in conflicts if c[7] is not None and not settled_by_both_deletes(c)]
         if resolved:
             cmp.bad("conflicts: %d resolved under conflict = hold (first: %s/%s)" % (
                 len(resolved), resolved[0][1], resolved[0][2]))
+        figures["settled_both_deleted"] = sum(1 for c in conflicts if c[7] is not None) - len(resolved)
 
         # -- the key of every held record, and whether it is a real conflict ---------------
         def key_of(store, rid, op, base_body):
@@ -1004,7 +1013,7 @@ def check(workdir, parse, dav, writer, mutator, counters, both_counters):
 
         # The open conflict's remote side is the server's current version (a held create's
         # remote is its marker's object / the card named after its UID).
-        for cid, store, rid, local_op, local_body, remote_version, remote_body, resolved_at, _ in conflicts:
+        for cid, store, rid, local_op, local_body, remote_version, remote_body, resolved_at, _, _ in conflicts:
             if resolved_at is not None:
                 continue
             remote_id = rid
@@ -1564,9 +1573,11 @@ def run(a, rng, workdir, parse, dav, ferryd, writer, mutator, counters):
         print("                       %s" % ", ".join("%s %d" % kv for kv in sorted(extra.items())))
     print("  remote writes:       %s" % ", ".join("%s %d" % kv for kv in sorted(mutator.counts.items())))
     print("  conflicts:           %d held (quotes %d, contacts %d); %d records changed on both sides "
-          "(%d conflict edits); spurious %d; increments in doubt after a kill %d" % (
+          "(%d conflict edits); spurious %d; increments in doubt after a kill %d; closed by a remote "
+          "delete %d" % (
               sum(figures["held"].values()), figures["held"].get("quotes", 0), figures["held"].get("contacts", 0),
-              figures["both_edited"], figures["conflict_edits"], figures["spurious"], figures.get("ambiguous", 0)))
+              figures["both_edited"], figures["conflict_edits"], figures["spurious"], figures.get("ambiguous", 0),
+              figures.get("settled_both_deleted", 0)))
     print("  counters:            %s" % "; ".join(figures["counters"]))
     print("  records compared:    quotes %d (Parse), contacts %d (Xandikos); %d locally written "
           "records checked; duplicates %d; lost %d" % (

@@ -297,9 +297,18 @@ extension ReplicaDatabase {
     }
 
     /// A local delete the remote made too: nothing to push, and the log records the delete the
-    /// local write made.
+    /// local write made. A conflict held over the record (the delete had met a remote update)
+    /// has nothing left to decide: it is closed as settled by the remote, whose delete agrees.
     func settleBothDeleted(_ id: String, of prepared: PreparedStore, at now: Double) throws(SQLiteError) {
         try dropEntry(id, of: prepared)
+        let close = try connection.prepare("""
+            UPDATE ferry_conflicts SET resolution = ?3, resolved = ?4 WHERE store_id = ?1 AND id = ?2 AND resolved IS NULL
+            """)
+        try close.bind(prepared.storeID, at: 1)
+        try close.bind(id, at: 2)
+        try close.bind(ConflictPlan.Resolution.takeRemote.rawValue, at: 3)
+        try close.bind(now, at: 4)
+        try close.run()
         try logChange(.delete, id: id, local: true, of: prepared, at: now)
     }
 

@@ -36,6 +36,17 @@ public struct LocalChange: Sendable, Equatable {
         self.sent = sent
     }
 
+    /// How long after a send whose answer was lost its write may still land on the server (a
+    /// request the server was still handling when the client died): until then, not finding
+    /// it there proves nothing.
+    public static let sendSettle: TimeInterval = 30
+
+    /// Whether an earlier send of this change may still be at work on the server.
+    public func sendMayStillLand(now: Date = Date()) -> Bool {
+        guard let sent else { return false }
+        return now.timeIntervalSince(sent) < Self.sendSettle
+    }
+
     /// Whether the id is a placeholder the remote has never seen.
     public var hasLocalID: Bool { id.hasPrefix("local-") }
 }
@@ -47,9 +58,10 @@ public enum PushResult: Sendable, Equatable {
     /// delete.
     case accepted(RemoteRecord?)
     /// The remote took an earlier send of the change (a create replayed by its idempotency
-    /// key or its own objectId), and the row changed since: the row takes the record's id and an
-    /// update is pushed next, based on `sent` (what that earlier send held, so a remote change
-    /// since it is merged or found as a conflict) or, when nil, on what the remote holds.
+    /// key or its own objectId), and the row changed since: the entry takes the record's id and
+    /// is pushed next as an update (as a delete, when the row was deleted), based on `sent`
+    /// (what that earlier send held, so a remote change since it is merged or found as a
+    /// conflict) or, when nil, on what the remote holds.
     case acceptedEarlierSend(RemoteRecord, sent: String?)
     /// The remote changed since the change's base version: the remote's record now (nil: the
     /// remote deleted it). The store's ``ConflictPolicy`` decides what follows.

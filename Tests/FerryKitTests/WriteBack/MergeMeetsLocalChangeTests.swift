@@ -163,6 +163,26 @@ struct MergeMeetsLocalChangeTests {
         #expect(try replica.changes(after: 0, limit: 100).last.map { "\($0.operation) \($0.id)" } == "delete q1")
     }
 
+    @Test func aHeldDeleteThatTheRemoteDeletesTooClosesItsConflict() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.replica(directory, policy: .hold)
+        defer { replica.close() }
+        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
+        try other.execute("DELETE FROM quotes WHERE id = 'q1'")
+        other.close()
+        // The remote updated q1 meanwhile: a conflict, held.
+        _ = try replica.apply(ChangeBatch(changes: [record("q1", version: "2", "remote")], cursor: "c2"), to: "quotes")
+        #expect(try replica.conflicts(of: "quotes").map(\.id) == ["q1"])
+        // Then the remote deleted it as well: nothing is left to decide.
+        _ = try replica.apply(ChangeBatch(changes: [.delete(id: "q1")], cursor: "c3"), to: "quotes")
+        #expect(try Self.state(replica) == "q0:2:0:1")
+        #expect(try replica.conflicts(of: "quotes").isEmpty, "no open conflict without its held change")
+        let closed = try #require(try replica.conflicts(of: "quotes", all: true).first { $0.id == "q1" })
+        #expect(closed.resolution == "remote")
+        #expect(closed.resolved != nil)
+        #expect(try replica.syncState(of: "quotes")?.openConflicts == 0)
+    }
+
     @Test func aCreateDeletedAfterThePushReadTheQueueIsNotSent() throws {
         let directory = try TemporaryDirectory()
         let replica = try Self.replica(directory, policy: .hold)

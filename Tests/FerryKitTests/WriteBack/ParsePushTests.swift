@@ -343,6 +343,38 @@ struct ParsePushTests {
         #expect(Set(rows.keys) == Set(try setup.remote().keys))
     }
 
+    @Test func withClientObjectIDsACreateLostBeforeItLandedIsSentAgainAtOnce_underItsID() throws {
+        let setup = try Self.setUp(objects: 1, clientIDs: true)
+        defer { setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"lost on the way"}')"#)
+        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        // Recorded as sent under an id a moment ago; the request never reached the server.
+        _ = try setup.database.write { try $0.noteCreateSent(change, body: #"{"text":"lost on the way"}"#, remoteID: "lostOnWay1", of: "quotes", at: Date()) }
+        let report = try setup.pass()
+        #expect(report.push.pushed == 1, "no need to wait: sending again names the same object")
+        #expect(try setup.remote()["lostOnWay1"]?["text"] as? String == "lost on the way")
+        #expect(try setup.remote().values.filter { $0["text"] as? String == "lost on the way" }.count == 1)
+        #expect(try setup.database.write { try $0.body(of: "lostOnWay1", in: "quotes") } != nil, "the row took the id")
+        #expect(report.isComplete, "\(report.summary)")
+    }
+
+    @Test func withClientObjectIDsAnIdAnotherObjectTookIsAConflict_notAdopted() throws {
+        let setup = try Self.setUp(objects: 1, clientIDs: true)
+        defer { setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute(#"INSERT INTO quotes(id, body) VALUES ('takenId01', '{"text":"mine"}')"#)
+        // Another app made an object of that id before the push.
+        try setup.parse("POST", "/classes/Quote", #"{"objectId":"takenId01","text":"theirs"}"#)
+        let report = try setup.pass()
+        #expect(report.push.conflicts == 1, "\(report.summary)")
+        #expect(try setup.remote()["takenId01"]?["text"] as? String == "theirs", "their object is not overwritten")
+        #expect(try setup.database.write { try $0.conflicts(of: "quotes") }.map(\.id) == ["takenId01"])
+        #expect(try setup.database.write { try $0.body(of: "takenId01", in: "quotes") }?.contains("mine") == true, "held: the row keeps the local text")
+    }
+
     @Test func aCreateSentBeforeACrashIsFoundNotMadeTwice() throws {
         let setup = try Self.setUp(objects: 2)
         defer { setup.database.close() }
@@ -361,6 +393,77 @@ struct ParsePushTests {
         #expect(copies.count == 1)
         let rows = try setup.database.write { database in try database.rows(of: "quotes") }
         #expect(Set(rows.keys) == Set(try setup.remote().keys))
+    }
+
+    /// A create sent before a crash whose row was deleted here since: the object it made is
+    /// deleted, found by its fields or by the id the client chose.
+    @Test(arguments: [false, true])
+    func aCreateSentBeforeACrash_andDeletedHereSince_isDeletedThere(_ clientIDs: Bool) throws {
+        let setup = try Self.setUp(objects: 2, clientIDs: clientIDs)
+        defer { setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"made, then unwanted","n":5}')"#)
+        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        let sent = #"{"n":5,"text":"made, then unwanted"}"#
+        _ = try setup.database.write {
+            try $0.noteCreateSent(change, body: sent, remoteID: clientIDs ? "unwantedId" : nil, of: "quotes", at: Date())
+        }
+        try setup.parse("POST", "/classes/Quote", clientIDs ? #"{"objectId":"unwantedId","n":5,"text":"made, then unwanted"}"# : sent)
+        try other.execute("DELETE FROM quotes WHERE id = \(literal(change.id))")
+        let report = try setup.pass()
+        #expect(report.push.conflicts == 0, "\(report.summary)")
+        #expect(try setup.remote().values.filter { $0["text"] as? String == "made, then unwanted" }.isEmpty)
+        #expect(try setup.outbox().isEmpty)
+        #expect(report.isComplete, "\(report.summary)")
+        let rows = try setup.database.write { database in try database.rows(of: "quotes") }
+        #expect(Set(rows.keys) == Set(try setup.remote().keys))
+    }
+
+    /// The same, with the object changed by another writer after it was made: the delete
+    /// meets the store's policy (held here) instead of erasing that change.
+    @Test func aCreateSentBeforeACrash_deletedHere_andChangedThere_isAConflict() throws {
+        let setup = try Self.setUp(objects: 2, clientIDs: true)
+        defer { setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"made here"}')"#)
+        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        _ = try setup.database.write { try $0.noteCreateSent(change, body: #"{"text":"made here"}"#, remoteID: "changedId1", of: "quotes", at: Date()) }
+        try setup.parse("POST", "/classes/Quote", #"{"objectId":"changedId1","text":"made here"}"#)
+        try setup.parse("PUT", "/classes/Quote/changedId1", #"{"remote":"changed there"}"#)
+        try other.execute("DELETE FROM quotes WHERE id = \(literal(change.id))")
+        let report = try setup.pass()
+        #expect(report.push.conflicts == 1, "\(report.summary)")
+        #expect(try setup.remote()["changedId1"]?["remote"] as? String == "changed there")
+        let held = try setup.database.write { try $0.conflicts(of: "quotes") }
+        #expect(held.map(\.id) == ["changedId1"])
+        #expect(held.first?.localOperation == .delete)
+        #expect(try setup.outbox().held == 1)
+        #expect(!report.isComplete)
+    }
+
+    /// Deleted here after a send that left no object (yet): the delete waits while the send
+    /// may still land, and is settled once it no longer can.
+    @Test func aCreateSentMomentsBeforeACrash_thenDeletedHere_waitsForTheSendToSettle() throws {
+        let setup = try Self.setUp(objects: 2, clientIDs: true)
+        defer { setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"maybe made"}')"#)
+        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        _ = try setup.database.write { try $0.noteCreateSent(change, body: #"{"text":"maybe made"}"#, remoteID: "maybeMade1", of: "quotes", at: Date()) }
+        try other.execute("DELETE FROM quotes WHERE id = \(literal(change.id))")
+        let early = try setup.pass()
+        #expect(try setup.outbox().queued == 1, "kept: the send may still land")
+        #expect(!early.isComplete)
+        // The late send lands after all; the next pass, past the settle time, removes it.
+        try setup.parse("POST", "/classes/Quote", #"{"objectId":"maybeMade1","text":"maybe made"}"#)
+        _ = try setup.database.write { try $0.noteCreateSent(change, body: #"{"text":"maybe made"}"#, remoteID: "maybeMade1", of: "quotes", at: Date().addingTimeInterval(-60)) }
+        let later = try setup.pass()
+        #expect(try setup.remote()["maybeMade1"] == nil)
+        #expect(try setup.outbox().isEmpty)
+        #expect(later.isComplete, "\(later.summary)")
     }
 }
 

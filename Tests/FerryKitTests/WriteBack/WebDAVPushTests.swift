@@ -202,4 +202,46 @@ struct WebDAVPushTests {
         #expect(try setup.ids().filter { $0.contains("sent-then-changed") || $0.hasPrefix("local-") } == ["sent-then-changed.vcf"])
         #expect(report.isComplete)
     }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func aCreateTheServerTookBeforeACrash_andDeletedHereSince_isDeletedThere(_ kind: DAVServer.Kind) throws {
+        let setup = try Self.setUp(kind)
+        defer { setup.server.stop(); setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        let card = DAVServer.vCard(uid: "sent-then-deleted", name: "Gone Soon", email: "gone@example.com")
+        try other.execute("INSERT INTO contacts(body) VALUES (\(literal(card)))")
+        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "contacts") }.first)
+        _ = try setup.database.write { try $0.noteCreateSent(change, body: card, of: "contacts", at: Date()) }
+        try setup.server.put(setup.server.addressBookPath + "sent-then-deleted.vcf", card)
+        try other.execute("DELETE FROM contacts WHERE id = \(literal(change.id))")
+        let report = try setup.pass()
+        #expect(report.push.conflicts == 0, "\(report.summary)")
+        #expect((try? setup.server.get(setup.server.addressBookPath + "sent-then-deleted.vcf")) == nil, "what the lost send made is gone")
+        #expect(try setup.ids().filter { $0.contains("sent-then-deleted") || $0.hasPrefix("local-") } == [])
+        #expect(report.isComplete, "\(report.summary)")
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func aCreateTheServerTookBeforeACrash_deletedHere_andChangedThere_isAConflict(_ kind: DAVServer.Kind) throws {
+        let setup = try Self.setUp(kind)
+        defer { setup.server.stop(); setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        let card = DAVServer.vCard(uid: "deleted-here-changed-there", name: "Made Here", email: "made@example.com")
+        try other.execute("INSERT INTO contacts(body) VALUES (\(literal(card)))")
+        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "contacts") }.first)
+        _ = try setup.database.write { try $0.noteCreateSent(change, body: card, of: "contacts", at: Date()) }
+        let member = setup.server.addressBookPath + "deleted-here-changed-there.vcf"
+        try setup.server.put(member, card)
+        try setup.server.put(member, card.replacingOccurrences(of: "FN:Made Here", with: "FN:Changed There"))
+        try other.execute("DELETE FROM contacts WHERE id = \(literal(change.id))")
+        let report = try setup.pass()
+        #expect(report.push.conflicts == 1, "\(report.summary)")
+        #expect(try setup.server.get(member).contains("FN:Changed There"), "another's change is not erased by the delete")
+        let held = try setup.database.write { try $0.conflicts(of: "contacts") }
+        #expect(held.map(\.id) == ["deleted-here-changed-there.vcf"])
+        #expect(held.first?.localOperation == .delete)
+        #expect(!report.isComplete)
+    }
 }

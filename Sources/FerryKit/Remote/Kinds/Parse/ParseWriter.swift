@@ -10,9 +10,11 @@ import Logging
 ///   (``ParseFieldMerge``), three-way against the remote when it changed since the base; a
 ///   field changed on both sides to different values is a conflict.
 /// - create: `POST`. Before a create is sent its body is recorded
-///   (``RemoteWriterSink/writer(_:willSendCreate:body:)``): a create found sent but unanswered
-///   after a crash is first looked up alone by its fields and creation time, and adopted when
-///   found, so a crash between Parse's acceptance and the local commit makes no duplicate.
+///   (``RemoteWriterSink/writer(_:willSendCreate:body:remoteID:)``): a create found sent but
+///   unanswered after a crash is first looked up alone, by the objectId it chose
+///   (`object-ids = client`) or by its fields and creation time, and adopted when found, so a
+///   crash between Parse's acceptance and the local commit makes no duplicate; its row changed
+///   since becomes an update of it, its row deleted since a delete.
 /// - delete: `DELETE` when the remote still has the base version; a record already gone is
 ///   done.
 ///
@@ -29,10 +31,6 @@ final class ParseWriter: RemoteWriter {
     /// How far before a lost create's recorded send time its lookup reaches (clock skew
     /// between this machine and the Parse server).
     static let lookupSkew: TimeInterval = 300
-    /// How long after a lost send its create may still appear on the server (a request the
-    /// server was still handling when the client died): before that, not finding it proves
-    /// nothing.
-    static let lookupSettle: TimeInterval = 30
 
     init(_ context: RemoteSourceContext, options: ParseOptions) {
         store = context.store
@@ -55,10 +53,12 @@ final class ParseWriter: RemoteWriter {
         pushCreate(first)
     }
 
-    /// Whether a change goes in a batch: all but creates that need a lookup or a clean-up (with
-    /// ids the client chooses, none does: a create sent again names the same object).
+    /// Whether a change goes in a batch: all but creates sent before without an answer. Those
+    /// are looked for first, even with ids the client chooses (where sending again would name
+    /// the same object): sending again records the new body as the one sent, while the object
+    /// may hold the old one.
     func batchable(_ change: LocalChange) -> Bool {
-        change.operation != .create || (change.sent == nil && change.body != nil) || (clientIDs && change.body != nil)
+        change.operation != .create || change.sent == nil
     }
 
     private var clientIDs: Bool { objectIDs == .client }
@@ -143,6 +143,7 @@ final class ParseWriter: RemoteWriter {
                                           message: "Parse answered a batch of \(requests.count) without one answer per request"))
                 }
                 var written: [Int: String] = [:]
+                var taken: [Int: String] = [:]
                 for (answer, (position, _)) in zip(answers, requests) {
                     let change = chunk[position]
                     guard case .object(let members) = answer else { continue }
@@ -154,10 +155,11 @@ final class ParseWriter: RemoteWriter {
                         }
                     } else if case .object(let error)? = members["error"] {
                         let code = error["code"]?.numeric.map { Int($0) } ?? 0
-                        // 137 for a create naming its own objectId: an earlier send made it.
+                        // 137 for a create naming its own objectId: another object has that id
+                        // (an earlier send of this create is looked for before it is sent again).
                         if code == 137, change.operation == .create, clientIDs, case .object(let sent)? = requests.first(where: { $0.position == position })?.request,
                            case .object(let body)? = sent["body"], case .string(let id)? = body["objectId"] {
-                            written[position] = id
+                            taken[position] = id
                             continue
                         }
                         let words: String = if case .string(let text)? = error["error"] { text } else { "no message" }
@@ -166,13 +168,12 @@ final class ParseWriter: RemoteWriter {
                             : .refused("Parse error \(code): \(words)")
                     }
                 }
-                fetchMany(Array(Set(written.values))) { [self] records in
+                fetchMany(Array(Set(written.values).union(taken.values))) { [self] records in
                     for (position, id) in written {
-                        guard let record = records[id] else {
-                            decided[position] = .conflict(remote: nil)
-                            continue
-                        }
-                        decided[position] = Self.earlierSend(record, of: chunk[position]) ? .acceptedEarlierSend(record, sent: chunk[position].baseBody) : .accepted(record)
+                        decided[position] = records[id].map { .accepted($0) } ?? .conflict(remote: nil)
+                    }
+                    for (position, id) in taken {
+                        decided[position] = records[id].map { .conflict(remote: $0) } ?? .refused("Parse refused objectId \(id) as taken, and no object has it")
                     }
                     report(chunk, decided)
                 }
@@ -185,15 +186,6 @@ final class ParseWriter: RemoteWriter {
         fields.values.contains { value in
             if case .object(let members) = value { members["__op"] == .string("Increment") } else { false }
         }
-    }
-
-    /// Whether the remote's object is a create's earlier send and the row changed since: a
-    /// field of the row's holds another value there (then it becomes the base of an update).
-    static func earlierSend(_ record: RemoteRecord, of change: LocalChange) -> Bool {
-        guard change.operation == .create, change.sent != nil,
-              let local = change.body.flatMap(JSONValue.object(parsing:)),
-              let remote = JSONValue.object(parsing: String(decoding: record.body, as: UTF8.self)) else { return false }
-        return ParseFieldMerge.create(local: local).contains { remote[$0.key] != $0.value }
     }
 
     static func batched(_ method: String, _ path: String, body: [String: JSONValue]?) -> JSONValue {
@@ -241,51 +233,94 @@ final class ParseWriter: RemoteWriter {
     // MARK: - Operations
 
     private func pushCreate(_ change: LocalChange) {
-        guard let body = change.body else {
-            // Deleted locally after it was sent: remove what the send may have made.
-            guard let sent = change.baseBody, let at = change.sent else { return walk.finish(change, .accepted(nil)) }
-            return lookUp(sent: sent, at: at) { [self] found in
-                guard let found else { return walk.finish(change, .accepted(nil)) }
-                send(endpoint.request("DELETE", endpoint.objectURL(found.id)), for: change, missingIsDone: true) { [self] _ in
-                    walk.finish(change, .accepted(nil))
-                }
-            }
-        }
+        guard let body = change.body else { return undoCreate(change) }
         guard let local = JSONValue.object(parsing: body) else { return walk.finish(change, .refused("the local body is not a JSON object")) }
         let object = ParseFieldMerge.create(local: local)
-        let encoded = ParseFieldMerge.encode(object)
-        let create = { [self] in
-            switch walk.willSendCreate(change, body: String(decoding: encoded, as: UTF8.self)) {
-            case .send: break
-            case .skipped: return walk.finish(change, .accepted(nil))
-            case .stopped: return
-            }
-            send(endpoint.request("POST", endpoint.classURL, json: encoded), for: change) { [self] page in
-                guard let created = try? JSONDecoder().decode([String: JSONValue].self, from: page.body),
-                      case .string(let id)? = created["objectId"] else {
-                    return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered a create without an objectId"))
+        // Our create, made before a crash. The row changed since it was sent: the entry
+        // becomes an update of the object, merged three-way (what was sent, the row, the object
+        // now) by the next round, so another writer's change since is kept.
+        let adopt = { [self] (found: RemoteRecord, sent: String) in
+            let unchanged = ParseFieldMerge.encode(object) == ParseFieldMerge.encode(JSONValue.object(parsing: sent) ?? [:])
+            walk.finish(change, unchanged ? .accepted(found) : .acceptedEarlierSend(found, sent: sent))
+        }
+        guard let sentAt = change.sent, let sent = change.baseBody else { return create(change, object: object, adopt: adopt) }
+        findSent(change, sent: sent, at: sentAt) { [self] found in
+            if let found { return adopt(found, sent) }
+            // Not found yet: a send cut off by a crash may still be at work on the server. With
+            // server ids creating again now could make a second object, so a later pass looks
+            // again; with client ids a late landing only makes the new send a 137 (adopted).
+            if change.sendMayStillLand(), !clientIDs { return walk.postpone(change) }
+            create(change, object: object, adopt: adopt)
+        }
+    }
+
+    /// `POST` of one create (named with the id the client chose, when it chooses), recorded as
+    /// sent first. A 137 for a chosen id that an earlier send of this create may have taken
+    /// (it was recorded as sent) is that send, landed late: adopted.
+    private func create(_ change: LocalChange, object: [String: JSONValue], adopt: @escaping (RemoteRecord, String) -> Void) {
+        let sentBody = String(decoding: ParseFieldMerge.encode(object), as: UTF8.self)
+        let chosen = clientIDs ? Self.clientID(for: change) : nil
+        switch walk.willSendCreate(change, body: sentBody, remoteID: chosen) {
+        case .send: break
+        case .skipped: return walk.finish(change, .accepted(nil))
+        case .stopped: return
+        }
+        var named = object
+        if let chosen { named["objectId"] = .string(chosen) }
+        let request = endpoint.request("POST", endpoint.classURL, json: ParseFieldMerge.encode(named))
+        loader.load(request) { [self] result in
+            switch result {
+            case .failure(let error): return walk.fail(SyncError(error, store: store))
+            case .success(let page):
+                if (200..<300).contains(page.head.status) {
+                    guard let created = try? JSONDecoder().decode([String: JSONValue].self, from: page.body),
+                          case .string(let id)? = created["objectId"] else {
+                        return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url, message: "Parse answered a create without an objectId"))
+                    }
+                    return fetch(id) { [self] record in walk.finish(change, record.map { .accepted($0) } ?? .conflict(remote: nil)) }
                 }
-                fetch(id) { [self] record in walk.finish(change, record.map { .accepted($0) } ?? .conflict(remote: nil)) }
+                if let chosen, change.sent != nil, Self.errorCode(page) == 137, let sent = change.baseBody {
+                    return fetch(chosen) { [self] record in
+                        guard let record else { return walk.finish(change, .conflict(remote: nil)) }
+                        adopt(record, sent)
+                    }
+                }
+                if let refusal = Self.refusal(page) { return walk.finish(change, .refused(refusal)) }
+                walk.fail(statusError(page))
             }
         }
-        guard let sentAt = change.sent, let sent = change.baseBody else { return create() }
-        lookUp(sent: sent, at: sentAt) { [self] found in
-            // Not found yet: a send cut off by a crash may still be at work on the server, and
-            // creating again now could make a second object. A later pass looks again.
-            guard let found else { return Date().timeIntervalSince(sentAt) < Self.lookupSettle ? walk.postpone(change) : create() }
-            // Our create, made before a crash: the row may have changed since it was sent.
-            let sentObject = JSONValue.object(parsing: sent) ?? [:]
-            guard case .update(let fields) = ParseFieldMerge.update(base: sentObject, local: object, remote: nil), !fields.isEmpty else {
-                return walk.finish(change, .accepted(found))
+    }
+
+    /// The object a create sent before made, if the server has it: by the id the create named
+    /// it with (client ids), or by what was sent.
+    private func findSent(_ change: LocalChange, sent: String, at date: Date, then: @escaping (RemoteRecord?) -> Void) {
+        if clientIDs, let id = change.sentVersion { fetch(id, then: then) } else { lookUp(sent: sent, at: date, then: then) }
+    }
+
+    /// A create whose row was deleted here after it was sent: what the send made must go too.
+    /// The object is found by the id the create named it with (client ids) or by what was sent.
+    /// Untouched since it was made, it becomes a delete of that version; changed by someone
+    /// else since, a delete based on what was sent, so the store's conflict policy meets that
+    /// change rather than the delete erasing it. Not found while ``LocalChange/sendMayStillLand(now:)``,
+    /// it waits: a send cut off by a crash may still land, and dropping the delete then would
+    /// leave the object on the server.
+    private func undoCreate(_ change: LocalChange) {
+        guard let sent = change.baseBody, let sentAt = change.sent else { return walk.finish(change, .accepted(nil)) }
+        let decide = { [self] (found: RemoteRecord?) in
+            guard let found else {
+                return change.sendMayStillLand() ? walk.postpone(change) : walk.finish(change, .accepted(nil))
             }
-            if Self.increments(fields) {
-                if let sentVersion = change.sentVersion, sentVersion != found.version { return walk.finish(change, .conflict(remote: found)) }
-                guard walk.willSendUpdates([(change, found.version)]) else { return }
-            }
-            send(endpoint.request("PUT", endpoint.objectURL(found.id), json: ParseFieldMerge.encode(fields)), for: change) { [self] _ in
-                fetch(found.id) { [self] record in walk.finish(change, record.map { .accepted($0) } ?? .conflict(remote: nil)) }
-            }
+            walk.finish(change, .acceptedEarlierSend(found, sent: Self.untouchedSinceCreated(found) ? nil : sent))
         }
+        findSent(change, sent: sent, at: sentAt, then: decide)
+    }
+
+    /// Whether nobody wrote the object after it was created: Parse stamps a create's
+    /// `updatedAt` with its `createdAt`, and every later write moves `updatedAt` on.
+    static func untouchedSinceCreated(_ record: RemoteRecord) -> Bool {
+        guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: record.body),
+              case .string(let created)? = members["createdAt"] else { return false }
+        return created == record.version
     }
 
     // MARK: - Requests
@@ -322,6 +357,12 @@ final class ParseWriter: RemoteWriter {
                 walk.fail(statusError(page))
             }
         }
+    }
+
+    /// The Parse error code of a 400 answer, if it has one.
+    static func errorCode(_ page: HTTPPageLoader.Page) -> Int? {
+        guard page.head.status == 400, let object = try? JSONSerialization.jsonObject(with: page.body) as? [String: Any] else { return nil }
+        return object["code"] as? Int
     }
 
     /// Parse's words for a write it refuses (a 400 with `{"code":N,"error":...}`).

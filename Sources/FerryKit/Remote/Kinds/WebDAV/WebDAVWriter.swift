@@ -7,9 +7,13 @@ import Logging
 ///
 /// | local change | request                                   | 412 Precondition Failed      |
 /// |--------------|-------------------------------------------|------------------------------|
-/// | create       | `PUT` member, `If-None-Match: *`          | `GET` it: ours (a create sent before a crash, updated if the row changed since) or a conflict |
+/// | create       | `PUT` member, `If-None-Match: *`          | `GET` it: ours (the same text) or a conflict |
 /// | update       | `PUT` member, `If-Match: <base ETag>`     | `GET` it: ours (the same text, sent before a crash) or a conflict (404: deleted there) |
 /// | delete       | `DELETE` member, `If-Match: <base ETag>`  | `GET` it: a conflict         |
+///
+/// A create sent before a crash lost its answer is looked at before anything is sent again:
+/// the member holding what was sent is updated (the row changed since) or, when the row was
+/// deleted, deleted with `If-Match`; a member changed by someone else since is a conflict.
 ///
 /// A create's member is named after its UID (`<UID>.vcf` / `<UID>.ics`) unless the row was
 /// inserted with an id of its own, so a create sent twice is the same member: idempotent.
@@ -57,37 +61,65 @@ final class WebDAVWriter: RemoteWriter {
         case .create:
             guard let body = change.body ?? change.baseBody else { return walk.finish(change, .accepted(nil)) }
             guard let member = memberID(for: change, body: body) else { return walk.finish(change, .refused("the local body has no UID")) }
-            guard change.body != nil else {
-                // Deleted locally after its create was sent: remove what the send may have made.
-                return send("DELETE", member, body: nil, condition: nil, for: change) { [self] _ in walk.finish(change, .accepted(nil)) }
-            }
-            let sentBefore = change.sent != nil ? change.baseBody : nil
-            switch walk.willSendCreate(change, body: body) {
-            case .send: break
-            case .skipped: return walk.finish(change, .accepted(nil))
-            case .stopped: return
-            }
-            send("PUT", member, body: body, condition: ("If-None-Match", "*"), for: change) { [self] page in
-                stored(page, member: member, sent: body, change: change)
-            } onConflict: { [self] in
-                fetch(member) { [self] remote in
-                    guard let remote else { return walk.finish(change, .conflict(remote: nil)) }
-                    // Our own create, sent before a crash: the same text is already there, or
-                    // the text it sent then, which the row has changed since: an update of it.
-                    if Self.sameText(remote.body, body) { return walk.finish(change, .accepted(remote)) }
-                    guard let sentBefore, Self.sameText(remote.body, sentBefore) else { return walk.finish(change, .conflict(remote: remote)) }
-                    update(change, member: member, body: body, on: remote.version)
-                }
-            }
+            guard change.body != nil else { return undoCreate(change, member: member, sent: body) }
+            guard change.sent != nil, let sentBefore = change.baseBody else { return create(change, member: member, body: body) }
+            resumeCreate(change, member: member, body: body, sentBefore: sentBefore)
         case .update:
             guard let body = change.body else { return walk.finish(change, .accepted(nil)) }
             update(change, member: change.id, body: body, on: change.baseVersion)
+        case .delete where change.baseVersion == "":
+            // Based on no version the server has (a create undone after someone changed what
+            // it made): the member as it is now meets the store's conflict policy.
+            fetch(change.id) { [self] remote in walk.finish(change, remote.map { .conflict(remote: $0) } ?? .accepted(nil)) }
         case .delete:
             send("DELETE", change.id, body: nil, condition: change.baseVersion.map { ("If-Match", $0) }, for: change) { [self] _ in
                 walk.finish(change, .accepted(nil))
             } onConflict: { [self] in
                 fetch(change.id) { [self] remote in walk.finish(change, remote.map { .conflict(remote: $0) } ?? .accepted(nil)) }
             }
+        }
+    }
+
+    /// `PUT` with `If-None-Match: *`, recording first what is sent.
+    private func create(_ change: LocalChange, member: String, body: String) {
+        switch walk.willSendCreate(change, body: body) {
+        case .send: break
+        case .skipped: return walk.finish(change, .accepted(nil))
+        case .stopped: return
+        }
+        send("PUT", member, body: body, condition: ("If-None-Match", "*"), for: change) { [self] page in
+            stored(page, member: member, sent: body, change: change)
+        } onConflict: { [self] in
+            fetch(member) { [self] remote in
+                guard let remote else { return walk.finish(change, .conflict(remote: nil)) }
+                walk.finish(change, Self.sameText(remote.body, body) ? .accepted(remote) : .conflict(remote: remote))
+            }
+        }
+    }
+
+    /// A create sent before without its answer recorded: what that send made is looked at
+    /// before anything is sent again, because sending again records the new text as the one
+    /// sent, and the member may hold the old. The member holding the row's text is done; the
+    /// text sent then (the row changed since) is updated with `If-Match`; anything else is a
+    /// conflict. No member: created now, unless the lost send may still land.
+    private func resumeCreate(_ change: LocalChange, member: String, body: String, sentBefore: String) {
+        fetch(member) { [self] remote in
+            guard let remote else { return change.sendMayStillLand() ? walk.postpone(change) : create(change, member: member, body: body) }
+            if Self.sameText(remote.body, body) { return walk.finish(change, .accepted(remote)) }
+            guard Self.sameText(remote.body, sentBefore) else { return walk.finish(change, .conflict(remote: remote)) }
+            update(change, member: member, body: body, on: remote.version)
+        }
+    }
+
+    /// A create whose row was deleted here after it was sent: what the send made must go too.
+    /// The member holding what was sent becomes a delete of its ETag; one changed by someone
+    /// else since, a delete that meets the store's conflict policy rather than erasing that
+    /// change. No member while the send may still land: it waits, as dropping the delete then
+    /// would leave the member on the server.
+    private func undoCreate(_ change: LocalChange, member: String, sent: String) {
+        fetch(member) { [self] remote in
+            guard let remote else { return change.sendMayStillLand() ? walk.postpone(change) : walk.finish(change, .accepted(nil)) }
+            walk.finish(change, .acceptedEarlierSend(remote, sent: Self.sameText(remote.body, sent) ? nil : sent))
         }
     }
 
