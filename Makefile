@@ -29,6 +29,14 @@ else
 UNITDIR ?= /etc/systemd/system
 endif
 
+# The user and group ferry: systemd-sysusers reads /usr/lib/sysusers.d for the distribution's
+# prefix and /etc/sysusers.d for everything else (it does not search /usr/local).
+ifeq ($(PREFIX),/usr)
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+else
+SYSUSERSDIR ?= /etc/sysusers.d
+endif
+
 BASH_COMPLETION_DIR = $(DATADIR)/bash-completion/completions
 ZSH_COMPLETION_DIR = $(DATADIR)/zsh/site-functions
 FISH_COMPLETION_DIR = $(DATADIR)/fish/vendor_completions.d
@@ -84,10 +92,15 @@ install:
 	    $(MAKE) --no-print-directory build || exit 1; \
 	  fi; \
 	fi
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/ferry $(DESTDIR)$(DATADIR)/ferry/demo
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/ferry $(DESTDIR)$(DATADIR)/ferry/demo $(DESTDIR)$(SYSUSERSDIR)
 	install -m 0755 $(RELEASE)/ferryd $(RELEASE)/ferry $(DESTDIR)$(BINDIR)/
-	sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/ferry/|$(SYSCONFDIR)/ferry/|g' systemd/ferryd.service > $(DESTDIR)$(UNITDIR)/ferryd.service
-	chmod 0644 $(DESTDIR)$(UNITDIR)/ferryd.service
+	for unit in ferryd.service ferryd@.service; do \
+	  sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/ferry/|$(SYSCONFDIR)/ferry/|g' systemd/$$unit > $(DESTDIR)$(UNITDIR)/$$unit && \
+	  chmod 0644 $(DESTDIR)$(UNITDIR)/$$unit || exit 1; \
+	done
+	install -m 0644 systemd/ferry.sysusers $(DESTDIR)$(SYSUSERSDIR)/ferry.conf
+	@# The unit runs as the user ferry: make it now, unless installing into a staging root.
+	@if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then systemd-sysusers $(SYSUSERSDIR)/ferry.conf && echo "user and group ferry: ok"; fi
 	install -m 0644 etc/ferry/ferry.conf $(DESTDIR)$(DATADIR)/ferry/ferry.conf.default
 	install -m 0644 $(DEMO_PAGES) etc/ferry/demo/generate.py $(DESTDIR)$(DATADIR)/ferry/demo/
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf ]; then \
@@ -113,12 +126,12 @@ install:
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/ferryd $(DESTDIR)$(BINDIR)/ferry
-	rm -f $(DESTDIR)$(UNITDIR)/ferryd.service
+	rm -f $(DESTDIR)$(UNITDIR)/ferryd.service $(DESTDIR)$(UNITDIR)/ferryd@.service $(DESTDIR)$(SYSUSERSDIR)/ferry.conf
 	rm -f $(DESTDIR)$(BASH_COMPLETION_DIR)/ferry $(DESTDIR)$(ZSH_COMPLETION_DIR)/_ferry $(DESTDIR)$(FISH_COMPLETION_DIR)/ferry.fish
 	rm -f $(DESTDIR)$(MANDIR)/ferry.1 $(DESTDIR)$(MANDIR)/ferryd.1 $(DESTDIR)$(MANDIR)/ferry-*.1 $(DESTDIR)$(MANDIR)/ferryd-*.1
 	rm -rf $(DESTDIR)$(DATADIR)/ferry
 	@echo "kept $(DESTDIR)$(SYSCONFDIR)/ferry (configuration, credentials, demo pages): remove it yourself if unwanted"
-	@echo "kept /var/lib/ferry (the replica database; /var/lib/private/ferry under DynamicUser=yes)"
+	@echo "kept /var/lib/ferry (the replica databases) and the user and group ferry"
 	@echo "if ferryd was running: systemctl disable --now ferryd; systemctl daemon-reload"
 
 test:

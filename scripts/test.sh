@@ -6,9 +6,11 @@
 # Phases: dependencies (apt packages, pip packages in a venv), build, swift test (all suites),
 # the crash loop (Tests/Reliability/crash_loop.py), the two-way crash loop of ferryd with local
 # writes (Tests/Reliability/push_crash_loop.py), a short libFuzzer run over the parsers
-# (scripts/fuzz.sh), the daemon suite (Tests/Reliability/daemon_suite.py) and the systemd system
-# test (Tests/System/systemd-test.sh, when sdbox works here). A missing dependency of the crash
-# loop or the system test is a skip on a developer's machine and a failure under CI=true.
+# (scripts/fuzz.sh), the daemon suite (Tests/Reliability/daemon_suite.py), a stock Prometheus
+# scraping ferryd (Tests/System/prometheus_scrape.py), the unit files' offline checks
+# (systemd/check-unit.sh) and the systemd system test
+# (Tests/System/systemd-test.sh, when sdbox works here). A missing dependency of the crash loop,
+# Prometheus or the system test is a skip on a developer's machine and a failure under CI=true.
 # Exits non-zero when any phase failed; the last line is "N passed, N failed" over the phases.
 # Each long phase has its own time cap, and no cap reaches past 29 minutes after the start, so
 # a hang cannot stall CI past 30 minutes; a normal run takes far less.
@@ -46,7 +48,7 @@ cap() {
 
 phase "dependencies: apt"
 if ensure_apt_packages libcurl4-openssl-dev libsqlite3-dev libsystemd-dev pkg-config \
-        systemd-container sqlite3 python3-venv curl openssl git nginx-light; then
+        systemd-container sqlite3 python3-venv curl openssl git nginx-light prometheus; then
     ok "apt dependencies"
 else
     bad "apt dependencies"
@@ -138,6 +140,24 @@ if FERRY_BIN_DIR="$root/.build/debug" timeout "$(cap 5)" python3 Tests/Reliabili
     ok "daemon reliability suite"
 else
     bad "daemon reliability suite"
+fi
+
+phase "metrics: a stock Prometheus scrapes ferryd (Tests/System/prometheus_scrape.py)"
+# promtool check metrics on ferryd's exposition, then Debian's prometheus scraping it every
+# second until its query API holds the store's figures (≈10 s).
+timeout "$(cap 2)" python3 Tests/System/prometheus_scrape.py
+case $? in
+    0) ok "Prometheus scrape" ;;
+    2) if is_ci; then bad "Prometheus scrape: prometheus missing"; else skipped+=("Prometheus scrape: prometheus not installed"); fi ;;
+    *) bad "Prometheus scrape" ;;
+esac
+
+phase "unit files: systemd/check-unit.sh (verify without warnings, exposure <= 1.5)"
+if FERRYD="$root/.build/debug/ferryd" FERRY="$root/.build/debug/ferry" bash systemd/check-unit.sh &&
+        FERRYD="$root/.build/debug/ferryd" FERRY="$root/.build/debug/ferry" bash systemd/check-unit.sh systemd/ferryd@.service; then
+    ok "unit files"
+else
+    bad "unit files"
 fi
 
 phase "system test: Tests/System/systemd-test.sh"

@@ -13,11 +13,15 @@ struct CheckConfigCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "The configuration file (the same as the argument).")
     var config: String?
 
+    @OptionGroup var instance: InstanceOption
+
     func run() throws {
-        let path = file ?? config ?? ConfigurationLoader.defaultPath(environment: ProcessInfo.processInfo.environment)
+        let environment: [String: String]
+        do { environment = try instance.environment() } catch { throw fail(error) }
+        let path = file ?? config ?? ConfigurationLoader.defaultPath(environment: environment)
         do {
             // The same load ferryd runs at start and on reload: one validation everywhere.
-            let configuration = try ConfigurationLoader.load(path: path)
+            let configuration = try ConfigurationLoader.load(path: path, environment: environment)
             for warning in configuration.warnings {
                 FileHandle.standardError.write(Data("warning: \(warning)\n".utf8))
             }

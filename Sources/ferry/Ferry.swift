@@ -19,6 +19,23 @@ struct Ferry: ParsableCommand {
                       ChangesCommand.self, LogCommand.self])
 }
 
+/// `--instance NAME`: the files of `ferryd@NAME.service` instead of the default ones.
+struct InstanceOption: ParsableArguments {
+    @Option(help: "Reach the instance ferryd@NAME: /etc/ferry/NAME.conf, /var/lib/ferry/NAME/, /run/ferry/NAME/ (default: $FERRY_INSTANCE).")
+    var instance: String?
+
+    /// The instance chosen, if any.
+    func chosen() throws -> FerryInstance? {
+        try instance.map { name throws(InstanceNameError) in try FerryInstance(name) } ?? FerryInstance.fromEnvironment(ProcessInfo.processInfo.environment)
+    }
+
+    /// The process environment as the instance's unit sets it (unchanged without an instance).
+    func environment() throws -> [String: String] {
+        let base = ProcessInfo.processInfo.environment
+        return try chosen()?.environment(base) ?? base
+    }
+}
+
 /// Options every subcommand that reads the configuration shares.
 struct ConfigurationOptions: ParsableArguments {
     @Option(name: .shortAndLong, help: "The configuration file (default: $FERRY_CONFIG, else /etc/ferry/ferry.conf).")
@@ -27,10 +44,16 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(help: "Use this database instead of the configured one.")
     var database: String?
 
-    var path: String { config ?? ConfigurationLoader.defaultPath(environment: ProcessInfo.processInfo.environment) }
+    @OptionGroup var instance: InstanceOption
+
+    /// The environment the configuration's defaults are taken from (an instance's directories).
+    var environment: [String: String] { (try? instance.environment()) ?? ProcessInfo.processInfo.environment }
+
+    var path: String { config ?? ConfigurationLoader.defaultPath(environment: environment) }
 
     func load(secrets: SecretHandling = .resolve) throws -> FerryConfiguration {
-        try ConfigurationLoader.load(path: path, secrets: secrets)
+        _ = try instance.environment()
+        return try ConfigurationLoader.load(path: path, environment: environment, secrets: secrets)
     }
 }
 

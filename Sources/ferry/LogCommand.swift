@@ -26,13 +26,21 @@ struct LogCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "The configuration file, to check that the store exists (default: $FERRY_CONFIG, else /etc/ferry/ferry.conf).")
     var config: String?
 
+    @OptionGroup var instance: InstanceOption
+
     func run() throws {
-        if let store, let configuration = try? ConfigurationLoader.load(path: config ?? ConfigurationLoader.defaultPath()),
+        let environment: [String: String]
+        let unit: String
+        do {
+            environment = try instance.environment()
+            unit = try instance.chosen()?.unit ?? "ferryd"
+        } catch { throw fail(error) }
+        if let store, let configuration = try? ConfigurationLoader.load(path: config ?? ConfigurationLoader.defaultPath(environment: environment), environment: environment),
            configuration.store(named: store) == nil {
             FileHandle.standardError.write(Data("ferry: no store named '\(store)' in the configuration (stores: \(configuration.stores.map(\.name).joined(separator: ", ")))\n".utf8))
             throw ExitCode(FerryExitCode.usage.rawValue)
         }
-        var arguments = ["-u", "ferryd", "--no-pager", "-n", "\(lines)"]
+        var arguments = ["-u", unit, "--no-pager", "-n", "\(lines)"]
         if let store { arguments.append("FERRY_STORE=\(store)") }
         if failures { arguments.append("MESSAGE_ID=\(MessageID.passFailed.rawValue)") }
         if follow { arguments.append("-f") }

@@ -20,12 +20,15 @@ struct ReloadCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Check this configuration file first, and do not signal ferryd when it has problems.")
     var config: String?
 
+    @OptionGroup var instance: InstanceOption
+
     func run() throws {
-        let environment = ProcessInfo.processInfo.environment
+        let environment: [String: String]
+        do { environment = try instance.environment() } catch { throw fail(error) }
         let directory = runtimeDirectory ?? GlobalConfiguration.defaultRuntimeDirectory(environment: environment)
-        if let config {
+        if let config = config ?? ((try? instance.chosen()) ?? nil)?.configurationPath {
             // ferryd would refuse it and keep the old configuration; say why without asking it.
-            do { _ = try ConfigurationLoader.load(path: config) } catch { throw fail(error) }
+            do { _ = try ConfigurationLoader.load(path: config, environment: environment) } catch { throw fail(error) }
         }
         do {
             let target = try ReloadAcknowledgement.resolvePID(explicit: pid, environment: environment, directory: directory)

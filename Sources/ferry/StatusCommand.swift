@@ -6,14 +6,14 @@ struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show each store's state, last success, record count, cursor and last error.",
-        discussion: "--json prints one object per line: store, kind, state (ok|incomplete|failing|never-synced|not-configured), last_success, last_success_age_seconds, last_attempt, records, cursor, last_error, incomplete, pending_records, local_writes_queued, local_writes_refused, conflicts. A failure ferryd could not write into the replica (a full or read-only disk) is read from its runtime directory.")
+        discussion: "--json prints one object per line: store, kind, state (ok|incomplete|failing|never-synced|not-configured), last_success, last_success_age_seconds, last_attempt, records, cursor, last_error, incomplete, pending_records, local_writes_queued, local_writes_refused, conflicts, next_pass, next_pass_in_seconds, syncing, consecutive_failures, backoff_cause (the last five from the running ferryd's schedule; null when none runs). A failure ferryd could not write into the replica (a full or read-only disk), and the schedule, are read from its runtime directory.")
 
     @OptionGroup var options: ConfigurationOptions
 
     @Flag(help: "Print JSON lines instead of a table.")
     var json = false
 
-    @Option(help: "ferryd's runtime directory, where it publishes failures the replica could not take (default: $RUNTIME_DIRECTORY, else /run/ferry).")
+    @Option(help: "ferryd's runtime directory, where it publishes its schedule and failures the replica could not take (default: $RUNTIME_DIRECTORY, else /run/ferry).")
     var runtimeDirectory: String?
 
     func run() throws {
@@ -32,9 +32,10 @@ struct StatusCommand: ParsableCommand {
             let database = try ReplicaDatabase.openReadOnly(path: path)
             defer { database.close() }
             let runtime = runtimeDirectory ?? configuration?.global.runtimeDirectory
-                ?? GlobalConfiguration.defaultRuntimeDirectory(environment: ProcessInfo.processInfo.environment)
+                ?? GlobalConfiguration.defaultRuntimeDirectory(environment: options.environment)
             rows = StoreStatus.collect(configuration: configuration, states: try database.syncStates(),
-                                       unrecorded: UnrecordedFailures.read(directory: runtime, database: path))
+                                       unrecorded: UnrecordedFailures.read(directory: runtime, database: path),
+                                       schedule: PublishedSchedule.read(directory: runtime, database: path))
         } catch {
             throw fail(error)
         }

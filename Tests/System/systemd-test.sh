@@ -8,11 +8,15 @@
 #
 # Boots a throwaway systemd with ../shared/tools/sdbox (SDBOX_NETWORK=host, so the box reaches
 # the Parse test server this script starts on the host's 127.0.0.1), installs the unit, the
-# binaries, a configuration and a LoadCredential'ed REST key, then checks: start -> active,
-# STATUS names the store, rows land in the database, journal fields, synchronous reload adding a
-# store, a refused reload keeping the old configuration, a watchdog kill and restart on an
-# injected hang (FERRY_TEST_MODE=1 + FERRY_TEST_HANG_AFTER_READY=<s>), and a clean stop with
-# PRAGMA integrity_check ok. The last line is "N passed, N failed"; exit 1 on any failure.
+# binaries, the user ferry (systemd-sysusers), a configuration and a LoadCredential'ed REST key,
+# then checks: start -> active, STATUS names the store, rows land in the database, journal
+# fields, Prometheus metrics served under the hardened unit, the readable replica (a member of
+# the group ferry reads it and runs `ferry status` with the schedule, cannot write it; a user
+# outside the group cannot read it), synchronous reload adding a store, a refused reload keeping
+# the old configuration, a watchdog kill and restart on an injected hang (FERRY_TEST_MODE=1 +
+# FERRY_TEST_HANG_AFTER_READY=<s>), a second instance ferryd@tenant beside it (its own replica,
+# `ferry --instance`), a clean stop with PRAGMA integrity_check ok, and the group still reading
+# the replica after the stop. The last line is "N passed, N failed"; exit 1 on any failure.
 set -uo pipefail
 
 root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
@@ -35,7 +39,7 @@ ID_PASS_FINISHED=214e4b6757ab436fa07ada0da2a4271a
 ID_RELOAD=1c2b8dda70ee45fcba1aece27793ba66
 ID_RELOAD_FAILED=981d499fa62c454795b0cc04f9653d4b
 
-DB=/var/lib/ferry/ferry.db          # DynamicUser: really /var/lib/private/ferry, reached by the symlink
+DB=/var/lib/ferry/ferry.db
 STATE_FILE=/run/ferry/reload-state
 APP_ID=ferry-test
 REST_KEY=rest-secret-$RANDOM$RANDOM
@@ -101,8 +105,9 @@ store_section() {  # NAME CLASS
     printf '\n[store %s]\nkind = parse\nurl = %s/parse\nclass = %s\napplication-id = %s\nrest-api-key = credential:parse-rest-key\ninterval = 10s\njitter = 1s\n' \
         "$1" "$base" "$2" "$APP_ID"
 }
+metrics_port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 write_config() {  # extra sections on stdin are appended
-    { printf '[ferry]\nlog-level = debug\n'; store_section quotes Quote; cat; } > "$work/ferry.conf"
+    { printf '[ferry]\nlog-level = debug\nmetrics-listen = 127.0.0.1:%s\n' "$metrics_port"; store_section quotes Quote; cat; } > "$work/ferry.conf"
     chmod 644 "$work/ferry.conf"
 }
 install_config() { "$SDBOX" cp "$work/ferry.conf" /etc/ferry/ferry.conf >/dev/null; }
@@ -121,7 +126,7 @@ chmod 644 "$work"/*.conf
 check "sdbox up" "$SDBOX" up
 box_up=1
 # The unit keeps its /usr/local/bin paths: the binaries are copied there (not run from the
-# checkout, which the dynamic user might not be allowed to traverse).
+# checkout, which the user ferry might not be allowed to traverse).
 extras=()
 if [[ $INFRA_ONLY -eq 0 ]]; then
     extras=("$FERRYD:/usr/local/bin/ferryd" "$FERRY:/usr/local/bin/ferry")
@@ -132,21 +137,26 @@ else
 fi
 check "unit and binaries installed" "$SDBOX" install-unit "$root/systemd/ferryd.service" "${extras[@]}" \
     "$work/parse-rest-key:/etc/ferry/credentials/parse-rest-key" \
-    "$work/credential.conf:/etc/systemd/system/ferryd.service.d/credential.conf"
+    "$work/credential.conf:/etc/systemd/system/ferryd.service.d/credential.conf" \
+    "$work/credential.conf:/etc/systemd/system/ferryd@tenant.service.d/credential.conf" \
+    "$root/systemd/ferryd@.service:/etc/systemd/system/ferryd@.service" \
+    "$root/systemd/ferry.sysusers:/etc/sysusers.d/ferry.conf"
+check "systemd-sysusers makes the user and group ferry" box sh -c 'systemd-sysusers && getent passwd ferry >/dev/null && getent group ferry >/dev/null'
 write_config < /dev/null
 install_config
 box systemctl daemon-reload
-verify_in_box() { local out; out=$(box systemd-analyze verify /etc/systemd/system/ferryd.service 2>&1); [[ -z "$out" ]] || { echo "$out"; return 1; }; }
-check "systemd-analyze verify in the box prints nothing" verify_in_box
+verify_in_box() { local out; out=$(box systemd-analyze verify "$1" 2>&1); [[ -z "$out" ]] || { echo "$out"; return 1; }; }
+check "systemd-analyze verify in the box prints nothing" verify_in_box /etc/systemd/system/ferryd.service
+check "systemd-analyze verify of ferryd@tenant prints nothing" verify_in_box ferryd@tenant.service
 check "credential file is root-only (0600)" test "$(box stat -c %a /etc/ferry/credentials/parse-rest-key | tr -d '\r')" = 600
 credential_reaches_service() {
     local got
-    got=$(box systemd-run --quiet --wait --pipe -p DynamicUser=yes \
+    got=$(box systemd-run --quiet --wait --pipe -p User=ferry \
         -p LoadCredential=parse-rest-key:/etc/ferry/credentials/parse-rest-key \
         /bin/sh -c 'cat "$CREDENTIALS_DIRECTORY/parse-rest-key"' 2>&1)
     [[ "$got" == "$REST_KEY" ]]
 }
-check "LoadCredential delivers the key to a DynamicUser service" credential_reaches_service
+check "LoadCredential delivers the key to a service of the user ferry" credential_reaches_service
 server_reachable() {
     box curl -sS -f -H "X-Parse-Application-Id: $APP_ID" -H "X-Parse-REST-API-Key: $REST_KEY" \
         "$base/parse/classes/Quote?limit=0&count=1" | grep -q '"count": *300'
@@ -191,6 +201,29 @@ else
     echo "SKIP: journal without libdispatch priority noise: the box's PID 1 may not raise RLIMIT_NICE (hard limit ${pid1_nice:-0})"
 fi
 main_pid=$(show MainPID)
+
+# --- metrics and the readable replica ----------------------------------------------------------
+metrics_served() { box curl -sS -f "http://127.0.0.1:$metrics_port/metrics" | grep -q 'ferry_passes_total{store="quotes",outcome="ok"} [1-9]'; }
+check "Prometheus metrics served under the hardened unit (127.0.0.1:$metrics_port)" wait_until 20 metrics_served
+box useradd -M -N -G ferry appreader
+box useradd -M -N outsider
+as_user() { local user=$1; shift; box runuser -u "$user" -- "$@"; }
+reader_counts() { [[ "$(as_user appreader sqlite3 "$DB" 'SELECT count(*) FROM quotes' 2>/dev/null | tr -d '\r')" == 300 ]]; }
+check "a member of the group ferry reads the replica while ferryd writes it" reader_counts
+reader_status() {
+    as_user appreader ferry status --json | python3 -c '
+import json, sys
+rows = {r["store"]: r for r in map(json.loads, filter(str.strip, sys.stdin))}
+q = rows.get("quotes", {})
+sys.exit(0 if q.get("state") == "ok" and q.get("records") == 300 and isinstance(q.get("next_pass_in_seconds"), int) else 1)'
+}
+check "... runs ferry status, which finds the service's replica and shows the next pass" wait_until 10 reader_status
+reader_cannot_write() { ! as_user appreader sqlite3 "$DB" 'CREATE TABLE reader_was_here(a)' 2>/dev/null; }
+check "... and cannot write it" reader_cannot_write
+outsider_refused() { ! as_user outsider sqlite3 "$DB" 'SELECT count(*) FROM quotes' >/dev/null 2>&1 && ! as_user outsider ls /var/lib/ferry >/dev/null 2>&1; }
+check "a user outside the group can neither read the replica nor list its directory" outsider_refused
+modes() { box stat -c '%a %U:%G' /var/lib/ferry /var/lib/ferry/ferry.db /run/ferry | tr -d '\r' | tr '\n' ' '; }
+check "modes: 750 ferry:ferry directories, 640 replica ($(modes))" test "$(modes)" = "750 ferry:ferry 640 ferry:ferry 750 ferry:ferry "
 
 # --- synchronous reload adding a store ---------------------------------------------------------
 generation() { box sh -c "sed -n 's/^generation=//p' $STATE_FILE" 2>/dev/null | tr -d '\r'; }
@@ -241,9 +274,27 @@ box systemctl reset-failed ferryd 2>/dev/null
 check "restart without the hang switch" box systemctl restart ferryd
 check "ferryd active again" wait_until 20 bash -c '[[ "$("$0" exec systemctl show -P ActiveState ferryd | tr -d "\r")" == active ]]' "$SDBOX"
 
+# --- a second instance beside it --------------------------------------------------------------
+{ printf '[ferry]\n'; store_section authors Author; } > "$work/tenant.conf"
+chmod 644 "$work/tenant.conf"
+"$SDBOX" cp "$work/tenant.conf" /etc/ferry/tenant.conf >/dev/null
+box systemctl daemon-reload
+check "systemctl start ferryd@tenant" box systemctl start ferryd@tenant
+tenant_rows() { [[ "$(box sqlite3 /var/lib/ferry/tenant/ferry.db 'SELECT count(*) FROM authors' 2>/dev/null | tr -d '\r')" == 40 ]]; }
+check "ferryd@tenant keeps its own replica (/var/lib/ferry/tenant/ferry.db, 40 authors)" wait_until 60 tenant_rows
+tenant_status() { box ferry status --instance tenant --json | python3 -c 'import json, sys; r = json.loads(sys.stdin.readline()); sys.exit(0 if (r["store"], r["state"], r["records"]) == ("authors", "ok", 40) else 1)'; }
+check "ferry status --instance tenant reads that instance" wait_until 10 tenant_status
+check "systemctl reload ferryd@tenant (its own runtime directory)" box systemctl reload ferryd@tenant
+check "both instances active side by side" test "$(show ActiveState) $(box systemctl show -P ActiveState ferryd@tenant | tr -d '\r')" = "active active"
+check "ferry log --instance tenant reads its journal" bash -c '"$0" exec ferry log --instance tenant --lines 20 | grep -q "authors"' "$SDBOX"
+check "systemctl stop ferryd@tenant" box systemctl stop ferryd@tenant
+
 # --- stop --------------------------------------------------------------------------------------
 check "systemctl stop ferryd" box systemctl stop ferryd
 check "ferryd inactive" test "$(show ActiveState)" = inactive
+# Before any other connection: the last one to close removes the WAL files unless it is
+# ferryd's (which keeps them), and a reader cannot create them in a directory it may not write.
+check "the group still reads the replica once ferryd stopped (its WAL files are kept)" reader_counts
 check "clean exit (Result=success, status 0)" test "$(show Result)" = success -a "$(show ExecMainStatus)" = 0
 check "PRAGMA integrity_check ok" test "$(box sqlite3 "$DB" 'PRAGMA integrity_check' | tr -d '\r')" = ok
 check "rows still there after stop" rows_are quotes 300

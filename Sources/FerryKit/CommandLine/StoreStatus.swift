@@ -6,13 +6,18 @@ import Foundation
 ///     {"store":"demo","kind":"json","state":"ok","last_success":"2026-11-23T10:00:00Z",
 ///      "last_success_age_seconds":42,"last_attempt":"…","records":1000,"cursor":"…",
 ///      "last_error":null,"incomplete":null,"pending_records":0,"local_writes_queued":0,
-///      "local_writes_refused":0,"conflicts":0}
+///      "local_writes_refused":0,"conflicts":0,"next_pass":"2026-11-23T10:00:30Z",
+///      "next_pass_in_seconds":30,"syncing":false,"consecutive_failures":0,"backoff_cause":null}
 ///
 /// `state` is `ok` (the last pass finished and left nothing out), `incomplete` (it finished,
 /// but the replica knowingly differs from the remote: `incomplete` says how; local writes not
 /// pushed yet, refused by the remote or held in a conflict count), `failing` (the
 /// last attempt failed), `never-synced`, or `not-configured` (rows of a store no longer in the
-/// configuration).
+/// configuration). The last five keys come from the running ferryd (``PublishedSchedule``) and
+/// are `null` when none runs for this database: `next_pass` is when the next pass may start
+/// (`null` while one runs), `syncing` whether one runs now, `consecutive_failures` how many
+/// passes failed in a row (above 0 the store is backing off, and `next_pass` is the retry),
+/// `backoff_cause` the last failure in a few words while it backs off.
 public struct StoreStatus: Sendable, Equatable, Codable {
     public var store: String
     public var kind: String?
@@ -31,6 +36,11 @@ public struct StoreStatus: Sendable, Equatable, Codable {
     public var localWritesQueued: Int
     public var localWritesRefused: Int
     public var conflicts: Int
+    public var nextPass: Date?
+    public var nextPassInSeconds: Int?
+    public var syncing: Bool?
+    public var consecutiveFailures: Int?
+    public var backoffCause: String?
 
     enum CodingKeys: String, CodingKey {
         case store, kind, state, records, cursor, incomplete
@@ -41,7 +51,11 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         case pendingRecords = "pending_records"
         case localWritesQueued = "local_writes_queued"
         case localWritesRefused = "local_writes_refused"
-        case conflicts
+        case conflicts, syncing
+        case nextPass = "next_pass"
+        case nextPassInSeconds = "next_pass_in_seconds"
+        case consecutiveFailures = "consecutive_failures"
+        case backoffCause = "backoff_cause"
     }
 
     /// Every key, `null` included: scripts read a fixed shape.
@@ -61,13 +75,19 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         try container.encode(localWritesQueued, forKey: .localWritesQueued)
         try container.encode(localWritesRefused, forKey: .localWritesRefused)
         try container.encode(conflicts, forKey: .conflicts)
+        try container.encode(nextPass, forKey: .nextPass)
+        try container.encode(nextPassInSeconds, forKey: .nextPassInSeconds)
+        try container.encode(syncing, forKey: .syncing)
+        try container.encode(consecutiveFailures, forKey: .consecutiveFailures)
+        try container.encode(backoffCause, forKey: .backoffCause)
     }
 
     /// Joins the configured stores with what the database recorded, and with failures ferryd
     /// could not record there (``UnrecordedFailures``): one newer than the store's last
-    /// recorded attempt makes it `failing`.
+    /// recorded attempt makes it `failing`; and with the running ferryd's schedule.
     public static func collect(configuration: FerryConfiguration?, states: [SyncState],
-                               unrecorded: [String: UnrecordedFailures.Failure] = [:], now: Date = Date()) -> [StoreStatus] {
+                               unrecorded: [String: UnrecordedFailures.Failure] = [:],
+                               schedule: [String: PublishedSchedule.Entry] = [:], now: Date = Date()) -> [StoreStatus] {
         var byName = Dictionary(uniqueKeysWithValues: states.map { ($0.store, $0) })
         for (name, failure) in unrecorded {
             var state = byName[name] ?? SyncState(store: name)
@@ -84,6 +104,14 @@ public struct StoreStatus: Sendable, Equatable, Codable {
             var row = StoreStatus(store: state.store, kind: nil, state: state, now: now)
             if configuration != nil { row.state = "not-configured" }
             rows.append(row)
+        }
+        for index in rows.indices {
+            guard let entry = schedule[rows[index].store] else { continue }
+            rows[index].nextPass = entry.nextPass
+            rows[index].nextPassInSeconds = entry.nextPass.map { max(0, Int($0.timeIntervalSince(now).rounded(.up))) }
+            rows[index].syncing = entry.running
+            rows[index].consecutiveFailures = entry.failures
+            rows[index].backoffCause = entry.failures > 0 ? entry.cause : nil
         }
         return rows
     }
@@ -129,7 +157,7 @@ public struct StoreStatus: Sendable, Equatable, Codable {
 
     /// A table for people: store, state, last success and its age, records, cursor, error.
     public static func table(_ rows: [StoreStatus]) -> String {
-        let header = ["STORE", "STATE", "LAST SUCCESS", "AGE", "RECORDS", "CURSOR", "PROBLEM"]
+        let header = ["STORE", "STATE", "LAST SUCCESS", "AGE", "RECORDS", "NEXT", "CURSOR", "PROBLEM"]
         let formatter = ISO8601DateFormatter()
         let body: [[String]] = rows.map { row in
             let success: String = row.lastSuccess.map { formatter.string(from: $0) } ?? "-"
@@ -138,7 +166,7 @@ public struct StoreStatus: Sendable, Equatable, Codable {
             // The last error when failing, else what the replica lacks.
             let problem = row.state == "failing" ? row.lastError : row.incomplete ?? row.lastError
             let error: String = problem.map { shorten($0, to: 80) } ?? "-"
-            return [row.store, row.state, success, age, "\(row.records)", cursor, error]
+            return [row.store, row.state, success, age, "\(row.records)", next(row), cursor, error]
         }
         let widths = header.indices.map { column in ([header] + body).map { $0[column].count }.max() ?? 0 }
         return ([header] + body).map { cells in
@@ -146,6 +174,16 @@ public struct StoreStatus: Sendable, Equatable, Codable {
                 index == cells.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
             }.joined(separator: "  ")
         }.joined(separator: "\n")
+    }
+
+    /// The NEXT column: `syncing`, `in 42s`, `in 5m (retry 3)` while backing off, `-` without
+    /// a running ferryd.
+    static func next(_ row: StoreStatus) -> String {
+        if row.syncing == true { return "syncing" }
+        guard let seconds = row.nextPassInSeconds else { return "-" }
+        let when = seconds == 0 ? "now" : "in " + age(seconds)
+        guard let failures = row.consecutiveFailures, failures > 0 else { return when }
+        return when + " (retry \(failures))"
     }
 
     static func shorten(_ text: String, to length: Int) -> String {

@@ -43,7 +43,26 @@ public enum ConfigurationLoader {
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigurationErrors(problems: [.init(file: path, line: 0, message: "not UTF-8 text")])
         }
-        return try parse(text: text, file: absolute, environment: environment, secrets: secrets)
+        return try parse(text: text, file: absolute, environment: serviceEnvironment(forConfiguration: absolute, environment), secrets: secrets)
+    }
+
+    /// The environment a unit gives ferryd, for a unit's own configuration file read outside
+    /// it: `/etc/ferry/ferry.conf` is ferryd.service's (state in /var/lib/ferry, runtime in
+    /// /run/ferry) and `/etc/ferry/NAME.conf` is ferryd@NAME's (``FerryInstance``), so `ferry
+    /// status` run by anyone (an application in the replica's group) finds the replica and the
+    /// runtime files the service writes, not a private default of its own. Unchanged inside a
+    /// unit (which sets the variables) and for any other file.
+    static func serviceEnvironment(forConfiguration absolute: String, _ environment: [String: String]) -> [String: String] {
+        guard environment["STATE_DIRECTORY"] == nil, environment["RUNTIME_DIRECTORY"] == nil,
+              (absolute as NSString).deletingLastPathComponent == "/etc/ferry", absolute.hasSuffix(".conf") else { return environment }
+        let name = String((absolute as NSString).lastPathComponent.dropLast(".conf".count))
+        if name == "ferry" {
+            var service = environment
+            service["STATE_DIRECTORY"] = "/var/lib/ferry"
+            service["RUNTIME_DIRECTORY"] = "/run/ferry"
+            return service
+        }
+        return (try? FerryInstance(name))?.environment(environment) ?? environment
     }
 
     /// Validates configuration `text` as if read from `file` (relative paths in it resolve
@@ -99,6 +118,10 @@ public enum ConfigurationLoader {
             throw ConfigurationErrors(problems: ordered)
         }
         var warnings: [ConfigurationProblem] = []
+        if let endpoint = global.metricsListen, !endpoint.isLoopback {
+            let line = globalEntries.last { $0.key == "metrics-listen" }?.line ?? 0
+            warnings.append(.init(file: file, line: line, message: "metrics-listen = \(endpoint) is reachable from other machines: the metrics name every store; firewall it or serve them through a proxy with authentication"))
+        }
         if stores.isEmpty {
             let empty = syntax.sections.isEmpty
             warnings.append(.init(file: file, line: 0, message: empty
@@ -115,7 +138,7 @@ public enum ConfigurationLoader {
 
     static let globalKeys: Set<String> = ConfigurationValueReader.sessionKeys.union([
         "database", "max-concurrent-passes", "log-level", "keep-changes", "stuck-pass-timeout",
-        "backoff-initial", "backoff-max", "backoff-permanent",
+        "backoff-initial", "backoff-max", "backoff-permanent", "metrics-listen",
     ]).union(HeartbeatConfiguration.keys)
 
     private static func readGlobal(
@@ -158,6 +181,11 @@ public enum ConfigurationLoader {
                 case "backoff-initial": global.backoff.base = value
                 case "backoff-max": global.backoff.cap = value
                 default: global.backoff.permanentFailureDelay = value
+                }
+            case "metrics-listen":
+                switch MetricsEndpoint.parse(entry.value) {
+                case .success(let endpoint): global.metricsListen = endpoint
+                case .failure(let failure): reader.problem(entry, failure.description)
                 }
             case "heartbeat-url", "heartbeat-interval":
                 continue  // read together below

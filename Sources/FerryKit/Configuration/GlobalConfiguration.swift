@@ -24,6 +24,9 @@ public struct GlobalConfiguration: Sendable, Equatable {
     /// Pinged while every store is well, with `/fail` while one is not (`heartbeat-url =`,
     /// `heartbeat-interval =`).
     public var heartbeat: HeartbeatConfiguration?
+    /// Where ferryd serves Prometheus metrics (`metrics-listen =`); none when nil, unless
+    /// systemd passes a socket (a socket unit).
+    public var metricsListen: MetricsEndpoint?
     /// Where ferryd keeps its pid file and reload acknowledgements (not configurable: it is
     /// systemd's `RuntimeDirectory=`, so `ferry reload` finds it the same way).
     public var runtimeDirectory: String

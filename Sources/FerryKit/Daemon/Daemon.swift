@@ -45,6 +45,14 @@ public final class Daemon: @unchecked Sendable {
     private var reportedStuck: Set<String> = []
     /// Configuration errors of the last failed reload, kept in STATUS until a reload succeeds.
     private var reloadProblem: String?
+    private let metrics: DaemonMetrics
+    private var metricsListener: MetricsListener?
+    /// Why metrics are not served although configured, kept in STATUS until they are.
+    private var metricsProblem: String?
+    /// The schedule last published for `ferry status`, and when.
+    private var publishedSchedule: [String: PublishedSchedule.Entry]?
+    private var schedulePublishedAt = ContinuousClock.now - .seconds(60)
+    private var schedulePublishFailed = false
 
     /// Loads and validates the configuration and opens the database. Throws
     /// `ConfigurationErrors` or the store's error, for `ferryd` to print and map to an exit code.
@@ -59,6 +67,7 @@ public final class Daemon: @unchecked Sendable {
         // A large replica is checked after READY=1, while passes run (``startIntegrityCheck()``).
         database = try SharedDatabase(path: configuration.global.databasePath,
                                       deferIntegrityCheckAbove: ReplicaDatabase.integrityCheckedBeforeUseUpTo)
+        metrics = DaemonMetrics(databasePath: configuration.global.databasePath)
     }
 
     /// Runs until stopped; returns the process exit code. Call on the main thread.
@@ -79,8 +88,14 @@ public final class Daemon: @unchecked Sendable {
         let environment = LiveSchedulerEnvironment(database: database, logger: logger)
         let scheduler = Scheduler(configuration: configuration, environment: environment, logger: logger)
         environment.scheduler = scheduler
+        environment.metrics = metrics
+        if let recorded = try? database.writeIfOpen({ database throws(StoreError) in try database.syncStates() }) {
+            metrics.seed(from: recorded)
+        }
+        serveMetrics(configuration.global.metricsListen)
         heartbeats = HeartbeatPinger(logger: logger)
-        scheduler.onPassFinished = { [weak self] store, outcome in
+        scheduler.onPassFinished = { [weak self, weak scheduler] store, outcome in
+            if let scheduler { self?.countPass(store, outcome, scheduler: scheduler) }
             self?.pingStoreHeartbeat(store, outcome)
             self?.refreshStatus()
         }
@@ -134,6 +149,7 @@ public final class Daemon: @unchecked Sendable {
             if loaded.global.databasePath != configuration.global.databasePath {
                 logger.warning("the database path changed to \(loaded.global.databasePath); it takes effect at the next restart, this process keeps \(database.path)")
             }
+            if loaded.global.metricsListen != configuration.global.metricsListen { serveMetrics(loaded.global.metricsListen) }
             configuration = loaded
             reloadProblem = nil
             FerryLogging.level.level = loaded.global.logLevel
@@ -202,6 +218,8 @@ public final class Daemon: @unchecked Sendable {
         logger.info("\(signalName): stopping; cancelling running passes", metadata: MessageID.stopping.metadata)
         timers.forEach { $0.invalidate() }
         heartbeats?.cancel()
+        metricsListener?.stop()
+        PublishedSchedule.withdraw(directory: configuration.global.runtimeDirectory)
         scheduler.stop(timeout: .milliseconds(1500)) { [weak self] drained in
             self?.finishStopping(drained: drained, exitCode: exitCode)
         }
@@ -231,7 +249,10 @@ public final class Daemon: @unchecked Sendable {
         RunLoop.current.add(prune, forMode: .default)
         timers.append(prune)
         // Local writes to push stores are pushed within about a second of their commit.
-        let localWrites = Timer(timeInterval: 1, repeats: true) { [weak self] _ in self?.pushLocalWrites() }
+        let localWrites = Timer(timeInterval: 1, repeats: true) { [weak self] _ in
+            self?.pushLocalWrites()
+            self?.publishSchedule()
+        }
         localWrites.tolerance = 0.2
         RunLoop.current.add(localWrites, forMode: .default)
         timers.append(localWrites)
@@ -307,6 +328,8 @@ public final class Daemon: @unchecked Sendable {
             lastStatus = line
         }
         publishUnrecordedFailures(snapshot.unrecordedFailures)
+        metrics.refresh(.init(running: snapshot.running.count, waiting: snapshot.waiting), stores: Set(configuration.stores.map(\.name)))
+        publishSchedule()
         if let heartbeat = configuration.global.heartbeat {
             // Every refresh (each pass's end, and every 5 s): a main loop that stops turning
             // stops the pings, which is what a dead-man's switch is for.
@@ -384,7 +407,63 @@ public final class Daemon: @unchecked Sendable {
         }
         parts.append("\(snapshot.records) records")
         if let reloadProblem { parts.append("reload failed: \(reloadProblem)") }
+        if let metricsProblem { parts.append("METRICS NOT SERVED: \(metricsProblem)") }
         return parts.joined(separator: "; ")
+    }
+
+    // MARK: - Metrics
+
+    /// Serves metrics where configured, or on the socket systemd passed; replaces what was
+    /// served before (a reload that changed `metrics-listen`). A port that cannot be bound
+    /// stops only the metrics: syncing goes on, and STATUS= and the journal say why.
+    private func serveMetrics(_ endpoint: MetricsEndpoint?) {
+        metricsListener?.stop()
+        metricsListener = nil
+        metricsProblem = nil
+        let metrics = self.metrics
+        let render: @Sendable () -> String = { metrics.render() }
+        do {
+            if let endpoint {
+                metricsListener = try MetricsListener(endpoint: endpoint, render: render)
+            } else if let socket = MetricsListener.activatedSocket(environment: environment) {
+                metricsListener = MetricsListener(inheritedSocket: socket, render: render)
+            }
+        } catch {
+            metricsProblem = error.description
+            logger.error("\(error); syncing goes on without metrics", metadata: MessageID.metricsUnavailable.metadata)
+            return
+        }
+        guard let metricsListener else { return }
+        metricsListener.start()
+        logger.info("serving Prometheus metrics on \(metricsListener.boundTo) at /metrics")
+    }
+
+    /// Publishes the schedule for `ferry status` when it changed, at most once a second (the
+    /// one-second timer catches what a pass's end left unpublished).
+    private func publishSchedule() {
+        guard case .running(let scheduler) = state, ContinuousClock.now - schedulePublishedAt >= .seconds(1) else { return }
+        let entries = scheduler.publishedEntries()
+        guard entries != publishedSchedule else { return }
+        schedulePublishedAt = .now
+        let directory = configuration.global.runtimeDirectory
+        publishedSchedule = entries
+        do {
+            try PublishedSchedule(database: database.path, stores: entries).publish(directory: directory)
+            schedulePublishFailed = false
+        } catch {
+            // Said once until it works again; syncing goes on either way.
+            if !schedulePublishFailed { logger.warning("cannot publish the schedule in \(directory): \(error); `ferry status` will not show next passes") }
+            schedulePublishFailed = true
+        }
+    }
+
+    /// A finished pass, counted with the schedule it leaves the store on.
+    private func countPass(_ store: String, _ outcome: Result<PassReport, SyncError>, scheduler: Scheduler) {
+        var schedule = DaemonMetrics.Schedule(nextPass: nil, consecutiveFailures: 0)
+        if let next = scheduler.nextPass(of: store) {
+            schedule = .init(nextPass: Date().addingTimeInterval((next.at - ContinuousClock.now).seconds), consecutiveFailures: next.failures)
+        }
+        metrics.passFinished(store, outcome: outcome, schedule: schedule)
     }
 
     // MARK: - Test switch

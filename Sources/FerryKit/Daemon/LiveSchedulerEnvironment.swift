@@ -14,6 +14,8 @@ public final class LiveSchedulerEnvironment: SchedulerEnvironment, @unchecked Se
     private var timer: Timer?
     /// Set once, right after the scheduler is made; its ticks come from ``timer``.
     public weak var scheduler: Scheduler?
+    /// Where passes add up their requests and bytes (ferryd's metrics).
+    public var metrics: DaemonMetrics?
 
     public init(database: SharedDatabase, logger: Logger) {
         self.database = database
@@ -58,9 +60,11 @@ public final class LiveSchedulerEnvironment: SchedulerEnvironment, @unchecked Se
     }
 
     public func startPass(_ request: PassRequest, completion: @escaping (Result<PassReport, SyncError>) -> Void) -> any ScheduledPass {
-        let operation = SyncPassOperation(.init(store: request.store, database: database, trigger: request.trigger,
-                                                reconcile: request.reconcile, sweepInterval: request.sweepInterval,
-                                                pass: request.number, logger: logger))
+        var setup = SyncPassOperation.Setup(store: request.store, database: database, trigger: request.trigger,
+                                            reconcile: request.reconcile, sweepInterval: request.sweepInterval,
+                                            pass: request.number, logger: logger)
+        setup.tally = metrics?.tally(for: request.store.name)
+        let operation = SyncPassOperation(setup)
         let store = request.store.name
         let box = UncheckedSendableBox(completion)
         // The operation is not captured by its own completion block (a retain cycle); its

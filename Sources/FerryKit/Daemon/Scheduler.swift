@@ -369,6 +369,8 @@ public final class Scheduler {
         /// Stores that have never finished a pass (and are not failing).
         public var neverSynced: [String] = []
         public var running: [String] = []
+        /// Stores due that wait for a free slot.
+        public var waiting = 0
         /// Passes cancelled as stuck that have not ended a whole stuck-pass timeout later.
         public var wedged: [String] = []
         public var lastPassFinished: ContinuousClock.Instant?
@@ -405,7 +407,11 @@ public final class Scheduler {
             } else if let gaps = ReplicaGap.summary(schedule.gaps) {
                 snapshot.incomplete[name] = gaps
             }
-            if schedule.running != nil { snapshot.running.append(name) }
+            if schedule.running != nil {
+                snapshot.running.append(name)
+            } else if schedule.startsAt <= now {
+                snapshot.waiting += 1
+            }
             if let cancelled = schedule.cancelledAsStuck, now - cancelled >= stuckPassTimeout { snapshot.wedged.append(name) }
             if let finished = schedule.lastFinished, finished > (snapshot.lastPassFinished ?? finished - .seconds(1)) {
                 snapshot.lastPassFinished = finished
@@ -418,6 +424,24 @@ public final class Scheduler {
         snapshot.wedged.sort()
         snapshot.replicaProblem = replicaProblem
         return snapshot
+    }
+
+    /// Every store's place in the schedule, for `ferry status` (``PublishedSchedule``).
+    public func publishedEntries(now date: Date = Date()) -> [String: PublishedSchedule.Entry] {
+        let now = environment.now
+        var entries: [String: PublishedSchedule.Entry] = [:]
+        entries.reserveCapacity(schedules.count)
+        for (name, schedule) in schedules {
+            let running = schedule.running != nil
+            let cause: String? = if schedule.isFailing, let error = schedule.lastError {
+                if case .store = error.kind { replicaProblem ?? error.kind.statusCause } else { error.kind.statusCause }
+            } else { nil }
+            entries[name] = PublishedSchedule.Entry(
+                // Whole seconds: the same schedule publishes the same file.
+                nextPass: running ? nil : Date(timeIntervalSince1970: (date.timeIntervalSince1970 + max(0, (schedule.startsAt - now).seconds)).rounded(.up)),
+                running: running, failures: schedule.consecutiveFailures, cause: cause)
+        }
+        return entries
     }
 
     /// When `store` is next due and why, for tests and status (nil: unknown store).

@@ -52,15 +52,9 @@ public struct UnrecordedFailures: Sendable, Equatable, Codable {
             }
             return
         }
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            try container.encode(Self.timestamp().string(from: date))
-        }
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let text: String
         do {
-            text = String(decoding: try encoder.encode(self), as: UTF8.self) + "\n"
+            text = String(decoding: try Self.encoder().encode(self), as: UTF8.self) + "\n"
         } catch {
             preconditionFailure("encoding strings and dates cannot fail: \(error)")
         }
@@ -72,17 +66,33 @@ public struct UnrecordedFailures: Sendable, Equatable, Codable {
     /// it speaks for another database.
     public static func read(directory: String, database: String) -> [String: Failure] {
         guard let data = FileManager.default.contents(atPath: path(directory)) else { return [:] }
+        guard let published = try? decoder().decode(Self.self, from: data),
+              sameFile(published.database, database) else { return [:] }
+        return published.stores
+    }
+
+    /// JSON as ferryd's runtime files are written (this one and ``PublishedSchedule``): sorted
+    /// keys, timestamps with milliseconds.
+    static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(timestamp().string(from: date))
+        }
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    static func decoder() -> JSONDecoder {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let text = try decoder.singleValueContainer().decode(String.self)
-            guard let date = Self.timestamp().date(from: text) else {
+            guard let date = timestamp().date(from: text) else {
                 throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a timestamp: \(text)"))
             }
             return date
         }
-        guard let published = try? decoder.decode(Self.self, from: data),
-              sameFile(published.database, database) else { return [:] }
-        return published.stores
+        return decoder
     }
 
     /// ISO 8601 with milliseconds: a failure must compare correctly with an attempt the replica
@@ -99,7 +109,7 @@ public struct UnrecordedFailures: Sendable, Equatable, Codable {
 
     /// Whether two paths name one file: the same device and inode, or, when either cannot be
     /// examined, the same standardized path.
-    private static func sameFile(_ a: String, _ b: String) -> Bool {
+    static func sameFile(_ a: String, _ b: String) -> Bool {
         var first = stat()
         var second = stat()
         if stat(a, &first) == 0, stat(b, &second) == 0 {

@@ -28,6 +28,8 @@ public enum MessageID: String, Sendable, CaseIterable {
     case conflictRecorded = "070b93a248ed4040ad5abbd5b5eed890"
     /// The remote refused a local change (a 403, a validation error); it stays queued.
     case pushRefused = "f38771fffe424a2aac5f378703743652"
+    /// `metrics-listen` is configured but cannot be served (the port is taken); syncing goes on.
+    case metricsUnavailable = "aba9a1327de346d4be41bdc861aa0e15"
 
     /// The metadata key the log handlers turn into the `MESSAGE_ID` field.
     public static let metadataKey = "message_id"

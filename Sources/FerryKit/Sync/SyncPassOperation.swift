@@ -23,6 +23,8 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         public var logger: Logger
         /// Pull after pushing; false for `ferry push`, which only pushes.
         public var pull: Bool
+        /// Where the pass's requests and bytes are added up (ferryd's metrics), if anywhere.
+        public var tally: TransferTally?
 
         public init(store: StoreConfiguration, database: SharedDatabase, trigger: PassTrigger, reconcile: Bool,
                     sweepInterval: Duration? = nil, pass: Int, logger: Logger, pull: Bool = true) {
@@ -95,6 +97,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
 
     public override func run() {
         started = .now
+        setup.tally?.install()
         let store = setup.store
         let changes: [LocalChange]
         do {
@@ -437,6 +440,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         case .syncing(let running): pass = running
         }
         state = .done
+        TransferTally.uninstall()
         let store = setup.store.name
         setup.database.write { database in
             if pass?.marking == true { database.cancelReconciliation(of: store) }

@@ -32,6 +32,8 @@ final class CurlTransfer: @unchecked Sendable {
     let easy: UnsafeMutableRawPointer
     let request: HTTPRequest
     private let owner: RunLoopHandle
+    /// The owner thread's tally when the transfer was made (a pass's), told what it moved.
+    private let tally: TransferTally?
     private let bufferLimit: Int
     private let maxResponseBytes: Int64
     private let shared = Mutex(Shared())
@@ -54,6 +56,7 @@ final class CurlTransfer: @unchecked Sendable {
         self.easy = easy
         self.request = request
         self.owner = owner
+        self.tally = TransferTally.installed
         self.bufferLimit = configuration.bufferLimit
         self.maxResponseBytes = configuration.maxResponseBytes
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
@@ -204,6 +207,11 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Called on the I/O thread once libcurl is done with the transfer.
     func complete(code: CURLcode) {
+        if let tally {
+            let received = Int64(Curl.info(easy, long: CURLINFO_HEADER_SIZE)) + receivedBytes
+            let sent = Int64(Curl.info(easy, long: CURLINFO_REQUEST_SIZE)) + Curl.info(easy, offset: CURLINFO_SIZE_UPLOAD_T)
+            tally.add(received: received, sent: sent)
+        }
         let outcome: Result<TransferMetrics, TransferError>
         if code == CURLE_OK {
             outcome = .success(TransferMetrics(

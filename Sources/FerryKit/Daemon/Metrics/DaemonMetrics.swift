@@ -1,0 +1,269 @@
+import Foundation
+import Synchronization
+
+/// ferryd's figures for Prometheus: what each store's passes did (counters since the process
+/// started, as Prometheus expects of counters), how each store stands now (gauges), and the
+/// process and replica file (gauges).
+///
+/// The daemon's main thread records (``passFinished(_:outcome:schedule:at:)`` and
+/// ``refresh(_:stores:)``); the metrics listener's thread renders (``render(at:)``). One lock
+/// keeps them apart; recording costs a dictionary update per pass, so it scales with passes,
+/// not with stores, and rendering scales with stores only when somebody scrapes.
+///
+/// Names and units follow Prometheus's conventions (`_total` counters, `_seconds`, `_bytes`,
+/// `_timestamp_seconds`); every per-store family has the label `store`.
+public final class DaemonMetrics: Sendable {
+    /// How a finished pass ended, as the `outcome` label says it.
+    public enum Outcome: String, CaseIterable, Sendable {
+        /// Succeeded, and the replica equals the remote.
+        case ok
+        /// Succeeded, but the replica knowingly differs (``ReplicaGap``).
+        case incomplete
+        case failed
+        /// Cancelled by a reload, a stop, or as stuck.
+        case cancelled
+    }
+
+    /// A store's standing, as `ferry_store_state{state=...}` says it.
+    enum Standing: String, CaseIterable {
+        case ok, incomplete, failing
+        case neverSynced = "never_synced"
+    }
+
+    /// When the scheduler runs a store next, and how it has been failing.
+    public struct Schedule: Sendable, Equatable {
+        public var nextPass: Date?
+        public var consecutiveFailures: Int
+
+        public init(nextPass: Date?, consecutiveFailures: Int) {
+            self.nextPass = nextPass
+            self.consecutiveFailures = consecutiveFailures
+        }
+    }
+
+    /// What the process is doing, from the scheduler's snapshot.
+    public struct Activity: Sendable, Equatable {
+        public var running = 0
+        /// Passes due that wait for a free slot.
+        public var waiting = 0
+
+        public init(running: Int = 0, waiting: Int = 0) {
+            self.running = running
+            self.waiting = waiting
+        }
+    }
+
+    /// Upper bounds of the pass-duration histogram: a no-change pass takes milliseconds, a
+    /// first sync of a large store minutes.
+    static let durationBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900]
+
+    struct StoreFigures {
+        let tally = TransferTally()
+        var passes: [Outcome: UInt64] = [:]
+        var inserted: UInt64 = 0
+        var updated: UInt64 = 0
+        var deleted: UInt64 = 0
+        var skipped: UInt64 = 0
+        var pushed: UInt64 = 0
+        var pushRefused: UInt64 = 0
+        var conflicts: UInt64 = 0
+        var duration = PrometheusExposition.Histogram(bounds: DaemonMetrics.durationBounds)
+        var lastSuccess: Date?
+        var lastPass: Date?
+        var records: Int?
+        var localQueued = 0
+        var localHeld = 0
+        var localRefused = 0
+        var standing = Standing.neverSynced
+        var schedule = Schedule(nextPass: nil, consecutiveFailures: 0)
+    }
+
+    private struct State {
+        var stores: [String: StoreFigures] = [:]
+        var activity = Activity()
+    }
+
+    private let state = Mutex(State())
+    private let databasePath: String
+    private let version: String
+    private let started: Date
+
+    public init(databasePath: String, version: String = FerryVersion.current, started: Date = Date()) {
+        self.databasePath = databasePath
+        self.version = version
+        self.started = started
+    }
+
+    /// The tally a pass of `store` adds its requests and bytes to.
+    public func tally(for store: String) -> TransferTally {
+        state.withLock { state in
+            if let figures = state.stores[store] { return figures.tally }
+            let figures = StoreFigures()
+            state.stores[store] = figures
+            return figures.tally
+        }
+    }
+
+    /// Starts each store from what the replica recorded before this process (its last
+    /// success, records, local changes), so a restart does not blank the gauges an alert
+    /// reads until every store has run a pass.
+    public func seed(from states: [SyncState]) {
+        state.withLock { state in
+            for recorded in states {
+                var figures = state.stores[recorded.store] ?? StoreFigures()
+                figures.lastSuccess = recorded.lastSuccess
+                figures.lastPass = recorded.lastAttempt
+                figures.records = recorded.lastSuccess == nil ? nil : recorded.recordCount
+                figures.localQueued = recorded.localWritesQueued
+                figures.localRefused = recorded.localWritesRefused
+                figures.localHeld = recorded.openConflicts
+                figures.standing = recorded.lastSuccess == nil ? .neverSynced
+                    : recorded.lastError != nil ? .failing : recorded.incomplete != nil ? .incomplete : .ok
+                state.stores[recorded.store] = figures
+            }
+        }
+    }
+
+    /// Counts a finished pass and takes the store's schedule after it.
+    public func passFinished(_ store: String, outcome: Result<PassReport, SyncError>, schedule: Schedule, at date: Date = Date()) {
+        state.withLock { state in
+            var figures = state.stores[store] ?? StoreFigures()
+            figures.schedule = schedule
+            switch outcome {
+            case .success(let report):
+                let ended: Outcome = report.isComplete ? .ok : .incomplete
+                figures.passes[ended, default: 0] += 1
+                figures.inserted += UInt64(report.counts.inserted)
+                figures.updated += UInt64(report.counts.updated)
+                figures.deleted += UInt64(report.counts.deleted)
+                figures.skipped += UInt64(report.counts.skipped)
+                figures.pushed += UInt64(report.push.pushed)
+                figures.pushRefused += UInt64(report.push.refused)
+                figures.conflicts += UInt64(report.counts.conflicts + report.push.conflicts)
+                figures.duration.observe(report.duration.seconds)
+                figures.lastPass = date
+                if report.pulled {
+                    figures.lastSuccess = date
+                    figures.records = report.recordCount
+                }
+                figures.localQueued = report.localQueued
+                figures.localHeld = 0
+                figures.localRefused = 0
+                for case .localChangesNotPushed(_, let held, let refused, _) in report.gaps {
+                    figures.localHeld = held
+                    figures.localRefused = refused
+                }
+                figures.standing = report.isComplete ? .ok : .incomplete
+            case .failure(let error) where error.kind == .cancelled:
+                figures.passes[.cancelled, default: 0] += 1
+            case .failure:
+                figures.passes[.failed, default: 0] += 1
+                figures.lastPass = date
+                figures.standing = .failing
+            }
+            state.stores[store] = figures
+        }
+    }
+
+    /// Takes what the scheduler says now, and forgets stores no longer configured.
+    public func refresh(_ activity: Activity, stores: Set<String>) {
+        state.withLock { state in
+            state.activity = activity
+            for name in state.stores.keys where !stores.contains(name) { state.stores[name] = nil }
+            for name in stores where state.stores[name] == nil { state.stores[name] = StoreFigures() }
+        }
+    }
+
+    /// The exposition a scrape answers with.
+    public func render(at now: Date = Date()) -> String {
+        let (stores, activity) = state.withLock { state in
+            (state.stores.sorted { $0.key < $1.key }, state.activity)
+        }
+        var out = PrometheusExposition()
+        out.family("ferry_build_info", .gauge, help: "Ferry's version; always 1.") { $0.add([("version", version)], 1) }
+        out.family("ferry_start_time_seconds", .gauge, help: "When ferryd started, in seconds since the Unix epoch.") {
+            $0.add([], started.timeIntervalSince1970)
+        }
+        out.family("ferry_stores", .gauge, help: "Stores in the running configuration.") { $0.add([], Double(stores.count)) }
+        out.family("ferry_passes_running", .gauge, help: "Passes running now.") { $0.add([], Double(activity.running)) }
+        out.family("ferry_passes_waiting", .gauge, help: "Passes due and waiting for a free slot.") { $0.add([], Double(activity.waiting)) }
+        let replica = Self.fileSize(databasePath)
+        let wal = Self.fileSize(databasePath + "-wal")
+        out.family("ferry_replica_size_bytes", .gauge, help: "Size of the replica's database file.") { samples in
+            if let replica { samples.add([], Double(replica)) }
+        }
+        out.family("ferry_replica_wal_size_bytes", .gauge, help: "Size of the replica's write-ahead log (0 when there is none).") { samples in
+            if replica != nil { samples.add([], Double(wal ?? 0)) }
+        }
+
+        out.family("ferry_passes_total", .counter, help: "Passes finished, by outcome (ok, incomplete, failed, cancelled).") { samples in
+            for (name, figures) in stores {
+                for outcome in Outcome.allCases { samples.add([("store", name), ("outcome", outcome.rawValue)], Double(figures.passes[outcome] ?? 0)) }
+            }
+        }
+        out.family("ferry_records_changed_total", .counter, help: "Records the passes' merges changed in the replica, by change; skipped records were left out as unreadable.") { samples in
+            for (name, figures) in stores {
+                samples.add([("store", name), ("change", "inserted")], Double(figures.inserted))
+                samples.add([("store", name), ("change", "updated")], Double(figures.updated))
+                samples.add([("store", name), ("change", "deleted")], Double(figures.deleted))
+                samples.add([("store", name), ("change", "skipped")], Double(figures.skipped))
+            }
+        }
+        out.family("ferry_local_changes_pushed_total", .counter, help: "Local writes pushed to the remote, by result (accepted, refused).") { samples in
+            for (name, figures) in stores {
+                samples.add([("store", name), ("result", "accepted")], Double(figures.pushed))
+                samples.add([("store", name), ("result", "refused")], Double(figures.pushRefused))
+            }
+        }
+        out.family("ferry_conflicts_total", .counter, help: "Local changes that met a remote change, whatever the conflict policy made of them.") { samples in
+            for (name, figures) in stores { samples.add([("store", name)], Double(figures.conflicts)) }
+        }
+        let tallies = stores.map { ($0.key, $0.value.tally.current) }
+        out.family("ferry_requests_total", .counter, help: "HTTP requests the passes made, whatever their answer.") { samples in
+            for (name, counts) in tallies { samples.add([("store", name)], Double(counts.requests)) }
+        }
+        out.family("ferry_received_bytes_total", .counter, help: "Bytes received from the remote, headers included.") { samples in
+            for (name, counts) in tallies { samples.add([("store", name)], Double(counts.bytesReceived)) }
+        }
+        out.family("ferry_sent_bytes_total", .counter, help: "Bytes sent to the remote, headers included.") { samples in
+            for (name, counts) in tallies { samples.add([("store", name)], Double(counts.bytesSent)) }
+        }
+        out.family("ferry_pass_duration_seconds", .histogram, help: "How long successful passes took.") { samples in
+            for (name, figures) in stores { samples.histogram([("store", name)], figures.duration) }
+        }
+        out.family("ferry_last_success_timestamp_seconds", .gauge, help: "When the store's last successful pull ended, in seconds since the Unix epoch.") { samples in
+            for (name, figures) in stores { if let date = figures.lastSuccess { samples.add([("store", name)], date.timeIntervalSince1970) } }
+        }
+        out.family("ferry_last_pass_timestamp_seconds", .gauge, help: "When the store's last pass ended, whatever its outcome, in seconds since the Unix epoch.") { samples in
+            for (name, figures) in stores { if let date = figures.lastPass { samples.add([("store", name)], date.timeIntervalSince1970) } }
+        }
+        out.family("ferry_next_pass_timestamp_seconds", .gauge, help: "When the store's next pass is due, in seconds since the Unix epoch (later while backing off).") { samples in
+            for (name, figures) in stores { if let date = figures.schedule.nextPass { samples.add([("store", name)], date.timeIntervalSince1970) } }
+        }
+        out.family("ferry_consecutive_failures", .gauge, help: "Failed passes in a row; above 0 the store is backing off.") { samples in
+            for (name, figures) in stores { samples.add([("store", name)], Double(figures.schedule.consecutiveFailures)) }
+        }
+        out.family("ferry_store_state", .gauge, help: "The store's standing: 1 for its state (ok, incomplete, failing, never_synced), 0 for the others.") { samples in
+            for (name, figures) in stores {
+                for standing in Standing.allCases { samples.add([("store", name), ("state", standing.rawValue)], figures.standing == standing ? 1 : 0) }
+            }
+        }
+        out.family("ferry_records", .gauge, help: "Live records in the store's table after its last successful pass.") { samples in
+            for (name, figures) in stores { if let records = figures.records { samples.add([("store", name)], Double(records)) } }
+        }
+        out.family("ferry_local_changes", .gauge, help: "Local writes not on the remote yet, by state: queued, held (an open conflict), refused.") { samples in
+            for (name, figures) in stores {
+                samples.add([("store", name), ("state", "queued")], Double(figures.localQueued))
+                samples.add([("store", name), ("state", "held")], Double(figures.localHeld))
+                samples.add([("store", name), ("state", "refused")], Double(figures.localRefused))
+            }
+        }
+        return out.text
+    }
+
+    private static func fileSize(_ path: String) -> Int64? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int64(info.st_size)
+    }
+}

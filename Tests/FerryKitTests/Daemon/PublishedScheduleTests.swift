@@ -1,0 +1,77 @@
+import Foundation
+import Logging
+import Testing
+@testable import FerryKit
+import FerryTestSupport
+
+/// What `ferry status` learns of ferryd's schedule: each store's next pass, whether one runs,
+/// and its backoff; read only while the daemon that wrote it runs, for its own database.
+@Suite struct PublishedScheduleTests {
+    @Test func theSchedulerSaysWhenEachStoreIsNext_andWhyOneBacksOff() throws {
+        let environment = FakeSchedulerEnvironment()
+        environment.unit = 0
+        var configuration = SchedulerTests.configuration([SchedulerTests.store("well", interval: .seconds(60)), SchedulerTests.store("sick"),
+                                                          SchedulerTests.store("busy")])
+        configuration.global.backoff.base = .seconds(10)
+        let scheduler = Scheduler(configuration: configuration, environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        func finish(_ name: String, _ outcome: Result<PassReport, SyncError>) throws {
+            try #require(environment.started.last { $0.request.store.name == name }).finish(outcome)
+        }
+        try finish("well", .success(SchedulerTests.report("well")))
+        try finish("sick", .failure(SchedulerTests.failure("sick", .httpStatus(503))))
+        let wall = Date(timeIntervalSince1970: 1_800_000_000)
+        let entries = scheduler.publishedEntries(now: wall)
+        #expect(entries["well"] == .init(nextPass: wall + 60, running: false, failures: 0, cause: nil))
+        #expect(entries["sick"] == .init(nextPass: wall + 5, running: false, failures: 1, cause: "HTTP 503"))
+        #expect(entries["busy"] == .init(nextPass: nil, running: true, failures: 0, cause: nil))
+    }
+
+    @Test func statusShowsTheScheduleOfARunningDaemon_andNullsWithoutOne() throws {
+        let directory = try TemporaryDirectory()
+        let database = directory.path("ferry.db")
+        #expect(FileManager.default.createFile(atPath: database, contents: Data()))
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let stores: [String: PublishedSchedule.Entry] = [
+            "well": .init(nextPass: now + 42, running: false, failures: 0, cause: nil),
+            "sick": .init(nextPass: now + 300, running: false, failures: 3, cause: "HTTP 503"),
+            "busy": .init(nextPass: nil, running: true, failures: 0, cause: nil),
+        ]
+        try PublishedSchedule(database: database, stores: stores).publish(directory: directory.path)
+        let read = PublishedSchedule.read(directory: directory.path, database: database)
+        #expect(read == stores, "this process wrote it and runs")
+        #expect(PublishedSchedule.read(directory: directory.path, database: directory.path("other.db")).isEmpty, "another database's")
+        let synced = SyncState(store: "well", lastAttempt: now - 10, lastSuccess: now - 10, recordCount: 5)
+        let rows = StoreStatus.collect(configuration: nil, states: [synced, SyncState(store: "sick"), SyncState(store: "busy")],
+                                       schedule: read, now: now)
+        let byName = Dictionary(uniqueKeysWithValues: rows.map { ($0.store, $0) })
+        #expect(byName["well"]?.nextPassInSeconds == 42)
+        #expect(byName["well"]?.syncing == false)
+        #expect(byName["sick"]?.consecutiveFailures == 3 && byName["sick"]?.backoffCause == "HTTP 503")
+        #expect(byName["busy"]?.syncing == true && byName["busy"]?.nextPass == nil)
+        let table = StoreStatus.table(rows)
+        #expect(table.contains("in 42s") && table.contains("in 5m (retry 3)") && table.contains("syncing"))
+        let json = String(decoding: try StoreStatus.makeEncoder().encode(byName["sick"]!), as: UTF8.self)
+        #expect(json.contains(#""backoff_cause":"HTTP 503""#) && json.contains(#""consecutive_failures":3"#) && json.contains(#""next_pass_in_seconds":300"#))
+
+        // A daemon that is gone: its file says nothing.
+        try PublishedSchedule(database: database, pid: Self.deadPID(), stores: stores).publish(directory: directory.path)
+        #expect(PublishedSchedule.read(directory: directory.path, database: database).isEmpty)
+        let without = StoreStatus.collect(configuration: nil, states: [synced], now: now)
+        let bare = String(decoding: try StoreStatus.makeEncoder().encode(without[0]), as: UTF8.self)
+        for key in ["next_pass", "next_pass_in_seconds", "syncing", "consecutive_failures", "backoff_cause"] {
+            #expect(bare.contains(#""\#(key)":null"#), "\(key) in \(bare)")
+        }
+        PublishedSchedule.withdraw(directory: directory.path)
+        #expect(!FileManager.default.fileExists(atPath: directory.path(PublishedSchedule.fileName)))
+    }
+
+    /// A pid no process has: a child that has exited and been reaped.
+    static func deadPID() throws -> Int32 {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/true")
+        try child.run()
+        child.waitUntilExit()
+        return child.processIdentifier
+    }
+}
