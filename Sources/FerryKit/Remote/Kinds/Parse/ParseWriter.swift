@@ -342,23 +342,6 @@ final class ParseWriter: RemoteWriter {
         query(url) { found in then(found.count == 1 ? found[0] : nil) }
     }
 
-    /// Sends a write; a Parse error about the object refuses the change, anything else that
-    /// is not 2xx stops the push. `missingIsDone`: a 404 counts as done (a delete).
-    private func send(_ request: HTTPRequest, for change: LocalChange, missingIsDone: Bool = false,
-                      then: @escaping (HTTPPageLoader.Page) -> Void) {
-        loader.load(request) { [self] result in
-            switch result {
-            case .failure(let error): walk.fail(SyncError(error, store: store))
-            case .success(let page):
-                let status = page.head.status
-                if (200..<300).contains(status) || (missingIsDone && status == 404) { return then(page) }
-                if status == 404 { return walk.finish(change, .conflict(remote: nil)) }
-                if let refusal = Self.refusal(page) { return walk.finish(change, .refused(refusal)) }
-                walk.fail(statusError(page))
-            }
-        }
-    }
-
     /// The Parse error code of a 400 answer, if it has one.
     static func errorCode(_ page: HTTPPageLoader.Page) -> Int? {
         guard page.head.status == 400, let object = try? JSONSerialization.jsonObject(with: page.body) as? [String: Any] else { return nil }
