@@ -49,11 +49,10 @@ struct ConfigurationOptions: ParsableArguments {
     /// The environment the configuration's defaults are taken from (an instance's directories).
     var environment: [String: String] { (try? instance.environment()) ?? ProcessInfo.processInfo.environment }
 
-    var path: String { config ?? ConfigurationLoader.defaultPath(environment: environment) }
-
     func load(secrets: SecretHandling = .resolve) throws -> FerryConfiguration {
-        _ = try instance.environment()
-        return try ConfigurationLoader.load(path: path, environment: environment, secrets: secrets)
+        let environment = try instance.environment()
+        return try ConfigurationLoader.load(path: config ?? ConfigurationLoader.defaultPath(environment: environment),
+                                            environment: environment, secrets: secrets)
     }
 }
 

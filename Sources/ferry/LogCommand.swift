@@ -29,12 +29,10 @@ struct LogCommand: ParsableCommand {
     @OptionGroup var instance: InstanceOption
 
     func run() throws {
-        let environment: [String: String]
-        let unit: String
-        do {
-            environment = try instance.environment()
-            unit = try instance.chosen()?.unit ?? "ferryd"
-        } catch { throw fail(error) }
+        let chosen: FerryInstance?
+        do { chosen = try instance.chosen() } catch { throw fail(error) }
+        let environment = chosen?.environment(ProcessInfo.processInfo.environment) ?? ProcessInfo.processInfo.environment
+        let unit = chosen?.unit ?? "ferryd"
         if let store, let configuration = try? ConfigurationLoader.load(path: config ?? ConfigurationLoader.defaultPath(environment: environment), environment: environment),
            configuration.store(named: store) == nil {
             FileHandle.standardError.write(Data("ferry: no store named '\(store)' in the configuration (stores: \(configuration.stores.map(\.name).joined(separator: ", ")))\n".utf8))

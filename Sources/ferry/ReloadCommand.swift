@@ -23,10 +23,11 @@ struct ReloadCommand: ParsableCommand {
     @OptionGroup var instance: InstanceOption
 
     func run() throws {
-        let environment: [String: String]
-        do { environment = try instance.environment() } catch { throw fail(error) }
+        let chosen: FerryInstance?
+        do { chosen = try instance.chosen() } catch { throw fail(error) }
+        let environment = chosen?.environment(ProcessInfo.processInfo.environment) ?? ProcessInfo.processInfo.environment
         let directory = runtimeDirectory ?? GlobalConfiguration.defaultRuntimeDirectory(environment: environment)
-        if let config = config ?? ((try? instance.chosen()) ?? nil)?.configurationPath {
+        if let config = config ?? chosen?.configurationPath {
             // ferryd would refuse it and keep the old configuration; say why without asking it.
             do { _ = try ConfigurationLoader.load(path: config, environment: environment) } catch { throw fail(error) }
         }

@@ -25,6 +25,7 @@ public final class Daemon: @unchecked Sendable {
         didSet {
             storeHeartbeats = Self.storeHeartbeats(configuration)
             pushStores = Self.pushStores(configuration)
+            metrics.retain(stores: Set(configuration.stores.map(\.name)))
         }
     }
     /// Each store's heartbeat, by store name (a pass's end looks its store up here).
@@ -68,6 +69,7 @@ public final class Daemon: @unchecked Sendable {
         database = try SharedDatabase(path: configuration.global.databasePath,
                                       deferIntegrityCheckAbove: ReplicaDatabase.integrityCheckedBeforeUseUpTo)
         metrics = DaemonMetrics(databasePath: configuration.global.databasePath)
+        metrics.retain(stores: Set(configuration.stores.map(\.name)))
     }
 
     /// Runs until stopped; returns the process exit code. Call on the main thread.
@@ -328,7 +330,7 @@ public final class Daemon: @unchecked Sendable {
             lastStatus = line
         }
         publishUnrecordedFailures(snapshot.unrecordedFailures)
-        metrics.refresh(.init(running: snapshot.running.count, waiting: snapshot.waiting), stores: Set(configuration.stores.map(\.name)))
+        metrics.refresh(.init(running: snapshot.running.count, waiting: snapshot.waiting))
         publishSchedule()
         if let heartbeat = configuration.global.heartbeat {
             // Every refresh (each pass's end, and every 5 s): a main loop that stops turning

@@ -394,8 +394,7 @@ public final class Scheduler {
             if schedule.isFailing {
                 snapshot.failing.append(name)
                 if let error = schedule.lastError {
-                    // SQLite may say only "disk I/O error" where the volume probe knows better.
-                    snapshot.causes[name] = if case .store = error.kind { replicaProblem ?? error.kind.statusCause } else { error.kind.statusCause }
+                    snapshot.causes[name] = cause(of: error)
                     if let at = error.unrecordedAt {
                         // "disk I/O error" alone would not tell `ferry status` readers why.
                         let problem = if case .store = error.kind, let replicaProblem { "\(replicaProblem): " } else { "" }
@@ -426,6 +425,12 @@ public final class Scheduler {
         return snapshot
     }
 
+    /// A failure in a few words, for STATUS= and `ferry status`. SQLite may say only "disk I/O
+    /// error" where the volume probe knows better.
+    private func cause(of error: SyncError) -> String {
+        if case .store = error.kind { replicaProblem ?? error.kind.statusCause } else { error.kind.statusCause }
+    }
+
     /// Every store's place in the schedule, for `ferry status` (``PublishedSchedule``).
     public func publishedEntries(now date: Date = Date()) -> [String: PublishedSchedule.Entry] {
         let now = environment.now
@@ -433,13 +438,11 @@ public final class Scheduler {
         entries.reserveCapacity(schedules.count)
         for (name, schedule) in schedules {
             let running = schedule.running != nil
-            let cause: String? = if schedule.isFailing, let error = schedule.lastError {
-                if case .store = error.kind { replicaProblem ?? error.kind.statusCause } else { error.kind.statusCause }
-            } else { nil }
             entries[name] = PublishedSchedule.Entry(
                 // Whole seconds: the same schedule publishes the same file.
                 nextPass: running ? nil : Date(timeIntervalSince1970: (date.timeIntervalSince1970 + max(0, (schedule.startsAt - now).seconds)).rounded(.up)),
-                running: running, failures: schedule.consecutiveFailures, cause: cause)
+                running: running, failures: schedule.consecutiveFailures,
+                cause: schedule.isFailing ? schedule.lastError.map(cause(of:)) : nil)
         }
         return entries
     }

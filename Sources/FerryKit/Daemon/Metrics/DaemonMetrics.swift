@@ -5,8 +5,8 @@ import Synchronization
 /// started, as Prometheus expects of counters), how each store stands now (gauges), and the
 /// process and replica file (gauges).
 ///
-/// The daemon's main thread records (``passFinished(_:outcome:schedule:at:)`` and
-/// ``refresh(_:stores:)``); the metrics listener's thread renders (``render(at:)``). One lock
+/// The daemon's main thread records (``passFinished(_:outcome:schedule:at:)``,
+/// ``refresh(_:)`` and ``retain(stores:)``); the metrics listener's thread renders (``render(at:)``). One lock
 /// keeps them apart; recording costs a dictionary update per pass, so it scales with passes,
 /// not with stores, and rendering scales with stores only when somebody scrapes.
 ///
@@ -104,13 +104,13 @@ public final class DaemonMetrics: Sendable {
         }
     }
 
-    /// Starts each store from what the replica recorded before this process (its last
-    /// success, records, local changes), so a restart does not blank the gauges an alert
-    /// reads until every store has run a pass.
+    /// Starts each configured store (``retain(stores:)``) from what the replica recorded
+    /// before this process (its last success, records, local changes), so a restart does not
+    /// blank the gauges an alert reads until every store has run a pass.
     public func seed(from states: [SyncState]) {
         state.withLock { state in
             for recorded in states {
-                var figures = state.stores[recorded.store] ?? StoreFigures()
+                guard var figures = state.stores[recorded.store] else { continue }
                 figures.lastSuccess = recorded.lastSuccess
                 figures.lastPass = recorded.lastAttempt
                 figures.records = recorded.lastSuccess == nil ? nil : recorded.recordCount
@@ -127,7 +127,8 @@ public final class DaemonMetrics: Sendable {
     /// Counts a finished pass and takes the store's schedule after it.
     public func passFinished(_ store: String, outcome: Result<PassReport, SyncError>, schedule: Schedule, at date: Date = Date()) {
         state.withLock { state in
-            var figures = state.stores[store] ?? StoreFigures()
+            // A store a reload removed while its pass ran is no longer reported.
+            guard var figures = state.stores[store] else { return }
             figures.schedule = schedule
             switch outcome {
             case .success(let report):
@@ -165,10 +166,15 @@ public final class DaemonMetrics: Sendable {
         }
     }
 
-    /// Takes what the scheduler says now, and forgets stores no longer configured.
-    public func refresh(_ activity: Activity, stores: Set<String>) {
+    /// Takes what the scheduler says now (each pass's end, and every few seconds).
+    public func refresh(_ activity: Activity) {
+        state.withLock { $0.activity = activity }
+    }
+
+    /// The configured stores (at start and at each reload): others are forgotten, new ones
+    /// start at zero.
+    public func retain(stores: Set<String>) {
         state.withLock { state in
-            state.activity = activity
             for name in state.stores.keys where !stores.contains(name) { state.stores[name] = nil }
             for name in stores where state.stores[name] == nil { state.stores[name] = StoreFigures() }
         }

@@ -37,17 +37,13 @@ public final class MetricsListener: Sendable {
                 address.sin_family = sa_family_t(AF_INET)
                 address.sin_port = endpoint.port.bigEndian
                 _ = inet_pton(AF_INET, endpoint.address, &address.sin_addr)
-                _ = try Self.call("bind", on: endpoint.description) {
-                    withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-                }
+                try Self.bind(fd, to: address, endpoint)
             case .ipv6:
                 var address = sockaddr_in6()
                 address.sin6_family = sa_family_t(AF_INET6)
                 address.sin6_port = endpoint.port.bigEndian
                 _ = inet_pton(AF_INET6, endpoint.address, &address.sin6_addr)
-                _ = try Self.call("bind", on: endpoint.description) {
-                    withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
-                }
+                try Self.bind(fd, to: address, endpoint)
             }
             _ = try Self.call("listen", on: endpoint.description) { listen(fd, 16) }
         } catch {
@@ -122,16 +118,15 @@ public final class MetricsListener: Sendable {
         setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         guard let head = readHead(client) else { return }
         let response = MetricsRequest.respond(to: head, render: render)
-        var bytes = Array(response.utf8)
+        let bytes = Array(response.utf8)
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes.withUnsafeMutableBytes { buffer in
+            let sent = bytes.withUnsafeBytes { buffer in
                 send(client, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
             }
             guard sent > 0 else { return }
             offset += sent
         }
-        bytes.removeAll()
     }
 
     /// The request's head (up to the empty line), or nil when the client went away, was too
@@ -154,6 +149,16 @@ public final class MetricsListener: Sendable {
             return index
         }
         return nil
+    }
+
+    /// `bind` of either address family's `sockaddr_*`.
+    private static func bind<Address>(_ fd: Int32, to address: Address, _ endpoint: MetricsEndpoint) throws(ListenerError) {
+        var address = address
+        _ = try call("bind", on: endpoint.description) {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<Address>.size)) }
+            }
+        }
     }
 
     /// The one place the listener's C calls become typed errors.

@@ -279,13 +279,14 @@ final class ParseWriter: RemoteWriter {
                     }
                     return fetch(id) { [self] record in walk.finish(change, record.map { .accepted($0) } ?? .conflict(remote: nil)) }
                 }
-                if let chosen, change.sent != nil, Self.errorCode(page) == 137, let sent = change.baseBody {
+                let refused = Self.error(page)
+                if let chosen, change.sent != nil, refused?.code == 137, let sent = change.baseBody {
                     return fetch(chosen) { [self] record in
                         guard let record else { return walk.finish(change, .conflict(remote: nil)) }
                         adopt(record, sent)
                     }
                 }
-                if let refusal = Self.refusal(page) { return walk.finish(change, .refused(refusal)) }
+                if let refused { return walk.finish(change, .refused("Parse error \(refused.code): \(refused.message)")) }
                 walk.fail(statusError(page))
             }
         }
@@ -342,18 +343,12 @@ final class ParseWriter: RemoteWriter {
         query(url) { found in then(found.count == 1 ? found[0] : nil) }
     }
 
-    /// The Parse error code of a 400 answer, if it has one.
-    static func errorCode(_ page: HTTPPageLoader.Page) -> Int? {
-        guard page.head.status == 400, let object = try? JSONSerialization.jsonObject(with: page.body) as? [String: Any] else { return nil }
-        return object["code"] as? Int
-    }
-
-    /// Parse's words for a write it refuses (a 400 with `{"code":N,"error":...}`).
-    static func refusal(_ page: HTTPPageLoader.Page) -> String? {
+    /// The Parse error of a write it refuses: a 400 with `{"code":N,"error":...}`.
+    static func error(_ page: HTTPPageLoader.Page) -> (code: Int, message: String)? {
         guard page.head.status == 400,
               let object = try? JSONSerialization.jsonObject(with: page.body) as? [String: Any],
               let code = object["code"] as? Int else { return nil }
-        return "Parse error \(code): \(object["error"] as? String ?? "no message")"
+        return (code, object["error"] as? String ?? "no message")
     }
 
     private func statusError(_ page: HTTPPageLoader.Page) -> SyncError {
