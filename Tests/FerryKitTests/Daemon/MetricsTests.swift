@@ -125,7 +125,8 @@ struct MetricsTests {
 
     @Test func aPassLeavesItsCountsAndTheStoresStanding() {
         let metrics = DaemonMetrics(databasePath: "/nonexistent/ferry.db", version: "9.9", started: Date(timeIntervalSince1970: 100))
-        metrics.refresh(.init(running: 1, waiting: 3), stores: ["quotes", "cards"])
+        metrics.retain(stores: ["quotes", "cards"])
+        metrics.refresh(.init(running: 1, waiting: 3))
         let next = Date(timeIntervalSince1970: 2_000_000_000)
         metrics.passFinished("quotes", outcome: .success(Self.report("quotes", inserted: 7)), schedule: .init(nextPass: next, consecutiveFailures: 0),
                              at: Date(timeIntervalSince1970: 1_000))
@@ -158,7 +159,7 @@ struct MetricsTests {
         // Every family once, its HELP and TYPE before its samples.
         let types = text.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }.map { $0.split(separator: " ")[2] }
         #expect(types.count == Set(types).count)
-        metrics.refresh(.init(), stores: ["quotes"])
+        metrics.retain(stores: ["quotes"])
         #expect(!metrics.render().contains(#"store="cards""#), "a store removed by a reload leaves the metrics")
     }
 
@@ -166,12 +167,14 @@ struct MetricsTests {
         let metrics = DaemonMetrics(databasePath: "/nonexistent/ferry.db")
         var state = SyncState(store: "quotes", lastAttempt: Date(timeIntervalSince1970: 60), lastSuccess: Date(timeIntervalSince1970: 50), recordCount: 42)
         state.openConflicts = 3
-        metrics.seed(from: [state, SyncState(store: "new")])
+        metrics.retain(stores: ["quotes", "new"])
+        metrics.seed(from: [state, SyncState(store: "new"), SyncState(store: "removed", lastSuccess: Date())])
         let text = metrics.render()
         #expect(text.contains(#"ferry_last_success_timestamp_seconds{store="quotes"} 50"# + "\n"))
         #expect(text.contains(#"ferry_records{store="quotes"} 42"# + "\n"))
         #expect(text.contains(#"ferry_local_changes{store="quotes",state="held"} 3"# + "\n"))
         #expect(text.contains(#"ferry_store_state{store="new",state="never_synced"} 1"# + "\n"))
+        #expect(!text.contains(#"store="removed""#), "a store no longer configured is not brought back")
     }
 
     // MARK: - Listener

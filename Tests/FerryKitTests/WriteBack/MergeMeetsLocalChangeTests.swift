@@ -11,10 +11,15 @@ struct MergeMeetsLocalChangeTests {
         let replica = try ReplicaDatabase(path: directory.path("replica.db"))
         try replica.prepare(StoreDefinition(name: "quotes", writeBack: WriteBackConfiguration(push: true, conflict: policy)))
         _ = try replica.apply(ChangeBatch(changes: (0..<3).map { record("q\($0)", version: "1") }, cursor: "c1"), to: "quotes")
+        try writeAsAnotherProgram(directory, #"UPDATE quotes SET body = '{"id":"q0","value":"local"}' WHERE id = 'q0'"#)
+        return replica
+    }
+
+    /// A local write through a connection of its own, triggers on, as any other program's.
+    static func writeAsAnotherProgram(_ directory: TemporaryDirectory, _ sql: String) throws {
         let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
         defer { other.close() }
-        try other.execute(#"UPDATE quotes SET body = '{"id":"q0","value":"local"}' WHERE id = 'q0'"#)
-        return replica
+        try other.execute(sql)
     }
 
     static func state(_ replica: ReplicaDatabase) throws -> String {
@@ -76,9 +81,7 @@ struct MergeMeetsLocalChangeTests {
         let directory = try TemporaryDirectory()
         let replica = try Self.replica(directory, policy: .hold)
         defer { replica.close() }
-        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
-        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"new":true}')"#)
-        other.close()
+        try Self.writeAsAnotherProgram(directory, #"INSERT INTO quotes(body) VALUES ('{"new":true}')"#)
         try replica.beginReconciliation(of: "quotes")
         try replica.markPresent(["q1", "q2"], in: "quotes")
         let outcome = try replica.finishReconciliation(of: "quotes", maxDeleteShare: 1)
@@ -109,9 +112,7 @@ struct MergeMeetsLocalChangeTests {
         let replica = try Self.replica(directory, policy: .hold)
         defer { replica.close() }
         let sent = try #require(try replica.queuedLocalChanges(of: "quotes").first)
-        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
-        try other.execute(#"UPDATE quotes SET body = '{"id":"q0","value":"newer"}' WHERE id = 'q0'"#)
-        other.close()
+        try Self.writeAsAnotherProgram(directory, #"UPDATE quotes SET body = '{"id":"q0","value":"newer"}' WHERE id = 'q0'"#)
         try replica.recordPush(sent, result: .accepted(RemoteRecord(id: "q0", version: "2", body: Data(#"{"id":"q0","value":"local"}"#.utf8))), of: "quotes", at: Date())
         #expect(try replica.body(of: "q0", in: "quotes")?.contains("newer") == true)
         #expect(try Self.state(replica) == "q0:2:0:2", "still queued, based on what the push made")
@@ -122,9 +123,7 @@ struct MergeMeetsLocalChangeTests {
         let directory = try TemporaryDirectory()
         let replica = try Self.replica(directory, policy: .hold)
         defer { replica.close() }
-        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
-        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"made":"here"}')"#)
-        other.close()
+        try Self.writeAsAnotherProgram(directory, #"INSERT INTO quotes(body) VALUES ('{"made":"here"}')"#)
         let create = try #require(try replica.queuedLocalChanges(of: "quotes").first { $0.operation == .create })
         // The remote stored it before a crash, and a pull brought it in under the remote's id.
         _ = try replica.apply(ChangeBatch(changes: [record("q7", version: "1", "here")], cursor: "c2"), to: "quotes")
@@ -155,9 +154,7 @@ struct MergeMeetsLocalChangeTests {
         let directory = try TemporaryDirectory()
         let replica = try Self.replica(directory, policy: .hold)
         defer { replica.close() }
-        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
-        try other.execute("DELETE FROM quotes WHERE id = 'q1'")
-        other.close()
+        try Self.writeAsAnotherProgram(directory, "DELETE FROM quotes WHERE id = 'q1'")
         _ = try replica.apply(ChangeBatch(changes: [.delete(id: "q1")], cursor: "c2"), to: "quotes")
         #expect(try Self.state(replica) == "q0:2:0:1")
         #expect(try replica.changes(after: 0, limit: 100).last.map { "\($0.operation) \($0.id)" } == "delete q1")
@@ -167,9 +164,7 @@ struct MergeMeetsLocalChangeTests {
         let directory = try TemporaryDirectory()
         let replica = try Self.replica(directory, policy: .hold)
         defer { replica.close() }
-        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
-        try other.execute("DELETE FROM quotes WHERE id = 'q1'")
-        other.close()
+        try Self.writeAsAnotherProgram(directory, "DELETE FROM quotes WHERE id = 'q1'")
         // The remote updated q1 meanwhile: a conflict, held.
         _ = try replica.apply(ChangeBatch(changes: [record("q1", version: "2", "remote")], cursor: "c2"), to: "quotes")
         #expect(try replica.conflicts(of: "quotes").map(\.id) == ["q1"])

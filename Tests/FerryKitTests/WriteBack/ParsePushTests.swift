@@ -36,6 +36,17 @@ struct ParsePushTests {
             return try Shell.run("/usr/bin/curl", arguments + [server.mount + path], input: body.map { Data($0.utf8) })
         }
 
+        /// The oldest queued local change.
+        func firstQueued() throws -> LocalChange {
+            try #require(try database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        }
+
+        /// Records `change` as sent with `body` (and the objectId it chose), as a push killed
+        /// after sending it leaves it.
+        func noteSent(_ change: LocalChange, _ body: String, remoteID: String? = nil, at date: Date = Date()) throws {
+            _ = try database.write { try $0.noteCreateSent(change, body: body, remoteID: remoteID, of: "quotes", at: date) }
+        }
+
         func outbox() throws -> ReplicaDatabase.OutboxSummary {
             try database.write { try $0.outboxSummary(of: "quotes") }
         }
@@ -254,7 +265,7 @@ struct ParsePushTests {
         defer { other.close() }
         try other.execute("UPDATE quotes SET body = json_set(body, '$.n', json_extract(body, '$.n') + 1) WHERE id = '\(id)'")
         // As a push killed after Parse applied it leaves things: recorded as sent, applied there.
-        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        let change = try setup.firstQueued()
         try setup.database.write { try $0.noteUpdatesSent([(change, version)], of: "quotes", at: Date()) }
         try setup.parse("PUT", "/classes/Quote/\(id)", #"{"n":{"__op":"Increment","amount":1}}"#)
         let report = try setup.pass()
@@ -269,9 +280,9 @@ struct ParsePushTests {
         let other = try setup.client()
         defer { other.close() }
         try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"first","n":1}')"#)
-        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        let change = try setup.firstQueued()
         let sent = #"{"n":1,"text":"first"}"#
-        _ = try setup.database.write { try $0.noteCreateSent(change, body: sent, of: "quotes", at: Date()) }
+        try setup.noteSent(change, sent)
         try setup.parse("POST", "/classes/Quote", sent)
         try other.execute("UPDATE quotes SET body = json_set(body, '$.text', 'second', '$.n', 3) WHERE id = \(literal(change.id))")
         let report = try setup.pass()
@@ -290,16 +301,16 @@ struct ParsePushTests {
         let other = try setup.client()
         defer { other.close() }
         try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"in doubt"}')"#)
-        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        let change = try setup.firstQueued()
         // Sent just now, not on the server (yet): the server may still be handling it.
-        _ = try setup.database.write { try $0.noteCreateSent(change, body: #"{"text":"in doubt"}"#, of: "quotes", at: Date()) }
+        try setup.noteSent(change, #"{"text":"in doubt"}"#)
         let early = try setup.pass()
         #expect(early.push.pushed == 0)
         #expect(try setup.outbox().queued == 1, "left queued, not created again yet")
         #expect(early.gaps == [.localChangesNotPushed(queued: 1, held: 0, refused: 0, reason: nil)], "and the pass says so, never ok")
         #expect(try setup.remote().values.filter { $0["text"] as? String == "in doubt" }.isEmpty)
         // Long enough ago that a lost send would show: created now, once.
-        _ = try setup.database.write { try $0.noteCreateSent(change, body: #"{"text":"in doubt"}"#, of: "quotes", at: Date().addingTimeInterval(-60)) }
+        try setup.noteSent(change, #"{"text":"in doubt"}"#, at: Date().addingTimeInterval(-60))
         let later = try setup.pass()
         #expect(later.push.pushed == 1)
         #expect(try setup.remote().values.filter { $0["text"] as? String == "in doubt" }.count == 1)
@@ -311,10 +322,10 @@ struct ParsePushTests {
         let other = try setup.client()
         defer { other.close() }
         try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"first","n":1}')"#)
-        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        let change = try setup.firstQueued()
         // A push killed after Parse created the object under the id Ferry chose.
         let sent = #"{"n":1,"text":"first"}"#
-        _ = try setup.database.write { try $0.noteCreateSent(change, body: sent, remoteID: "chosenId01", of: "quotes", at: Date()) }
+        try setup.noteSent(change, sent, remoteID: "chosenId01")
         try setup.parse("POST", "/classes/Quote", #"{"objectId":"chosenId01","n":1,"text":"first"}"#)
         // Then the row changed here, and the object there (another field).
         try other.execute("UPDATE quotes SET body = json_set(body, '$.text', 'second') WHERE id = \(literal(change.id))")
@@ -349,9 +360,9 @@ struct ParsePushTests {
         let other = try setup.client()
         defer { other.close() }
         try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"lost on the way"}')"#)
-        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        let change = try setup.firstQueued()
         // Recorded as sent under an id a moment ago; the request never reached the server.
-        _ = try setup.database.write { try $0.noteCreateSent(change, body: #"{"text":"lost on the way"}"#, remoteID: "lostOnWay1", of: "quotes", at: Date()) }
+        try setup.noteSent(change, #"{"text":"lost on the way"}"#, remoteID: "lostOnWay1")
         let report = try setup.pass()
         #expect(report.push.pushed == 1, "no need to wait: sending again names the same object")
         #expect(try setup.remote()["lostOnWay1"]?["text"] as? String == "lost on the way")
@@ -381,10 +392,10 @@ struct ParsePushTests {
         let other = try setup.client()
         defer { other.close() }
         try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"only once","n":42}')"#)
-        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        let change = try setup.firstQueued()
         // As a killed push leaves it: the create recorded as sent, and the remote has it.
         let sent = #"{"n":42,"text":"only once"}"#
-        _ = try setup.database.write { try $0.noteCreateSent(change, body: sent, of: "quotes", at: Date()) }
+        try setup.noteSent(change, sent)
         try setup.parse("POST", "/classes/Quote", sent)
 
         let report = try setup.pass()
@@ -404,11 +415,9 @@ struct ParsePushTests {
         let other = try setup.client()
         defer { other.close() }
         try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"made, then unwanted","n":5}')"#)
-        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
+        let change = try setup.firstQueued()
         let sent = #"{"n":5,"text":"made, then unwanted"}"#
-        _ = try setup.database.write {
-            try $0.noteCreateSent(change, body: sent, remoteID: clientIDs ? "unwantedId" : nil, of: "quotes", at: Date())
-        }
+        try setup.noteSent(change, sent, remoteID: clientIDs ? "unwantedId" : nil)
         try setup.parse("POST", "/classes/Quote", clientIDs ? #"{"objectId":"unwantedId","n":5,"text":"made, then unwanted"}"# : sent)
         try other.execute("DELETE FROM quotes WHERE id = \(literal(change.id))")
         let report = try setup.pass()
@@ -428,8 +437,8 @@ struct ParsePushTests {
         let other = try setup.client()
         defer { other.close() }
         try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"made here"}')"#)
-        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
-        _ = try setup.database.write { try $0.noteCreateSent(change, body: #"{"text":"made here"}"#, remoteID: "changedId1", of: "quotes", at: Date()) }
+        let change = try setup.firstQueued()
+        try setup.noteSent(change, #"{"text":"made here"}"#, remoteID: "changedId1")
         try setup.parse("POST", "/classes/Quote", #"{"objectId":"changedId1","text":"made here"}"#)
         try setup.parse("PUT", "/classes/Quote/changedId1", #"{"remote":"changed there"}"#)
         try other.execute("DELETE FROM quotes WHERE id = \(literal(change.id))")
@@ -451,15 +460,15 @@ struct ParsePushTests {
         let other = try setup.client()
         defer { other.close() }
         try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"maybe made"}')"#)
-        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "quotes") }.first)
-        _ = try setup.database.write { try $0.noteCreateSent(change, body: #"{"text":"maybe made"}"#, remoteID: "maybeMade1", of: "quotes", at: Date()) }
+        let change = try setup.firstQueued()
+        try setup.noteSent(change, #"{"text":"maybe made"}"#, remoteID: "maybeMade1")
         try other.execute("DELETE FROM quotes WHERE id = \(literal(change.id))")
         let early = try setup.pass()
         #expect(try setup.outbox().queued == 1, "kept: the send may still land")
         #expect(!early.isComplete)
         // The late send lands after all; the next pass, past the settle time, removes it.
         try setup.parse("POST", "/classes/Quote", #"{"objectId":"maybeMade1","text":"maybe made"}"#)
-        _ = try setup.database.write { try $0.noteCreateSent(change, body: #"{"text":"maybe made"}"#, remoteID: "maybeMade1", of: "quotes", at: Date().addingTimeInterval(-60)) }
+        try setup.noteSent(change, #"{"text":"maybe made"}"#, remoteID: "maybeMade1", at: Date().addingTimeInterval(-60))
         let later = try setup.pass()
         #expect(try setup.remote()["maybeMade1"] == nil)
         #expect(try setup.outbox().isEmpty)

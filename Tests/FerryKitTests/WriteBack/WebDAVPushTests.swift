@@ -28,6 +28,16 @@ struct WebDAVPushTests {
             try database.write { try $0.body(of: id, in: store.name) }
         }
 
+        /// A card inserted by `other` whose create a push sent, and the server stored under
+        /// `<uid>.vcf`, before a kill lost the answer: its queued change.
+        func createSentBeforeACrash(_ card: String, uid: String, by other: SQLiteConnection) throws -> LocalChange {
+            try other.execute("INSERT INTO contacts(body) VALUES (\(literal(card)))")
+            let change = try #require(try database.write { try $0.queuedLocalChanges(of: "contacts") }.first)
+            _ = try database.write { try $0.noteCreateSent(change, body: card, of: "contacts", at: Date()) }
+            try server.put(server.addressBookPath + uid + ".vcf", card)
+            return change
+        }
+
         func ids() throws -> [String] {
             try database.write { database in try database.rows(of: store.name) }.keys.sorted()
         }
@@ -191,10 +201,7 @@ struct WebDAVPushTests {
         let other = try setup.client()
         defer { other.close() }
         let first = DAVServer.vCard(uid: "sent-then-changed", name: "First", email: "first@example.com")
-        try other.execute("INSERT INTO contacts(body) VALUES (\(literal(first)))")
-        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "contacts") }.first)
-        _ = try setup.database.write { try $0.noteCreateSent(change, body: first, of: "contacts", at: Date()) }
-        try setup.server.put(setup.server.addressBookPath + "sent-then-changed.vcf", first)
+        let change = try setup.createSentBeforeACrash(first, uid: "sent-then-changed", by: other)
         try other.execute("UPDATE contacts SET body = replace(body, 'FN:First', 'FN:Second') WHERE id = \(literal(change.id))")
         let report = try setup.pass()
         #expect(report.push.conflicts == 0, "\(report.summary)")
@@ -210,10 +217,7 @@ struct WebDAVPushTests {
         let other = try setup.client()
         defer { other.close() }
         let card = DAVServer.vCard(uid: "sent-then-deleted", name: "Gone Soon", email: "gone@example.com")
-        try other.execute("INSERT INTO contacts(body) VALUES (\(literal(card)))")
-        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "contacts") }.first)
-        _ = try setup.database.write { try $0.noteCreateSent(change, body: card, of: "contacts", at: Date()) }
-        try setup.server.put(setup.server.addressBookPath + "sent-then-deleted.vcf", card)
+        let change = try setup.createSentBeforeACrash(card, uid: "sent-then-deleted", by: other)
         try other.execute("DELETE FROM contacts WHERE id = \(literal(change.id))")
         let report = try setup.pass()
         #expect(report.push.conflicts == 0, "\(report.summary)")
@@ -229,11 +233,8 @@ struct WebDAVPushTests {
         let other = try setup.client()
         defer { other.close() }
         let card = DAVServer.vCard(uid: "deleted-here-changed-there", name: "Made Here", email: "made@example.com")
-        try other.execute("INSERT INTO contacts(body) VALUES (\(literal(card)))")
-        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "contacts") }.first)
-        _ = try setup.database.write { try $0.noteCreateSent(change, body: card, of: "contacts", at: Date()) }
+        let change = try setup.createSentBeforeACrash(card, uid: "deleted-here-changed-there", by: other)
         let member = setup.server.addressBookPath + "deleted-here-changed-there.vcf"
-        try setup.server.put(member, card)
         try setup.server.put(member, card.replacingOccurrences(of: "FN:Made Here", with: "FN:Changed There"))
         try other.execute("DELETE FROM contacts WHERE id = \(literal(change.id))")
         let report = try setup.pass()
