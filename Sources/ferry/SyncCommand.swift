@@ -56,9 +56,6 @@ func runOneShot(_ options: ConfigurationOptions, stores: [String], verbose: Bool
         sync = try OneShotSync(configuration: configuration, storeNames: stores, databasePath: options.database, logger: logger)
         sync.pull = !pushOnly
         configure(sync)
-    } catch let error as OneShotSyncError {
-        FileHandle.standardError.write(Data("ferry: \(error)\n".utf8))
-        throw ExitCode(FerryExitCode.usage.rawValue)
     } catch {
         throw fail(error)
     }

@@ -26,7 +26,7 @@ public enum FerryExitCode: Int32, Sendable {
     public static func `for`(_ error: any Error) -> FerryExitCode {
         switch error {
         case is ConfigurationErrors: return .configuration
-        case is InstanceNameError: return .usage
+        case is InstanceNameError, is OneShotSyncError, is DiscoveryTargetError: return .usage
         case is StoreError, is DatabaseLocationError: return .database
         case let error as SyncError:
             switch error.kind {

@@ -77,6 +77,8 @@ public enum DAVName {
     public static let dav = "DAV:"
     public static let cardDAV = "urn:ietf:params:xml:ns:carddav"
     public static let calDAV = "urn:ietf:params:xml:ns:caldav"
+    /// Apple's iCal namespace, for `calendar-color`.
+    public static let appleICal = "http://apple.com/ns/ical/"
     public static let validSyncToken = "DAV:valid-sync-token"
     /// RFC 3253 §3.6: the REPORT is not supported on this resource.
     public static let supportedReport = "DAV:supported-report"

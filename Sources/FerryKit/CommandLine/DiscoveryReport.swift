@@ -1,0 +1,154 @@
+import Foundation
+
+/// What `ferry discover` says about one store: what discovery found, and what the store as
+/// configured would sync. Pure: the command prints it, tests read it.
+public struct DiscoveryReport: Sendable {
+    /// What the store as configured would do with the account found.
+    public enum Verdict: Sendable {
+        /// It syncs the collection its URL names.
+        case syncsCollection(String)
+        /// Its URL names no collection of its kind; `candidates` are the ones it could name.
+        case namesNoCollection(candidates: [String])
+        /// Discovery failed.
+        case failed(SyncError)
+    }
+
+    public var store: String
+    public var kind: StoreKind
+    public var account: DAVAccount?
+    public var verdict: Verdict
+
+    public init(store: StoreConfiguration, result: Result<DAVAccount, SyncError>) {
+        self.store = store.name
+        kind = store.kind
+        switch result {
+        case .failure(let error):
+            account = nil
+            verdict = .failed(error)
+        case .success(let account):
+            self.account = account
+            let content: WebDAVOptions.Content = store.kind == .caldav ? .calendar : .addressBook
+            let own = account.collections.filter { $0.content == content }
+            if account.startedAtCollection, let collection = own.first {
+                verdict = .syncsCollection(collection.url)
+            } else {
+                verdict = .namesNoCollection(candidates: own.map(\.url))
+            }
+        }
+    }
+
+    /// Whether the store works as configured.
+    public var isUsable: Bool {
+        if case .syncsCollection = verdict { return true }
+        return false
+    }
+
+    /// The report for a person, one line each, indented under the store.
+    public var lines: [String] {
+        var lines = ["store \(store) (\(kind))"]
+        if let account {
+            if account.contextURL != account.startURL { lines.append("  answered at  \(account.contextURL)") }
+            if let principal = account.principalURL { lines.append("  principal    \(principal)") }
+            for home in account.addressBookHomes { lines.append("  address book home  \(home)") }
+            for home in account.calendarHomes { lines.append("  calendar home      \(home)") }
+            if account.collections.isEmpty { lines.append("  no address books or calendars") }
+            for collection in account.collections { lines.append("  " + Self.describe(collection)) }
+            for unusable in account.unusable { lines.append("  unusable     \(unusable.url): \(unusable.reason)") }
+        }
+        switch verdict {
+        case .syncsCollection(let url):
+            lines.append("  syncs \(url)")
+        case .namesNoCollection(let candidates):
+            let what = kind == .caldav ? "calendar" : "address book"
+            if candidates.isEmpty {
+                lines.append("  syncs nothing: the url names no \(what), and the account has none")
+            } else {
+                lines.append("  syncs nothing: the url names no \(what); set url to one of:")
+                lines += candidates.map { "    \($0)" }
+            }
+        case .failed(let error):
+            lines.append("  discovery failed: \(error)")
+        }
+        return lines
+    }
+
+    /// One collection on one line: kind, URL, name, colour, components, sync-collection.
+    static func describe(_ collection: DiscoveredCollection) -> String {
+        var text = (collection.content == .addressBook ? "address book " : "calendar     ") + " " + collection.url
+        if let name = collection.displayName { text += " \"\(name)\"" }
+        if let color = collection.color { text += " \(color)" }
+        if !collection.components.isEmpty { text += " " + collection.components.joined(separator: ",") }
+        switch collection.supportsSyncCollection {
+        case true?: text += " (sync-collection)"
+        case false?: text += " (no sync-collection: listed by PROPFIND)"
+        case nil: break
+        }
+        return text
+    }
+}
+
+extension DiscoveryReport {
+    /// The report as one JSON object, snake_case like Ferry's other JSON outputs.
+    public var json: [String: Any] {
+        var object: [String: Any] = ["store": store, "kind": kind.name]
+        if let account {
+            object["start_url"] = account.startURL
+            object["context_url"] = account.contextURL
+            object["principal"] = account.principalURL ?? NSNull()
+            object["addressbook_homes"] = account.addressBookHomes
+            object["calendar_homes"] = account.calendarHomes
+            object["collections"] = account.collections.map { collection -> [String: Any] in
+                [
+                    "url": collection.url, "kind": collection.kind.name, "segment": collection.segment,
+                    "displayname": collection.displayName ?? NSNull(), "color": collection.color ?? NSNull(),
+                    "components": collection.components,
+                    "sync_collection": collection.supportsSyncCollection.map { $0 as Any } ?? NSNull(),
+                ]
+            }
+            object["unusable"] = account.unusable.map { ["url": $0.url, "reason": $0.reason] }
+        }
+        switch verdict {
+        case .syncsCollection(let url): object["syncs"] = [url]
+        case .namesNoCollection(let candidates):
+            object["syncs"] = [String]()
+            object["candidates"] = candidates
+        case .failed(let error):
+            object["error"] = error.description
+            object["failed_step"] = error.position
+        }
+        return object
+    }
+}
+
+/// The stores `ferry discover` looks at.
+public enum DiscoveryTargets {
+    /// The stores named (every carddav and caldav store when none is): an unknown name, or a
+    /// store of a kind without discovery, is a usage error.
+    public static func choose(_ names: [String], from configuration: FerryConfiguration) throws -> [StoreConfiguration] {
+        let discoverable = configuration.stores.filter { $0.options.as(WebDAVOptions.self) != nil }
+        guard !names.isEmpty else {
+            guard !discoverable.isEmpty else { throw DiscoveryTargetError.noDAVStores }
+            return discoverable
+        }
+        return try names.map { name in
+            guard let store = configuration.stores.first(where: { $0.name == name }) else {
+                throw OneShotSyncError.unknownStore(name, known: configuration.stores.map(\.name).joined(separator: ", "))
+            }
+            guard discoverable.contains(where: { $0.name == name }) else { throw DiscoveryTargetError.notDAV(name, kind: store.kind) }
+            return store
+        }
+    }
+}
+
+/// Why `ferry discover` has nothing to look at.
+public enum DiscoveryTargetError: Error, CustomStringConvertible {
+    case noDAVStores
+    case notDAV(String, kind: StoreKind)
+
+    public var description: String {
+        switch self {
+        case .noDAVStores: "the configuration has no carddav or caldav store to discover"
+        case .notDAV(let name, let kind): "store \(name) is a \(kind) store; discovery is for carddav and caldav stores"
+        }
+    }
+}

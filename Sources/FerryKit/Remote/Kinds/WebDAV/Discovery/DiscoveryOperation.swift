@@ -1,0 +1,44 @@
+import Foundation
+import Logging
+
+/// Runs one ``DAVDiscovery`` on a thread and run loop of its own: what `ferry discover` waits
+/// for, one operation per store.
+public final class DiscoveryOperation: RunLoopOperation<DAVAccount>, @unchecked Sendable {
+    public let store: StoreConfiguration
+    private let authentication: HTTPAuthentication
+    private let contents: [WebDAVOptions.Content]
+    private let logger: Logger
+    /// Touched only on the operation's thread.
+    private var discovery: DAVDiscovery?
+
+    public init(store: StoreConfiguration, authentication: HTTPAuthentication, contents: [WebDAVOptions.Content], logger: Logger) {
+        self.store = store
+        self.authentication = authentication
+        self.contents = contents
+        self.logger = logger
+        super.init()
+        name = "ferry-discover-\(store.name)"
+    }
+
+    /// Discovery for a `carddav` or `caldav` store: its URL, credentials and content. Nil for
+    /// a store of another kind.
+    public convenience init?(store: StoreConfiguration, logger: Logger) {
+        guard let options = store.options.value as? WebDAVOptions else { return nil }
+        self.init(store: store, authentication: options.authentication, contents: [options.content], logger: logger)
+    }
+
+    public override func run() {
+        let discovery = DAVDiscovery(store: store, authentication: authentication, contents: contents, logger: logger)
+        self.discovery = discovery
+        discovery.start { [self] result in
+            self.discovery = nil
+            finish(result.mapError { $0 })
+        }
+    }
+
+    public override func cancelRun() {
+        discovery?.cancel()
+        discovery = nil
+        finish(.failure(SyncError(.cancelled, store: store.name, message: "discovery cancelled")))
+    }
+}

@@ -1,0 +1,61 @@
+import ArgumentParser
+import FerryKit
+import Foundation
+import Logging
+
+struct DiscoverCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "discover",
+        abstract: "Find the address books and calendars of CardDAV/CalDAV stores' accounts, and say what each store would sync.",
+        discussion: """
+        Starts at each store's url: the server (through /.well-known/carddav and /.well-known/caldav), \
+        the user's principal, a home set or a collection; follows current-user-principal and the home sets, \
+        and lists every address book and calendar with its name, colour, components and sync support. \
+        Writes nothing. Exits 0 when every store chosen names a collection it can sync, 78 when one does not, \
+        and with the failure's code when discovery failed.
+        """)
+
+    @OptionGroup var options: ConfigurationOptions
+
+    @Argument(help: "Stores to look at (default: every carddav and caldav store).")
+    var stores: [String] = []
+
+    @Flag(help: "One JSON object per store instead of text.")
+    var json = false
+
+    func run() throws {
+        let configuration: FerryConfiguration
+        do { configuration = try options.load() } catch { throw fail(error) }
+        var logger = Logger(label: "ferry.discover")
+        logger.logLevel = .warning
+        let chosen: [StoreConfiguration]
+        do { chosen = try DiscoveryTargets.choose(stores, from: configuration) } catch { throw fail(error) }
+        let operations = chosen.compactMap { DiscoveryOperation(store: $0, logger: logger) }
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = configuration.global.maxConcurrentPasses
+        queue.addOperations(operations, waitUntilFinished: true)
+        var worst = FerryExitCode.success
+        for operation in operations {
+            let result: Result<DAVAccount, SyncError> = switch operation.result {
+            case .success(let account)?: .success(account)
+            case .failure(let error as SyncError)?: .failure(error)
+            case .failure(let error)?: .failure(SyncError(.cancelled, store: operation.store.name, message: "\(error)"))
+            case nil: .failure(SyncError(.cancelled, store: operation.store.name, message: "discovery did not finish"))
+            }
+            let report = DiscoveryReport(store: operation.store, result: result)
+            if json {
+                let data = try JSONSerialization.data(withJSONObject: report.json, options: [.sortedKeys, .withoutEscapingSlashes])
+                print(String(decoding: data, as: UTF8.self))
+            } else {
+                report.lines.forEach { print($0) }
+            }
+            let code: FerryExitCode = switch report.verdict {
+            case .syncsCollection: .success
+            case .namesNoCollection: .configuration
+            case .failed(let error): FerryExitCode.for(error)
+            }
+            if worst == .success { worst = code }
+        }
+        if worst != .success { throw ExitCode(worst.rawValue) }
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+import Logging
+import Testing
+@testable import FerryKit
+import FerryTestSupport
+
+/// Runs discovery for `store` on an operation of its own, as `ferry discover` does.
+func discover(_ store: StoreConfiguration, contents: [WebDAVOptions.Content] = [.addressBook, .calendar]) -> Result<DAVAccount, SyncError> {
+    let authentication = store.options.as(WebDAVOptions.self)?.authentication ?? .none
+    let operation = DiscoveryOperation(store: store, authentication: authentication, contents: contents, logger: Logger(label: "test"))
+    OperationQueue().addOperations([operation], waitUntilFinished: true)
+    switch operation.result {
+    case .success(let account)?: return .success(account)
+    case .failure(let error as SyncError)?: return .failure(error)
+    case let other: Issue.record("discovery ended with \(String(describing: other))"); return .failure(SyncError(.cancelled, store: store.name, message: "?"))
+    }
+}
+
+@Suite("Discovery against Radicale and Xandikos", .enabled(if: DAVServer.shouldRun, "radicale/xandikos not installed: pip install radicale xandikos into $FERRY_VENV (bash scripts/test.sh does)"))
+struct DAVDiscoveryServerTests {
+    /// The user's principal on each server (Radicale: the user's own collection; Xandikos: /user/).
+    static func principalPath(_ kind: DAVServer.Kind) -> String { kind == .radicale ? "/ferry/" : "/user/" }
+
+    func account(_ server: DAVServer, from url: String, password: String = DAVServer.password) throws -> DAVAccount {
+        try discover(server.store(password: password, url: url)).get()
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func findsEveryCollectionFromTheServersRoot(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer.shared(kind)
+        let account = try account(server, from: server.baseURL + "/")
+        #expect(account.principalURL == server.baseURL + Self.principalPath(kind))
+        #expect(!account.startedAtCollection)
+        let books = account.collections.filter { $0.content == .addressBook }
+        let calendars = account.collections.filter { $0.content == .calendar }
+        #expect(books.map(\.url) == [server.addressBookURL])
+        #expect(calendars.map(\.url) == [server.calendarURL])
+        #expect(books.first?.supportsSyncCollection == true)
+        #expect(calendars.first?.supportsSyncCollection == true)
+        #expect(calendars.first?.components.contains("VEVENT") == true)
+        #expect(books.first?.displayName != nil)
+        #expect(account.unusable.isEmpty)
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func theWellKnownURLAndThePrincipalLeadToTheSameCollections(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer.shared(kind)
+        let fromRoot = try account(server, from: server.baseURL)
+        let fromWellKnown = try account(server, from: server.baseURL + "/.well-known/carddav")
+        let fromPrincipal = try account(server, from: server.baseURL + Self.principalPath(kind))
+        #expect(fromWellKnown.collections.map(\.url) == fromRoot.collections.map(\.url))
+        #expect(fromPrincipal.collections.map(\.url) == fromRoot.collections.map(\.url))
+        #expect(fromPrincipal.principalURL == fromRoot.principalURL)
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func aCollectionURLIsTheAccountsOnlyCollection(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer.shared(kind)
+        let account = try account(server, from: server.calendarURL)
+        #expect(account.startedAtCollection)
+        #expect(account.collections.map(\.url) == [server.calendarURL])
+        #expect(account.collections.first?.content == .calendar)
+        let report = DiscoveryReport(store: server.store(.caldav, url: server.calendarURL), result: .success(account))
+        guard case .syncsCollection(let url) = report.verdict else {
+            Issue.record("a calendar store at its calendar's URL: \(report.verdict)")
+            return
+        }
+        #expect(url == server.calendarURL)
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func aStoreAtTheServersRootIsToldWhichURLsItCouldName(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer.shared(kind)
+        let store = server.store(url: server.baseURL + "/")
+        let report = DiscoveryReport(store: store, result: discover(store, contents: [.addressBook]))
+        guard case .namesNoCollection(let candidates) = report.verdict else {
+            Issue.record("a carddav store at the server's root: \(report.verdict)")
+            return
+        }
+        #expect(candidates == [server.addressBookURL])
+        #expect(!report.isUsable)
+        #expect(report.lines.contains("    " + server.addressBookURL))
+    }
+
+    @Test func aWrongPasswordIsACredentialsErrorNamingTheStep() throws {
+        let server = try DAVServer.shared(.radicale)
+        let result = discover(server.store(password: "not-the-password", url: server.baseURL + "/"))
+        guard case .failure(let error) = result else {
+            Issue.record("discovery with a wrong password succeeded")
+            return
+        }
+        #expect(error.kind == SyncError.Kind.unauthorized)
+        #expect(error.position == DiscoveryStep.wellKnown.description)
+        #expect(!error.description.contains("not-the-password"))
+    }
+}
+
+/// What real servers will not do on demand, from `Tests/Servers/discovery_faults.py`.
+@Suite("Discovery against broken servers")
+struct DAVDiscoveryFaultTests {
+    func run(_ scenario: String, collections: Int? = nil, path: String = "/") throws -> (Result<DAVAccount, SyncError>, String) {
+        var arguments = ["--scenario", scenario]
+        if let collections { arguments += ["--collections", "\(collections)"] }
+        let server = try TestServer.python("discovery_faults.py", arguments: arguments)
+        defer { server.stop() }
+        var options = WebDAVOptions(content: .addressBook)
+        options.authentication = .basic(username: "ferry", password: Secret("secret", source: "test"))
+        let store = StoreConfiguration(name: "account", url: server.baseURL + path, options: options,
+                                       location: ConfigurationLocation(file: "test.conf", line: 1))
+        return (discover(store), server.baseURL)
+    }
+
+    func failure(_ result: Result<DAVAccount, SyncError>) -> SyncError? {
+        if case .failure(let error) = result { return error }
+        Issue.record("discovery succeeded: \(result)")
+        return nil
+    }
+
+    @Test func aWellKnownURLThatRedirectsToItselfFailsAtThatStep() throws {
+        let (result, base) = try run("loop")
+        guard let error = failure(result) else { return }
+        #expect(error.kind == .transport(.tooManyRedirects))
+        #expect(error.position == DiscoveryStep.wellKnown.description)
+        #expect(error.url.hasPrefix(base + "/.well-known/carddav"))
+    }
+
+    @Test func anHTMLLoginPageAnsweredWith200IsNotTakenForAnAccount() throws {
+        let (result, _) = try run("html")
+        guard let error = failure(result) else { return }
+        #expect(error.kind == .malformedResponse)
+        #expect(error.message.contains("HTML page"))
+        #expect(error.position == DiscoveryStep.wellKnown.description)
+    }
+
+    @Test func aPrincipalWithoutHomeSetsIsAnErrorNamingThePrincipal() throws {
+        let (result, base) = try run("no-home")
+        guard let error = failure(result) else { return }
+        #expect(error.kind == .configuration)
+        #expect(error.url == base + "/principals/ferry/")
+        #expect(error.position == DiscoveryStep.principal.description)
+        #expect(error.message.contains("addressbook-home-set"))
+    }
+
+    @Test func aServerWithoutCurrentUserPrincipalIsAnErrorNamingTheURL() throws {
+        let (result, base) = try run("no-principal")
+        guard let error = failure(result) else { return }
+        #expect(error.kind == .configuration)
+        #expect(error.url == base + "/")
+        #expect(error.position == DiscoveryStep.context.description)
+    }
+
+    @Test func aHomeSetOfThousandsOfCollectionsIsListedWhole() throws {
+        let (result, base) = try run("many", collections: 1_500)
+        let account = try result.get()
+        #expect(account.collections.count == 3_000)
+        #expect(account.collections.first?.url == base + "/home/ferry/book-0/")
+        #expect(account.collections.filter { $0.content == .calendar }.count == 1_500)
+        #expect(account.collections.last?.displayName == "Calendar 1499")
+    }
+
+    @Test func aCollectionThatIsBothAnAddressBookAndACalendarIsSetAside() throws {
+        let (result, base) = try run("both")
+        let account = try result.get()
+        #expect(account.collections.map(\.url) == [base + "/home/ferry/book/", base + "/home/ferry/cal/"])
+        #expect(account.unusable.map(\.url) == [base + "/home/ferry/both/"])
+        #expect(account.unusable.first?.reason.contains("both an address book and a calendar") == true)
+    }
+}
+
+@Suite struct DiscoveryAnswerTests {
+    /// The table in ``DiscoveryAnswer``'s documentation, row by row.
+    @Test func statusAndContentTypeDecideWhatAnAnswerIs() {
+        #expect(DiscoveryAnswer.judge(status: 207, contentType: "application/xml; charset=utf-8", step: .context) == .multistatus)
+        #expect(DiscoveryAnswer.judge(status: 207, contentType: "text/xml", step: .homeSet) == .multistatus)
+        #expect(DiscoveryAnswer.judge(status: 207, contentType: nil, step: .principal) == .multistatus)
+        #expect(DiscoveryAnswer.judge(status: 200, contentType: "text/html", step: .context) == .notWebDAV("an HTML page"))
+        #expect(DiscoveryAnswer.judge(status: 200, contentType: "application/json", step: .context) == .notWebDAV("application/json"))
+        for status in [400, 403, 404, 405, 410, 501] {
+            #expect(DiscoveryAnswer.judge(status: status, contentType: "text/plain", step: .wellKnown) == .absent)
+            #expect(DiscoveryAnswer.judge(status: status, contentType: "text/plain", step: .context) == .refused)
+        }
+        #expect(DiscoveryAnswer.judge(status: 401, contentType: "text/plain", step: .wellKnown) == .refused)
+        #expect(DiscoveryAnswer.judge(status: 500, contentType: "text/plain", step: .wellKnown) == .refused)
+    }
+
+    @Test func onlyAServersRootGoesThroughTheWellKnownURL() {
+        #expect(DAVDiscovery.isServerRoot("https://dav.example.com"))
+        #expect(DAVDiscovery.isServerRoot("https://dav.example.com/"))
+        #expect(!DAVDiscovery.isServerRoot("https://dav.example.com/dav/"))
+        #expect(DAVDiscovery.wellKnownURL("https://dav.example.com:8443/?x=1", content: .calendar) == "https://dav.example.com:8443/.well-known/caldav")
+    }
+
+    @Test func hrefsResolveAgainstTheURLThatAnswered() {
+        #expect(DAVDiscovery.resolve("/dav/ferry/", against: "http://h:1/.well-known/carddav") == "http://h:1/dav/ferry/")
+        #expect(DAVDiscovery.resolve("books/", against: "http://h:1/dav/ferry/") == "http://h:1/dav/ferry/books/")
+        #expect(DAVDiscovery.resolve("https://other/x/", against: "http://h:1/") == "https://other/x/")
+        #expect(DAVDiscovery.samePath("http://h:1/a%20b/", "http://h:1/a b"))
+        #expect(DAVDiscovery.lastSegment("http://h/dav/Fam%C3%ADlia/") == "Família")
+    }
+}
