@@ -6,18 +6,18 @@ import Logging
 struct DiscoverCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "discover",
-        abstract: "Find the address books and calendars of CardDAV/CalDAV stores' accounts, and say what each store would sync.",
+        abstract: "Find the address books and calendars of CardDAV/CalDAV accounts, and say what each store would sync.",
         discussion: """
         Starts at each store's url: the server (through /.well-known/carddav and /.well-known/caldav), \
         the user's principal, a home set or a collection; follows current-user-principal and the home sets, \
-        and lists every address book and calendar with its name, colour, components and sync support. \
-        Writes nothing. Exits 0 when every store chosen names a collection it can sync, 78 when one does not, \
+        and lists every address book and calendar with its name, colour, components and sync support; \
+        for a dav-account store, the collections it would sync and their tables. Writes nothing. Exits 0 when every store chosen names a collection it can sync, 78 when one does not, \
         and with the failure's code when discovery failed.
         """)
 
     @OptionGroup var options: ConfigurationOptions
 
-    @Argument(help: "Stores to look at (default: every carddav and caldav store).")
+    @Argument(help: "Stores to look at (default: every carddav, caldav and dav-account store).")
     var stores: [String] = []
 
     @Flag(help: "One JSON object per store instead of text.")
@@ -42,7 +42,8 @@ struct DiscoverCommand: ParsableCommand {
             case .failure(let error)?: .failure(SyncError(.cancelled, store: operation.store.name, message: "\(error)"))
             case nil: .failure(SyncError(.cancelled, store: operation.store.name, message: "discovery did not finish"))
             }
-            let report = DiscoveryReport(store: operation.store, result: result)
+            let others = Set(configuration.stores.map(\.name)).subtracting([operation.store.name])
+            let report = DiscoveryReport(store: operation.store, result: result, otherStores: others)
             if json {
                 let data = try JSONSerialization.data(withJSONObject: report.json, options: [.sortedKeys, .withoutEscapingSlashes])
                 print(String(decoding: data, as: UTF8.self))
@@ -50,8 +51,8 @@ struct DiscoverCommand: ParsableCommand {
                 report.lines.forEach { print($0) }
             }
             let code: FerryExitCode = switch report.verdict {
-            case .syncsCollection: .success
-            case .namesNoCollection: .configuration
+            case .syncsCollection, .syncsAccount: .success
+            case .namesNoCollection, .cannotChoose: .configuration
             case .failed(let error): FerryExitCode.for(error)
             }
             if worst == .success { worst = code }

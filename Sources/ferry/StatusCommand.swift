@@ -33,9 +33,12 @@ struct StatusCommand: ParsableCommand {
             defer { database.close() }
             let runtime = runtimeDirectory ?? configuration?.global.runtimeDirectory
                 ?? GlobalConfiguration.defaultRuntimeDirectory(environment: options.environment)
-            rows = StoreStatus.collect(configuration: configuration, states: try database.syncStates(),
+            // An account's collections are stores of their own.
+            let collections = try database.knownCollections()
+            rows = StoreStatus.collect(configuration: configuration?.expandingAccounts(collections), states: try database.syncStates(),
                                        unrecorded: UnrecordedFailures.read(directory: runtime, database: path),
-                                       schedule: PublishedSchedule.read(directory: runtime, database: path))
+                                       schedule: PublishedSchedule.read(directory: runtime, database: path),
+                                       kept: Set(collections.filter { $0.goneSince != nil }.map(\.store)))
         } catch {
             throw fail(error)
         }

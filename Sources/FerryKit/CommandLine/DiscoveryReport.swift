@@ -9,6 +9,10 @@ public struct DiscoveryReport: Sendable {
         case syncsCollection(String)
         /// Its URL names no collection of its kind; `candidates` are the ones it could name.
         case namesNoCollection(candidates: [String])
+        /// A `dav-account` store: the collections it syncs, each with its table.
+        case syncsAccount([ChosenCollection])
+        /// A `dav-account` store whose choice of collections fails.
+        case cannotChoose(CollectionSelectionError)
         /// Discovery failed.
         case failed(SyncError)
     }
@@ -18,7 +22,9 @@ public struct DiscoveryReport: Sendable {
     public var account: DAVAccount?
     public var verdict: Verdict
 
-    public init(store: StoreConfiguration, result: Result<DAVAccount, SyncError>) {
+    /// `otherStores`: the other configured stores' names (a `dav-account` store's tables may
+    /// not take one).
+    public init(store: StoreConfiguration, result: Result<DAVAccount, SyncError>, otherStores: Set<String> = []) {
         self.store = store.name
         kind = store.kind
         switch result {
@@ -27,6 +33,13 @@ public struct DiscoveryReport: Sendable {
             verdict = .failed(error)
         case .success(let account):
             self.account = account
+            if let options = store.options.as(DAVAccountOptions.self) {
+                switch options.selection.choose(from: account.collections, account: store.name, otherStores: otherStores) {
+                case .success(let chosen): verdict = .syncsAccount(chosen)
+                case .failure(let problem): verdict = .cannotChoose(problem)
+                }
+                return
+            }
             let content: WebDAVOptions.Content = store.kind == .caldav ? .calendar : .addressBook
             let own = account.collections.filter { $0.content == content }
             if account.startedAtCollection, let collection = own.first {
@@ -39,8 +52,10 @@ public struct DiscoveryReport: Sendable {
 
     /// Whether the store works as configured.
     public var isUsable: Bool {
-        if case .syncsCollection = verdict { return true }
-        return false
+        switch verdict {
+        case .syncsCollection, .syncsAccount: true
+        case .namesNoCollection, .cannotChoose, .failed: false
+        }
     }
 
     /// The report for a person, one line each, indented under the store.
@@ -66,6 +81,11 @@ public struct DiscoveryReport: Sendable {
                 lines.append("  syncs nothing: the url names no \(what); set url to one of:")
                 lines += candidates.map { "    \($0)" }
             }
+        case .syncsAccount(let chosen):
+            lines.append(chosen.isEmpty ? "  syncs no collection (see content, collections and components)" : "  syncs \(chosen.count) collection\(chosen.count == 1 ? "" : "s"):")
+            lines += chosen.map { "    \($0.collection.url) as table \($0.table)" }
+        case .cannotChoose(let problem):
+            lines.append("  syncs nothing: \(problem)")
         case .failed(let error):
             lines.append("  discovery failed: \(error)")
         }
@@ -112,6 +132,12 @@ extension DiscoveryReport {
         case .namesNoCollection(let candidates):
             object["syncs"] = [String]()
             object["candidates"] = candidates
+        case .syncsAccount(let chosen):
+            object["syncs"] = chosen.map(\.collection.url)
+            object["tables"] = chosen.map(\.table)
+        case .cannotChoose(let problem):
+            object["syncs"] = [String]()
+            object["error"] = problem.description
         case .failed(let error):
             object["error"] = error.description
             object["failed_step"] = error.position
@@ -122,10 +148,10 @@ extension DiscoveryReport {
 
 /// The stores `ferry discover` looks at.
 public enum DiscoveryTargets {
-    /// The stores named (every carddav and caldav store when none is): an unknown name, or a
+    /// The stores named (every carddav, caldav and dav-account store when none is): an unknown name, or a
     /// store of a kind without discovery, is a usage error.
     public static func choose(_ names: [String], from configuration: FerryConfiguration) throws -> [StoreConfiguration] {
-        let discoverable = configuration.stores.filter { $0.options.as(WebDAVOptions.self) != nil }
+        let discoverable = configuration.stores.filter { $0.options.as(WebDAVOptions.self) != nil || $0.kind.isAccount }
         guard !names.isEmpty else {
             guard !discoverable.isEmpty else { throw DiscoveryTargetError.noDAVStores }
             return discoverable
@@ -147,8 +173,8 @@ public enum DiscoveryTargetError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .noDAVStores: "the configuration has no carddav or caldav store to discover"
-        case .notDAV(let name, let kind): "store \(name) is a \(kind) store; discovery is for carddav and caldav stores"
+        case .noDAVStores: "the configuration has no carddav, caldav or dav-account store to discover"
+        case .notDAV(let name, let kind): "store \(name) is a \(kind) store; discovery is for carddav, caldav and dav-account stores"
         }
     }
 }

@@ -18,6 +18,7 @@ public final class OneShotSync {
     }
 
     private let stores: [StoreConfiguration]
+    private let configuration: FerryConfiguration
     private let database: SharedDatabase
     private let maxConcurrentPasses: Int
     private let logger: Logger
@@ -31,20 +32,59 @@ public final class OneShotSync {
     /// `deferIntegrityCheckAbove` bytes is checked beside the passes rather than before them.
     public init(configuration: FerryConfiguration, storeNames: [String], databasePath: String? = nil,
                 deferIntegrityCheckAbove: Int64 = ReplicaDatabase.integrityCheckedBeforeUseUpTo, logger: Logger) throws {
+        guard !configuration.stores.isEmpty else { throw OneShotSyncError.noStores }
+        database = try SharedDatabase(path: databasePath ?? configuration.global.databasePath,
+                                      deferIntegrityCheckAbove: deferIntegrityCheckAbove)
+        // A collection of a dav-account store may be named on its own.
+        let expanded = configuration.expandingAccounts(try database.write { database throws(StoreError) in try database.knownCollections() })
         var selected: [StoreConfiguration] = []
         for name in storeNames {
-            guard let store = configuration.stores.first(where: { $0.name == name }) else {
-                let known = configuration.stores.map(\.name).joined(separator: ", ")
-                throw OneShotSyncError.unknownStore(name, known: known)
+            guard let store = expanded.store(named: name) else {
+                database.close()
+                throw OneShotSyncError.unknownStore(name, known: expanded.stores.map(\.name).joined(separator: ", "))
             }
             selected.append(store)
         }
         stores = storeNames.isEmpty ? configuration.stores : selected
-        guard !stores.isEmpty else { throw OneShotSyncError.noStores }
-        database = try SharedDatabase(path: databasePath ?? configuration.global.databasePath,
-                                      deferIntegrityCheckAbove: deferIntegrityCheckAbove)
+        self.configuration = configuration
         maxConcurrentPasses = configuration.global.maxConcurrentPasses
         self.logger = logger
+    }
+
+    /// The passes of the chosen `dav-account` stores (discovery: which collections there
+    /// are), run before any other pass; then the stores to pass: the others chosen and every
+    /// collection of those accounts, as the replica now records them. `ferry push` runs no
+    /// discovery and pushes the collections already known.
+    private func settleAccounts() -> (accounts: [(store: String, result: Result<PassReport, SyncError>)], stores: [StoreConfiguration]) {
+        let accounts = stores.filter(\.kind.isAccount)
+        guard !accounts.isEmpty else { return ([], stores) }
+        var results: [(store: String, result: Result<PassReport, SyncError>)] = []
+        if pull {
+            let names = Set(configuration.stores.map(\.name))
+            let operations = accounts.enumerated().map { index, account in
+                AccountPassOperation(.init(store: account, database: database, trigger: .onDemand, pass: index + 1, logger: logger,
+                                           otherStores: names.subtracting([account.name])))
+            }
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = maxConcurrentPasses
+            queue.addOperations(operations, waitUntilFinished: true)
+            results = operations.map { operation in
+                let name = operation.setup.store.name
+                return switch operation.result {
+                case .success(let report)?: (name, .success(report))
+                case .failure(let error as SyncError)?: (name, .failure(error))
+                case let other: (name, .failure(SyncError(.cancelled, store: name, message: "discovery ended without a result: \(String(describing: other))")))
+                }
+            }
+        }
+        let known = (try? database.write { database throws(StoreError) in try database.knownCollections() }) ?? []
+        let expanded = configuration.expandingAccounts(known)
+        let accountNames = Set(accounts.map(\.name))
+        var passing = stores.filter { !$0.kind.isAccount }
+        for collection in known where accountNames.contains(collection.account) && !passing.contains(where: { $0.name == collection.store }) {
+            if let store = expanded.store(named: collection.store) { passing.append(store) }
+        }
+        return (results, passing)
     }
 
     public var databasePath: String { database.path }
@@ -55,6 +95,7 @@ public final class OneShotSync {
     /// `progress` is called on the calling thread about every `refresh`; SIGINT cancels every
     /// pass cleanly.
     public func run(refresh: Duration = .milliseconds(200), progress: ([Progress]) -> Void) -> [(store: String, result: Result<PassReport, SyncError>)] {
+        let (accountResults, stores) = settleAccounts()
         let queue = OperationQueue()
         queue.name = "ferry-sync"
         queue.maxConcurrentOperationCount = maxConcurrentPasses
@@ -102,7 +143,7 @@ public final class OneShotSync {
         signal(SIGINT, SIG_DFL)
         database.close()
         let damage = integrity.state.failure
-        return operations.map { operation in
+        return accountResults + operations.map { operation in
             if let damage { return (operation.setup.store.name, .failure(SyncError(damage, store: operation.setup.store.name))) }
             let result: Result<PassReport, SyncError> = switch operation.result {
             case .success(let report): .success(report)

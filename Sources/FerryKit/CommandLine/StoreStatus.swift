@@ -12,8 +12,8 @@ import Foundation
 /// `state` is `ok` (the last pass finished and left nothing out), `incomplete` (it finished,
 /// but the replica knowingly differs from the remote: `incomplete` says how; local writes not
 /// pushed yet, refused by the remote or held in a conflict count), `failing` (the
-/// last attempt failed), `never-synced`, or `not-configured` (rows of a store no longer in the
-/// configuration). The last five keys come from the running ferryd (``PublishedSchedule``) and
+/// last attempt failed), `never-synced`, `not-configured` (rows of a store no longer in the
+/// configuration) or `gone` (a collection a `dav-account` store no longer syncs, whose rows stay). The last five keys come from the running ferryd (``PublishedSchedule``) and
 /// are `null` when none runs for this database: `next_pass` is when the next pass may start
 /// (`null` while one runs), `syncing` whether one runs now, `consecutive_failures` how many
 /// passes failed in a row (above 0 the store is backing off, and `next_pass` is the retry),
@@ -85,9 +85,10 @@ public struct StoreStatus: Sendable, Equatable, Codable {
     /// Joins the configured stores with what the database recorded, and with failures ferryd
     /// could not record there (``UnrecordedFailures``): one newer than the store's last
     /// recorded attempt makes it `failing`; and with the running ferryd's schedule.
+    /// `kept`: collections a `dav-account` store no longer syncs whose rows stay (`gone`).
     public static func collect(configuration: FerryConfiguration?, states: [SyncState],
                                unrecorded: [String: UnrecordedFailures.Failure] = [:],
-                               schedule: [String: PublishedSchedule.Entry] = [:], now: Date = Date()) -> [StoreStatus] {
+                               schedule: [String: PublishedSchedule.Entry] = [:], kept: Set<String> = [], now: Date = Date()) -> [StoreStatus] {
         var byName = Dictionary(uniqueKeysWithValues: states.map { ($0.store, $0) })
         for (name, failure) in unrecorded {
             var state = byName[name] ?? SyncState(store: name)
@@ -102,7 +103,7 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         }
         for state in byName.values.sorted(by: { $0.store < $1.store }) {
             var row = StoreStatus(store: state.store, kind: nil, state: state, now: now)
-            if configuration != nil { row.state = "not-configured" }
+            if configuration != nil { row.state = kept.contains(state.store) ? "gone" : "not-configured" }
             rows.append(row)
         }
         for index in rows.indices {

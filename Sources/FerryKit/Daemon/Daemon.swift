@@ -21,11 +21,17 @@ public final class Daemon: @unchecked Sendable {
 
     private let configurationPath: String
     private let environment: [String: String]
+    /// The configuration as loaded.
     private var configuration: FerryConfiguration {
+        didSet { expandAccounts() }
+    }
+    /// What runs: the configuration with every `dav-account` store's collections as stores of
+    /// their own, as the replica records them (``FerryConfiguration/expandingAccounts(_:)``).
+    private var running: FerryConfiguration {
         didSet {
-            storeHeartbeats = Self.storeHeartbeats(configuration)
-            pushStores = Self.pushStores(configuration)
-            metrics.retain(stores: Set(configuration.stores.map(\.name)))
+            storeHeartbeats = Self.storeHeartbeats(running)
+            pushStores = Self.pushStores(running)
+            metrics.retain(stores: Set(running.stores.map(\.name)))
         }
     }
     /// Each store's heartbeat, by store name (a pass's end looks its store up here).
@@ -54,6 +60,7 @@ public final class Daemon: @unchecked Sendable {
     private var publishedSchedule: [String: PublishedSchedule.Entry]?
     private var schedulePublishedAt = ContinuousClock.now - .seconds(60)
     private var schedulePublishFailed = false
+    private var schedulerEnvironment: LiveSchedulerEnvironment?
 
     /// Loads and validates the configuration and opens the database. Throws
     /// `ConfigurationErrors` or the store's error, for `ferryd` to print and map to an exit code.
@@ -62,14 +69,32 @@ public final class Daemon: @unchecked Sendable {
         self.environment = environment
         self.logger = logger
         self.notifier = SystemdNotifier(logger: logger)
-        configuration = try ConfigurationLoader.load(path: configurationPath, environment: environment)
-        storeHeartbeats = Self.storeHeartbeats(configuration)
-        pushStores = Self.pushStores(configuration)
+        let loaded = try ConfigurationLoader.load(path: configurationPath, environment: environment)
+        configuration = loaded
         // A large replica is checked after READY=1, while passes run (``startIntegrityCheck()``).
-        database = try SharedDatabase(path: configuration.global.databasePath,
+        database = try SharedDatabase(path: loaded.global.databasePath,
                                       deferIntegrityCheckAbove: ReplicaDatabase.integrityCheckedBeforeUseUpTo)
-        metrics = DaemonMetrics(databasePath: configuration.global.databasePath)
-        metrics.retain(stores: Set(configuration.stores.map(\.name)))
+        metrics = DaemonMetrics(databasePath: loaded.global.databasePath)
+        // Collections found by earlier passes sync from the start, before their account's
+        // discovery runs again (or while it fails: the server may be down).
+        running = loaded.expandingAccounts(Self.knownCollections(database, logger: logger))
+        storeHeartbeats = Self.storeHeartbeats(running)
+        pushStores = Self.pushStores(running)
+        metrics.retain(stores: Set(running.stores.map(\.name)))
+    }
+
+    /// Brings ``running`` in line with the configuration and the collections the replica records.
+    private func expandAccounts() {
+        running = configuration.expandingAccounts(Self.knownCollections(database, logger: logger))
+    }
+
+    private static func knownCollections(_ database: SharedDatabase, logger: Logger) -> [KnownCollection] {
+        do {
+            return try database.writeIfOpen { database throws(StoreError) in try database.knownCollections() } ?? []
+        } catch {
+            logger.warning("cannot read the accounts' collections from the replica: \(error)")
+            return []
+        }
     }
 
     /// Runs until stopped; returns the process exit code. Call on the main thread.
@@ -88,15 +113,18 @@ public final class Daemon: @unchecked Sendable {
         }
 
         let environment = LiveSchedulerEnvironment(database: database, logger: logger)
-        let scheduler = Scheduler(configuration: configuration, environment: environment, logger: logger)
+        let scheduler = Scheduler(configuration: running, environment: environment, logger: logger)
         environment.scheduler = scheduler
         environment.metrics = metrics
+        environment.storeNames = Set(configuration.stores.map(\.name))
+        schedulerEnvironment = environment
         if let recorded = try? database.writeIfOpen({ database throws(StoreError) in try database.syncStates() }) {
             metrics.seed(from: recorded)
         }
         serveMetrics(configuration.global.metricsListen)
         heartbeats = HeartbeatPinger(logger: logger)
         scheduler.onPassFinished = { [weak self, weak scheduler] store, outcome in
+            if let scheduler { self?.accountPassFinished(store, outcome, scheduler: scheduler) }
             if let scheduler { self?.countPass(store, outcome, scheduler: scheduler) }
             self?.pingStoreHeartbeat(store, outcome)
             self?.refreshStatus()
@@ -139,6 +167,17 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
+    // MARK: - Accounts
+
+    /// After an account's pass: its collections as the pass left them start, stop or change
+    /// in the schedule (a new one syncs at once).
+    private func accountPassFinished(_ store: String, _ outcome: Result<PassReport, SyncError>, scheduler: Scheduler) {
+        guard configuration.store(named: store)?.kind.isAccount == true, case .success = outcome else { return }
+        let before = running
+        expandAccounts()
+        if running != before { scheduler.apply(running) }
+    }
+
     // MARK: - Reload
 
     private func reload(_ scheduler: Scheduler) {
@@ -156,7 +195,8 @@ public final class Daemon: @unchecked Sendable {
             reloadProblem = nil
             FerryLogging.level.level = loaded.global.logLevel
             logWarnings(loaded)
-            scheduler.apply(loaded)
+            schedulerEnvironment?.storeNames = Set(loaded.stores.map(\.name))
+            scheduler.apply(running)
             scheduler.resyncAll()
             publishReload(.ok, message: "reloaded: \(loaded.stores.count) store(s)", directory: runtime)
             logger.info("reloaded: \(loaded.stores.count) store(s), resyncing all", metadata: MessageID.reload.metadata)

@@ -16,6 +16,9 @@ public final class LiveSchedulerEnvironment: SchedulerEnvironment, @unchecked Se
     public weak var scheduler: Scheduler?
     /// Where passes add up their requests and bytes (ferryd's metrics).
     public var metrics: DaemonMetrics?
+    /// The names of the stores of the configuration as loaded (an account's collections may not
+    /// take one for a table).
+    public var storeNames: Set<String> = []
 
     public init(database: SharedDatabase, logger: Logger) {
         self.database = database
@@ -60,11 +63,17 @@ public final class LiveSchedulerEnvironment: SchedulerEnvironment, @unchecked Se
     }
 
     public func startPass(_ request: PassRequest, completion: @escaping (Result<PassReport, SyncError>) -> Void) -> any ScheduledPass {
-        var setup = SyncPassOperation.Setup(store: request.store, database: database, trigger: request.trigger,
-                                            reconcile: request.reconcile, sweepInterval: request.sweepInterval,
-                                            pass: request.number, logger: logger)
-        setup.tally = metrics?.tally(for: request.store.name)
-        let operation = SyncPassOperation(setup)
+        let operation: any RunLoopOperation<PassReport> & ScheduledPass
+        if request.store.kind.isAccount {
+            operation = AccountPassOperation(.init(store: request.store, database: database, trigger: request.trigger, pass: request.number,
+                                                   logger: logger, otherStores: storeNames.subtracting([request.store.name])))
+        } else {
+            var setup = SyncPassOperation.Setup(store: request.store, database: database, trigger: request.trigger,
+                                                reconcile: request.reconcile, sweepInterval: request.sweepInterval,
+                                                pass: request.number, logger: logger)
+            setup.tally = metrics?.tally(for: request.store.name)
+            operation = SyncPassOperation(setup)
+        }
         let store = request.store.name
         let box = UncheckedSendableBox(completion)
         // The operation is not captured by its own completion block (a retain cycle); its
@@ -93,6 +102,11 @@ public final class LiveSchedulerEnvironment: SchedulerEnvironment, @unchecked Se
 }
 
 extension SyncPassOperation: ScheduledPass {
+    public var lastAdvance: ContinuousClock.Instant { progress.lastAdvance }
+    public var isRunning: Bool { isExecuting }
+}
+
+extension AccountPassOperation: ScheduledPass {
     public var lastAdvance: ContinuousClock.Instant { progress.lastAdvance }
     public var isRunning: Bool { isExecuting }
 }

@@ -185,6 +185,25 @@ enum Migrations {
                        strftime('%Y-%m-%dT%H:%M:%fZ', c.detected, 'unixepoch') AS detected, c.resolution AS resolution
                 FROM ferry_conflicts c JOIN ferry_stores s ON s.store_id = c.store_id WHERE c.resolved IS NULL;
             """),
+        // The collections of `dav-account` stores: each is a store of its own (`store`, also its
+        // table), found by the account's discovery. `gone_since` marks one the account no
+        // longer syncs whose rows are kept (see ReplicaDatabase+Collections).
+        Step(version: 7, sql: """
+            CREATE TABLE ferry_collections(
+                store TEXT PRIMARY KEY,
+                account TEXT NOT NULL,
+                url TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                segment TEXT NOT NULL,
+                displayname TEXT,
+                color TEXT,
+                components TEXT,
+                first_seen REAL NOT NULL,
+                last_seen REAL NOT NULL,
+                gone_since REAL
+            );
+            CREATE INDEX ferry_collections_account ON ferry_collections(account);
+            """),
     ]
 
     static var currentVersion: Int { steps.last!.version }

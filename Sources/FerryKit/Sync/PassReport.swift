@@ -46,6 +46,8 @@ public struct PassReport: Sendable, Equatable {
     public var localQueued = 0
     /// Whether the pass pulled after pushing (`ferry push` does not).
     public var pulled = true
+    /// For a `dav-account` store's pass (discovery): the collections it syncs now.
+    public var collections: Int?
 
     /// Whether the replica matches the remote as far as Ferry knows.
     public var isComplete: Bool { gaps.isEmpty }
@@ -75,6 +77,9 @@ public struct PassReport: Sendable, Equatable {
         text += "; \(recordCount) records, \(pages) pages in \(String(format: "%.2f", duration.seconds)) s"
         if !pulled {
             text = "store \(store): \(push.isEmpty ? "nothing to push" : push.summary) in \(String(format: "%.2f", duration.seconds)) s"
+        }
+        if let collections {
+            text = "store \(store): \(collections) collection\(collections == 1 ? "" : "s"), \(requests) requests in \(String(format: "%.2f", duration.seconds)) s"
         }
         if let gaps = ReplicaGap.summary(gaps) {
             text += "; INCOMPLETE: " + gaps

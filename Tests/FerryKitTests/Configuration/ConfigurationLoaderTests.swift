@@ -183,13 +183,13 @@ import Testing
             .init(file: Self.file, line: 7, message: "unknown section '[network]' (expected [ferry] or [store NAME])"),
             .init(file: Self.file, line: 9, message: "invalid store name 'Bad-Name': use lowercase letters, digits and '_', starting with a letter, at most 63 characters"),
             .init(file: Self.file, line: 11, message: "invalid store name 'ferry_meta': names starting with ferry_ or sqlite_ are reserved"),
-            .init(file: Self.file, line: 13, key: "kind", message: "expected one of parse, json, carddav or caldav, got 'ftp'"),
+            .init(file: Self.file, line: 13, key: "kind", message: "expected one of parse, json, carddav, caldav or dav-account, got 'ftp'"),
             .init(file: Self.file, line: 14, key: "url", message: "URL scheme must be http or https (file: only for kind = json), got 'ftp'"),
             .init(file: Self.file, line: 15, key: "interval", message: "expected a duration like 30s, 5m, 2h, 1d or 250ms, got '30'"),
             .init(file: Self.file, line: 17, key: "priority", message: "expected one of high, normal, low, got 'urgent'"),
             .init(file: Self.file, line: 18, key: "column.email", message: "column path must be a JSON path starting with '$', e.g. $.email"),
             .init(file: Self.file, line: 19, message: "duplicate store 'one' (already defined on line 12)"),
-            .init(file: Self.file, line: 21, key: "kind", message: "store 'two' needs kind = parse, json, carddav or caldav"),
+            .init(file: Self.file, line: 21, key: "kind", message: "store 'two' needs kind = parse, json, carddav, caldav or dav-account"),
             .init(file: Self.file, line: 25, key: "url", message: "URL needs a host: 'https:///nohost'"),
             .init(file: Self.file, line: 26, key: "max-delete-share", message: "expected a share like 50% or 0.5 (0% to 100%), got '120%'"),
             .init(file: Self.file, line: 27, key: "reconcile-interval", message: "expected a duration like 30s, 5m, 2h, 1d or 250ms, got 'sometimes'"),
@@ -225,7 +225,7 @@ import Testing
             """) == [
             .init(file: Self.file, line: 1, key: "url", message: "store 'a' needs a url"),
             .init(file: Self.file, line: 3, key: "multiget-batch",
-                  message: "not a key of parse stores (it is one of carddav and caldav stores)"),
+                  message: "not a key of parse stores (it is one of carddav, caldav and dav-account stores)"),
         ])
     }
 

@@ -20,11 +20,16 @@ public final class DiscoveryOperation: RunLoopOperation<DAVAccount>, @unchecked 
         name = "ferry-discover-\(store.name)"
     }
 
-    /// Discovery for a `carddav` or `caldav` store: its URL, credentials and content. Nil for
-    /// a store of another kind.
+    /// Discovery for a `carddav`, `caldav` or `dav-account` store: its URL, credentials and
+    /// contents. Nil for a store of another kind.
     public convenience init?(store: StoreConfiguration, logger: Logger) {
-        guard let options = store.options.value as? WebDAVOptions else { return nil }
-        self.init(store: store, authentication: options.authentication, contents: [options.content], logger: logger)
+        if let options = store.options.as(WebDAVOptions.self) {
+            self.init(store: store, authentication: options.authentication, contents: [options.content], logger: logger)
+        } else if let options = store.options.as(DAVAccountOptions.self) {
+            self.init(store: store, authentication: options.authentication, contents: options.contents, logger: logger)
+        } else {
+            return nil
+        }
     }
 
     public override func run() {

@@ -1,0 +1,185 @@
+import Foundation
+import Logging
+import Testing
+@testable import FerryKit
+import FerryTestSupport
+
+/// A `dav-account` store against real servers: every collection of the account in a table of
+/// its own, collections that appear, are renamed or disappear followed by the next pass, and
+/// the view over all of them.
+@Suite("dav-account stores against Radicale and Xandikos", .enabled(if: DAVServer.shouldRun, "radicale/xandikos not installed: pip install radicale xandikos into $FERRY_VENV (bash scripts/test.sh does)"))
+struct DAVAccountServerTests {
+    /// A configuration with one `dav-account` store named `personal` at the server's root, run
+    /// as `ferry sync` runs it.
+    struct Account {
+        let server: DAVServer
+        let directory: TemporaryDirectory
+        var extra: [String] = []
+
+        init(_ server: DAVServer) throws {
+            self.server = server
+            directory = try TemporaryDirectory()
+            try Data(DAVServer.password.utf8).write(to: URL(fileURLWithPath: directory.path("password")))
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: directory.path("password"))
+        }
+
+        var database: String { directory.path("replica.db") }
+
+        func sync(_ names: [String] = []) throws -> [String: Result<PassReport, SyncError>] {
+            let path = directory.path("ferry.conf")
+            let text = """
+                [ferry]
+                database = \(database)
+                [store personal]
+                kind = dav-account
+                url = \(server.baseURL)/
+                username = \(DAVServer.username)
+                password = file:\(directory.path("password"))
+                """ + "\n" + extra.joined(separator: "\n") + "\n"
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            let configuration = try ConfigurationLoader.load(path: path, environment: [:])
+            let sync = try OneShotSync(configuration: configuration, storeNames: names, databasePath: database, logger: Logger(label: "test"))
+            return Dictionary(sync.run(refresh: .milliseconds(50)) { _ in }.map { ($0.store, $0.result) }, uniquingKeysWith: { first, _ in first })
+        }
+
+        func query(_ sql: String) throws -> [String] {
+            String(decoding: try Shell.run("/usr/bin/sqlite3", [database, sql]), as: UTF8.self).split(separator: "\n").map(String.init)
+        }
+    }
+
+    /// The home sets new collections go into: the parent of each existing one.
+    static func home(of path: String) -> String {
+        var parts = path.split(separator: "/").map(String.init)
+        parts.removeLast()
+        return "/" + parts.joined(separator: "/") + "/"
+    }
+
+    static func curl(_ server: DAVServer, _ method: String, _ path: String, body: String? = nil) throws {
+        var arguments = ["-sS", "-f", "-o", "/dev/null", "-X", method, "-u", "\(DAVServer.username):\(DAVServer.password)"]
+        if let body { arguments += ["-H", "Content-Type: application/xml", "--data-binary", body] }
+        try Shell.run("/usr/bin/curl", arguments + [server.baseURL + path])
+    }
+
+    static func makeAddressBook(_ server: DAVServer, _ path: String, name: String) throws {
+        try curl(server, "MKCOL", path, body: """
+            <?xml version="1.0"?><D:mkcol xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:carddav"><D:set><D:prop>\
+            <D:resourcetype><D:collection/><C:addressbook/></D:resourcetype><D:displayname>\(name)</D:displayname></D:prop></D:set></D:mkcol>
+            """)
+    }
+
+    static func rename(_ server: DAVServer, _ path: String, to name: String) throws {
+        try curl(server, "PROPPATCH", path, body: """
+            <?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><D:displayname>\(name)</D:displayname></D:prop></D:set></D:propertyupdate>
+            """)
+    }
+
+    func succeeded(_ results: [String: Result<PassReport, SyncError>], sourceLocation: SourceLocation = #_sourceLocation) -> [String: PassReport] {
+        var reports: [String: PassReport] = [:]
+        for (store, result) in results {
+            switch result {
+            case .success(let report): reports[store] = report
+            case .failure(let error): Issue.record("store \(store) failed: \(error)", sourceLocation: sourceLocation)
+            }
+        }
+        return reports
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func everyCollectionIsATableOfItsOwnAndTheViewShowsThemAll(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer(kind, cards: 5, events: 3)
+        defer { server.stop() }
+        let work = Self.home(of: server.addressBookPath) + "work-people/"
+        try Self.makeAddressBook(server, work, name: "Work People")
+        try server.put(work + "w1.vcf", DAVServer.vCard(uid: "w1", name: "Worker One", email: "w1@example.com"))
+        let account = try Account(server)
+
+        let reports = succeeded(try account.sync())
+        let books = CollectionSelection.tableName(account: "personal", segment: server.addressBookPath.split(separator: "/").last.map(String.init) ?? "")
+        let calendar = CollectionSelection.tableName(account: "personal", segment: server.calendarPath.split(separator: "/").last.map(String.init) ?? "")
+        let colleagues = CollectionSelection.tableName(account: "personal", segment: "work-people")
+        #expect(Set(reports.keys) == ["personal", books, calendar, colleagues])
+        #expect(reports["personal"]?.collections == 3)
+        #expect(reports[books]?.counts.inserted == 5)
+        #expect(reports[calendar]?.counts.inserted == 3)
+        #expect(reports[colleagues]?.counts.inserted == 1)
+        #expect(reports.values.allSatisfy { $0.isComplete })
+        // One table each, and the view named after the account over all of them.
+        #expect(try account.query("SELECT collection, count(*) FROM personal GROUP BY collection ORDER BY collection")
+            == ["\(books)|5", "\(calendar)|3", "\(colleagues)|1"].sorted())
+        #expect(try account.query("SELECT displayname FROM ferry_collections WHERE store = '\(colleagues)'") == ["Work People"])
+        #expect(try account.query("SELECT json_extract(fields, '$.FN') FROM \(colleagues)") == ["Worker One"])
+
+        // Nothing changed: the collections stay, and no record is written.
+        let again = succeeded(try account.sync())
+        #expect(Set(again.keys) == Set(reports.keys))
+        #expect(again.values.allSatisfy { $0.counts.inserted == 0 && $0.counts.updated == 0 && $0.counts.deleted == 0 })
+        // A collection may be synced on its own by its store's name.
+        let alone = succeeded(try account.sync([colleagues]))
+        #expect(Set(alone.keys) == [colleagues])
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func collectionsThatAppearAreRenamedOrDisappearAreFollowed(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer(kind, cards: 4, events: 2)
+        defer { server.stop() }
+        var account = try Account(server)
+        _ = succeeded(try account.sync())
+        let books = CollectionSelection.tableName(account: "personal", segment: server.addressBookPath.split(separator: "/").last.map(String.init) ?? "")
+
+        // Appears, with a card: synced by the next pass, into a new table.
+        let work = Self.home(of: server.addressBookPath) + "work-people/"
+        try Self.makeAddressBook(server, work, name: "Work People")
+        try server.put(work + "w1.vcf", DAVServer.vCard(uid: "w1", name: "Worker One", email: "w1@example.com"))
+        let colleagues = CollectionSelection.tableName(account: "personal", segment: "work-people")
+        let appeared = succeeded(try account.sync())
+        #expect(appeared["personal"]?.collections == 3)
+        #expect(appeared[colleagues]?.counts.inserted == 1)
+
+        // Renamed: the same table, its new name recorded.
+        try Self.rename(server, work, to: "Colleagues")
+        _ = succeeded(try account.sync())
+        #expect(try account.query("SELECT displayname FROM ferry_collections WHERE store = '\(colleagues)'") == ["Colleagues"])
+        #expect(try account.query("SELECT count(*) FROM \(colleagues)") == ["1"])
+
+        // Gone from the server: deleting all its rows is more than max-delete-share, so they
+        // stay, the account is incomplete, and no other collection loses anything.
+        try Self.curl(server, "DELETE", work)
+        let gone = succeeded(try account.sync())
+        let kept = try #require(gone["personal"])
+        #expect(!kept.isComplete)
+        #expect(kept.gaps == [.collectionKept(store: colleagues, url: server.baseURL + work, rows: 1, reason: "deleting all 1 is more than max-delete-share 50%; raise it to 1 to let them go")])
+        #expect(gone[colleagues] == nil)
+        #expect(gone[books]?.recordCount == 4)
+        #expect(try account.query("SELECT count(*) FROM \(colleagues)") == ["1"])
+        #expect(try account.query("SELECT count(*) FROM personal WHERE collection = '\(colleagues)'") == ["0"])
+
+        // Let go: the rows are deleted (the change log says so) and the table dropped.
+        account.extra = ["max-delete-share = 1"]
+        let dropped = succeeded(try account.sync())
+        #expect(dropped["personal"]?.isComplete == true)
+        #expect(try account.query("SELECT count(*) FROM sqlite_schema WHERE name = '\(colleagues)'") == ["0"])
+        #expect(try account.query("SELECT op FROM ferry_changes WHERE store = '\(colleagues)' ORDER BY seq") == ["insert", "delete"])
+        #expect(try account.query("SELECT count(*) FROM personal WHERE collection = '\(books)'") == ["4"])
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func narrowingTheChoiceDropsWhatItLeavesOut(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer(kind, cards: 3, events: 2)
+        defer { server.stop() }
+        var account = try Account(server)
+        account.extra = ["content = address-books"]
+        let books = CollectionSelection.tableName(account: "personal", segment: server.addressBookPath.split(separator: "/").last.map(String.init) ?? "")
+        let calendar = CollectionSelection.tableName(account: "personal", segment: server.calendarPath.split(separator: "/").last.map(String.init) ?? "")
+        let first = succeeded(try account.sync())
+        #expect(Set(first.keys) == ["personal", books])
+
+        // The person chose calendars only: the address book's table goes, whatever
+        // max-delete-share says, and the calendar comes.
+        account.extra = ["content = calendars"]
+        let second = succeeded(try account.sync())
+        #expect(Set(second.keys) == ["personal", calendar])
+        #expect(second["personal"]?.isComplete == true)
+        #expect(try account.query("SELECT count(*) FROM sqlite_schema WHERE name = '\(books)'") == ["0"])
+        #expect(try account.query("SELECT collection, count(*) FROM personal GROUP BY collection") == ["\(calendar)|2"])
+    }
+}
