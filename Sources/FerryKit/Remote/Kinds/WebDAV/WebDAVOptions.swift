@@ -13,6 +13,8 @@ public struct WebDAVOptions: StoreOptions, Equatable {
     public var authentication = HTTPAuthentication.none
     /// Members per addressbook-multiget / calendar-multiget REPORT.
     public var multigetBatch = 100
+    /// The part of a calendar kept (`time-range`, `components`); nil: all of it.
+    public var calendarFilter: CalendarFilter?
 
     public init(content: Content) {
         self.content = content
@@ -31,18 +33,54 @@ public struct WebDAVOptions: StoreOptions, Equatable {
 
     public var credentials: [Secret] { authentication.secrets }
 
-    /// Reads `username`, `password` and `multiget-batch`.
+    /// Reads `username`, `password`, `multiget-batch` and, for calendars, `time-range` and
+    /// `components`.
     init?(content: Content, reading reader: inout StoreOptionReader) {
         self.init(content: content)
         let batch = reader.integer("multiget-batch", default: 100, in: 1...10_000)
         let authentication = reader.basicAuthentication()
-        guard let batch, let authentication else { return nil }
+        let filter = content == .calendar ? Self.readCalendarFilter(&reader) : .some(nil)
+        guard let batch, let authentication, let filter else { return nil }
         multigetBatch = batch
         self.authentication = authentication
+        calendarFilter = filter
         guard WebDAVCollection(url: reader.url) != nil else {
             reader.problem("url", "not a collection URL: \(reader.url.redactingUserInfo)")
             return nil
         }
+    }
+
+    /// `time-range` and `components`: nil (with a problem) when invalid, `.some(nil)` when
+    /// neither is set.
+    static func readCalendarFilter(_ reader: inout StoreOptionReader) -> CalendarFilter?? {
+        var filter = CalendarFilter()
+        if let text = reader.optional("time-range") {
+            guard let (past, future) = CalendarFilter.parseRange(text) else {
+                reader.problem("time-range", "expected START..END as signed durations from now (-90d..+365d: from 90 days ago to a year ahead), START before END; got '\(text)'")
+                return nil
+            }
+            filter.past = past
+            filter.future = future
+        }
+        guard let components = readComponents(&reader) else { return nil }
+        filter.components = components
+        return filter == CalendarFilter() ? .some(nil) : filter
+    }
+
+    private static let componentNames = ["events": "VEVENT", "tasks": "VTODO", "journals": "VJOURNAL"]
+
+    /// `components = events, tasks, journals`: the iCalendar names; empty when not set.
+    static func readComponents(_ reader: inout StoreOptionReader) -> Set<String>? {
+        guard let text = reader.optional("components") else { return [] }
+        var components: Set<String> = []
+        for word in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) {
+            guard let component = componentNames[word] else {
+                reader.problem("components", "expected events, tasks or journals (comma-separated), got '\(word)'")
+                return nil
+            }
+            components.insert(component)
+        }
+        return components
     }
 
     /// The data element a member's body comes in.
@@ -63,7 +101,7 @@ extension StoreKind {
 
     /// A CalDAV calendar through WebDAV sync-collection (RFC 6578, RFC 4791).
     public static let caldav = StoreKind(
-        name: "caldav", optionKeys: ["multiget-batch", "username"], secretKeys: ["password"],
+        name: "caldav", optionKeys: ["multiget-batch", "username", "time-range", "components"], secretKeys: ["password"],
         reportsDeletions: true, versionComparison: .opaque, fetchesByID: true,
         localBody: .icalendar, pushes: true, readOptions: { WebDAVOptions(content: .calendar, reading: &$0) })
 }

@@ -70,6 +70,20 @@ public struct WebDAVRequestBuilder: Sendable {
         return request(method: "REPORT", depth: "1", body: body)
     }
 
+    /// REPORT calendar-query (RFC 4791 §7.8) for the members holding a `component` (`VEVENT`,
+    /// `VTODO`, `VJOURNAL`) that overlaps `range` (any, without one), asking for the etag and
+    /// the data: the members a filtered calendar store keeps, recurrences expanded by the server.
+    public func calendarQuery(component: String, range: (start: Date, end: Date)?) -> HTTPRequest {
+        var body = #"<?xml version="1.0" encoding="utf-8"?>"#
+        body += #"<C:calendar-query xmlns:D="DAV:" xmlns:C="\#(DAVName.calDAV)"><D:prop><D:getetag/><C:calendar-data/></D:prop>"#
+        body += #"<C:filter><C:comp-filter name="VCALENDAR"><C:comp-filter name="\#(component)">"#
+        if let range {
+            body += #"<C:time-range start="\#(CalendarFilter.utc(range.start))" end="\#(CalendarFilter.utc(range.end))"/>"#
+        }
+        body += "</C:comp-filter></C:comp-filter></C:filter></C:calendar-query>"
+        return request(method: "REPORT", depth: "1", body: body)
+    }
+
     /// REPORT addressbook-multiget (carddav) or calendar-multiget (caldav) for `hrefs`, asking
     /// for the etag and the data.
     public func multiget(hrefs: [String]) -> HTTPRequest {

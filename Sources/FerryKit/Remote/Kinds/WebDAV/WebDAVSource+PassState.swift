@@ -30,6 +30,8 @@ extension WebDAVSource {
         case resync
         /// The server has no sync-collection.
         case fallback
+        /// A filtered calendar: calendar-query lists and fetches what the filter keeps.
+        case windowed
     }
 
     /// What an in-flight request was for.
@@ -38,6 +40,8 @@ extension WebDAVSource {
         case sync(token: String)
         case propfind
         case query
+        /// A filtered calendar's calendar-query.
+        case window
         case multiget(batch: Int)
         case get(id: String)
 

@@ -26,6 +26,11 @@ import Logging
 /// 5. **No sync-collection** (REPORT 400/403/405/501 without that precondition, or a multistatus
 ///    without a token): PROPFIND Depth 1 lists every member, which are all fetched as above;
 ///    the cursor stays as it was.
+/// 6. **A filtered calendar** (``CalendarFilter``): one calendar-query per component type, with
+///    the time range, lists and fetches what the filter keeps, and the listing is complete, so
+///    rows it no longer names are swept. A server that refuses the query gets a full pass
+///    (steps 1 to 3, or 5) whose records are filtered here before they are listed or merged.
+///    Either way the stored cursor is emptied: a token says nothing about a range that moves.
 ///
 /// Every multistatus is parsed while it downloads (``MultistatusStream``), so memory does not
 /// grow with the collection. Every batch carries cursor `nil` except the last one (possibly
@@ -84,6 +89,14 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     /// Members a multiget left out or answered 404 for while listed: fetched one by one with
     /// GET before they are called missing (Xandikos's multiget misreads hrefs with `%23`).
     private var stragglers: [String] = []
+    /// A filtered calendar's filter, the component types still to query, what the queries
+    /// listed, whether one was cut short, and whether the server refused them (so this pass
+    /// filters locally).
+    private let calendarFilter: CalendarFilter?
+    private var windowComponents: [String] = []
+    private var windowListed: Set<String> = []
+    private var windowTruncated = false
+    private var filterLocally = false
     private var recovered: [RecordChange] = []
     private var recoveryProblems: [RecordProblem] = []
     /// Bytes of a non-multistatus answer kept for its error message.
@@ -107,6 +120,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
                                        headers: store.headers, query: store.query)
         parser = MultistatusParser(maxDataBytes: store.maxRecordBytes)
         memberReader = WebDAVMemberReader(kind: store.kind, maxRecordBytes: store.maxRecordBytes)
+        calendarFilter = options.content == .calendar ? options.calendarFilter : nil
         session = RemoteSession(configuration: store.session, delegate: self)
     }
 
@@ -117,6 +131,11 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         self.plan = plan
         self.sink = sink
         let cursor = plan.cursor.flatMap { $0.isEmpty ? nil : $0 }
+        if let calendarFilter {
+            mode = .windowed
+            windowComponents = calendarFilter.queried
+            return queryWindow()
+        }
         // A sweep owed by an earlier pass (refused, or cut short) lists everything again.
         mode = cursor == nil ? .initial : plan.reconcile ? .resync : .incremental
         if let cursor, mode == .incremental {
@@ -231,6 +250,8 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
             for response in responses { changes.absorb(response, in: builder.collection) }
         case .query:
             take(responses)
+        case .window:
+            takeWindow(responses)
         case .multiget(let batch):
             parsing[batch, default: []] += responses
         case .get:
@@ -268,6 +289,9 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
             beginFetching()
         case .query:
             endQuery(truncated: summary.isTruncated || head.status == 507)
+        case .window:
+            windowTruncated = windowTruncated || summary.isTruncated || head.status == 507
+            queryWindow()
         case .multiget(let batch):
             answered[batch] = (parsing.removeValue(forKey: batch) ?? [], head.url)
             deliverAnsweredBatches()
@@ -323,6 +347,23 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
                 // fetch what the query would have.
                 logger.info("collection query refused (\(head.status)), fetching by multiget", metadata: ["store": "\(store.name)"])
                 endQuery(truncated: false)
+            }
+        case .window:
+            let error = statusError(head, body: errorBody)
+            switch error.kind {
+            case .unauthorized, .rateLimited, .transport:
+                fail(error)
+            default:
+                // No calendar-query with a time range here: a full pass, filtered locally.
+                logger.info("calendar-query refused (\(head.status)), listing the whole calendar and filtering it here", metadata: ["store": "\(store.name)"])
+                filterLocally = true
+                queryBatch = []
+                queryProblems = []
+                queryBatchBytes = 0
+                windowListed = []
+                mode = .initial
+                phase = .checking
+                send(builder.propfindCollection(), for: .check)
             }
         case .propfind, .multiget:
             fail(statusError(head, body: errorBody))
@@ -420,7 +461,8 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
             // members it does not name are gone, so nothing is missing for them any more.
             let listed = Set(changes.changed)
             for id in plan.pendingIDs where !listed.contains(id) { changes.noteDeleted(id) }
-            guard deliverList(changes.changed) else { return }
+            // Filtering here: only what the filter keeps is listed, as it is handed over.
+            guard filterLocally || deliverList(changes.changed) else { return }
             if changes.changed.count > batchSize {
                 unfetched = Set(changes.changed)
                 phase = .querying
@@ -472,6 +514,38 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         fetch(rest)
     }
 
+    // MARK: - Filtered calendars
+
+    /// The calendar-query of the next component type, or the end of the listing.
+    private func queryWindow() {
+        guard let calendarFilter, !windowComponents.isEmpty else { return endWindow() }
+        let component = windowComponents.removeFirst()
+        phase = .querying
+        send(builder.calendarQuery(component: component, range: calendarFilter.range(now: Date())), for: .window)
+    }
+
+    /// Members of a calendar-query answer: listed, and handed over in batches.
+    private func takeWindow(_ responses: [Multistatus.Response]) {
+        guard case .querying = phase else { return }
+        for response in responses {
+            guard let id = builder.collection.id(forHref: response.href), !windowListed.contains(id) else { continue }
+            windowListed.insert(id)
+            append(response, id: id, to: &queryBatch, problems: &queryProblems)
+            queryBatchBytes += response.data?.utf8.count ?? 0
+            if queryBatch.count + queryProblems.count >= Self.queryBatchLimit.records || queryBatchBytes >= Self.queryBatchLimit.bytes {
+                guard handOverQueryBatch(cursor: nil) else { return }
+            }
+        }
+    }
+
+    /// Every component queried: the listing, the last records with the (empty) cursor, and any
+    /// member a query answered 404 for, fetched alone.
+    private func endWindow() {
+        guard deliverList(windowListed.sorted()) else { return }
+        guard handOverQueryBatch(cursor: stragglers.isEmpty ? finalCursor : nil) else { return }
+        stragglers.isEmpty ? finishPass() : recoverNext()
+    }
+
     // MARK: - Multigets
 
     /// Multigets `ids` in batches, then ends the pass.
@@ -495,7 +569,9 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     }
 
     private var finalCursor: String? {
-        mode == .fallback ? nil : token
+        // A filtered calendar keeps no token (an empty cursor: the next pass lists again).
+        if calendarFilter != nil { return "" }
+        return mode == .fallback ? nil : token
     }
 
     /// Keeps `fetchWindow` multigets in flight, counted from the oldest batch not yet handed over.
@@ -585,16 +661,28 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         case .syncing(let round): "sync report \(round)"
         case .listing: "PROPFIND listing"
         case .checking: "collection check"
-        case .querying: "collection query"
+        case .querying: mode == .windowed ? "calendar-query" : "collection query"
         case .recovering: "GET of members the multigets left out"
         case .fetching(let batch): "multiget batch \(batch)"
         case .idle, .done: ""
         }
     }
 
-    /// Hands a batch over; false when the pass has ended (the sink threw or cancelled).
+    /// Hands a batch over; false when the pass has ended (the sink threw or cancelled). A pass
+    /// that filters locally hands over only the records the filter keeps, and lists them (and
+    /// those it could not read, which stay as they are) first.
     private func deliver(_ batch: ChangeBatch) -> Bool {
-        handOver { try $0.source(self, didProduce: batch) }
+        guard filterLocally, let calendarFilter else { return handOver { try $0.source(self, didProduce: batch) } }
+        var batch = batch
+        let now = Date()
+        batch.changes = batch.changes.filter { change in
+            guard case .upsert(let record) = change else { return true }
+            return calendarFilter.includes(String(decoding: record.body, as: UTF8.self), now: now)
+        }
+        let kept = batch.changes.compactMap { change -> String? in if case .upsert(let record) = change { record.id } else { nil } }
+        let unread = batch.problems.compactMap(\.id)
+        guard kept.isEmpty && unread.isEmpty || deliverList(kept + unread) else { return false }
+        return handOver { try $0.source(self, didProduce: batch) }
     }
 
     private func deliverList(_ ids: [String]) -> Bool {
@@ -618,9 +706,10 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private func finishPass() {
         guard let sink else { return }
         let outcome = SourceOutcome(
-            listingComplete: mode != .incremental,
+            listingComplete: mode != .incremental && !windowTruncated,
             requests: requests,
-            unchanged: mode == .incremental && changes.isEmpty && token == plan.cursor
+            unchanged: mode == .incremental && changes.isEmpty && token == plan.cursor,
+            gaps: windowTruncated ? [.sweepSkipped(reason: "the server cut the calendar-query answer short")] : []
         )
         endRequests()
         self.sink = nil

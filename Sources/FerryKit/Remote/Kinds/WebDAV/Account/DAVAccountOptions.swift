@@ -13,6 +13,8 @@ public struct DAVAccountOptions: StoreOptions, Equatable {
     public var authentication = HTTPAuthentication.none
     public var multigetBatch = 100
     public var selection = CollectionSelection()
+    /// What each calendar keeps (`time-range`; `components` also chooses calendars).
+    public var calendarFilter: CalendarFilter?
 
     public init() {}
 
@@ -36,6 +38,7 @@ public struct DAVAccountOptions: StoreOptions, Equatable {
         var options = WebDAVOptions(content: chosen.collection.content)
         options.authentication = authentication
         options.multigetBatch = multigetBatch
+        if chosen.collection.content == .calendar { options.calendarFilter = calendarFilter }
         var store = account
         store.name = chosen.table
         store.url = chosen.collection.url
@@ -45,14 +48,14 @@ public struct DAVAccountOptions: StoreOptions, Equatable {
         return store
     }
 
-    /// Reads `username`, `password`, `multiget-batch`, `content`, `collections`, `components`
-    /// and `max-collections`.
+    /// Reads `username`, `password`, `multiget-batch`, `content`, `collections`, `components`,
+    /// `time-range` and `max-collections`.
     init?(reading reader: inout StoreOptionReader) {
         let batch = reader.integer("multiget-batch", default: 100, in: 1...10_000)
         let authentication = reader.basicAuthentication()
         let maximum = reader.integer("max-collections", default: 200, in: 1...10_000)
         let contents = Self.readContents(&reader)
-        let components = Self.readComponents(&reader)
+        let filter = WebDAVOptions.readCalendarFilter(&reader)
         var fine = true
         if reader.store.count > CollectionSelection.maximumAccountName {
             reader.problem("kind", "a dav-account store's name may have at most \(CollectionSelection.maximumAccountName) characters (its collections' tables are named after it)")
@@ -62,11 +65,12 @@ public struct DAVAccountOptions: StoreOptions, Equatable {
             reader.problem("url", "not an http or https URL: \(reader.url.redactingUserInfo)")
             fine = false
         }
-        guard fine, let batch, let authentication, let maximum, let contents, let components else { return nil }
+        guard fine, let batch, let authentication, let maximum, let contents, let filter else { return nil }
         multigetBatch = batch
+        calendarFilter = filter
         self.authentication = authentication
         let patterns = (reader.optional("collections") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        selection = CollectionSelection(contents: contents, patterns: patterns, components: components, maximum: maximum)
+        selection = CollectionSelection(contents: contents, patterns: patterns, components: filter?.components ?? [], maximum: maximum)
     }
 
     private static func readContents(_ reader: inout StoreOptionReader) -> Set<WebDAVOptions.Content>? {
@@ -83,27 +87,12 @@ public struct DAVAccountOptions: StoreOptions, Equatable {
         }
         return contents
     }
-
-    private static let componentNames = ["events": "VEVENT", "tasks": "VTODO", "journals": "VJOURNAL"]
-
-    private static func readComponents(_ reader: inout StoreOptionReader) -> Set<String>? {
-        guard let text = reader.optional("components") else { return [] }
-        var components: Set<String> = []
-        for word in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) {
-            guard let component = componentNames[word] else {
-                reader.problem("components", "expected events, tasks or journals (comma-separated), got '\(word)'")
-                return nil
-            }
-            components.insert(component)
-        }
-        return components
-    }
 }
 
 extension StoreKind {
     /// Every address book and calendar of a CardDAV/CalDAV account, each its own table.
     public static let davAccount = StoreKind(
-        name: "dav-account", optionKeys: ["multiget-batch", "username", "collections", "content", "components", "max-collections"],
+        name: "dav-account", optionKeys: ["multiget-batch", "username", "collections", "content", "components", "max-collections", "time-range"],
         secretKeys: ["password"], reportsDeletions: true, versionComparison: .opaque, fetchesByID: true,
         localBody: .vcard, pushes: true, readOptions: { DAVAccountOptions(reading: &$0) })
 

@@ -1,0 +1,136 @@
+import Foundation
+import Logging
+import Testing
+@testable import FerryKit
+import FerryTestSupport
+
+/// A `caldav` store with `time-range` and `components`, against real servers: what the filter
+/// keeps is listed and fetched, what leaves it is swept, and a server that refuses the query
+/// gets the same answer from filtering here.
+@Suite("Filtered calendars against Radicale and Xandikos", .enabled(if: DAVServer.shouldRun, "radicale/xandikos not installed: pip install radicale xandikos into $FERRY_VENV (bash scripts/test.sh does)"))
+struct CalendarFilterServerTests {
+    static func stamp(_ days: Double) -> String { CalendarFilter.utc(Date().addingTimeInterval(days * 86_400)) }
+
+    static func event(_ uid: String, startingIn days: Double, rule: String? = nil) -> String {
+        var lines = ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//Ferry tests//EN", "BEGIN:VEVENT", "UID:\(uid)",
+                     "DTSTAMP:\(stamp(0))", "DTSTART:\(stamp(days))", "DTEND:\(stamp(days + 1.0 / 24))", "SUMMARY:\(uid)"]
+        if let rule { lines.append("RRULE:\(rule)") }
+        lines += ["END:VEVENT", "END:VCALENDAR"]
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    static func task(_ uid: String, dueIn days: Double) -> String {
+        ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//Ferry tests//EN", "BEGIN:VTODO", "UID:\(uid)", "DTSTAMP:\(stamp(0))",
+         "DUE:\(stamp(days))", "SUMMARY:\(uid)", "END:VTODO", "END:VCALENDAR"].joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// A calendar of the server (its generated events are in January 2024, long out of any
+    /// range) with events around now.
+    static func seed(_ server: DAVServer) throws {
+        let put = { (name: String, body: String) in try server.put(server.calendarPath + name, body, contentType: "text/calendar; charset=utf-8") }
+        try put("long-ago.ics", event("long-ago", startingIn: -200))
+        try put("last-week.ics", event("last-week", startingIn: -7))
+        try put("next-month.ics", event("next-month", startingIn: 30))
+        try put("in-two-years.ics", event("in-two-years", startingIn: 730))
+        try put("weekly.ics", event("weekly", startingIn: -400, rule: "FREQ=WEEKLY"))
+        try put("due-soon.ics", task("due-soon", dueIn: 3))
+    }
+
+    func store(_ server: DAVServer, range: String?, components: Set<String> = []) -> StoreConfiguration {
+        var store = server.store(.caldav, name: "calendar")
+        var options = store.options.as(WebDAVOptions.self)!
+        var filter = CalendarFilter(components: components)
+        if let range, let (past, future) = CalendarFilter.parseRange(range) {
+            filter.past = past
+            filter.future = future
+        }
+        options.calendarFilter = filter
+        store.options = AnyStoreOptions(options)
+        return store
+    }
+
+    static let inRange: Set<String> = ["last-week.ics", "next-month.ics", "weekly.ics", "due-soon.ics"]
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func theServerListsWhatTheRangeKeeps(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer(kind, cards: 0, events: 3)
+        defer { server.stop() }
+        try Self.seed(server)
+        let pass = try server.pass(store(server, range: "-30d..+60d"), cursor: nil)
+        #expect(pass.error == nil, "\(String(describing: pass.error))")
+        #expect(Set(pass.listed) == Self.inRange)
+        #expect(Set(pass.upserts.keys) == Self.inRange)
+        #expect(pass.outcome?.listingComplete == true)
+        // The last batch empties the cursor: a token says nothing about a moving range.
+        #expect(pass.batches.last?.cursor == "")
+        // One calendar-query per component type.
+        #expect(pass.outcome?.requests == 3)
+    }
+
+    @Test(arguments: DAVServer.Kind.allCases)
+    func componentsChooseTasksAlone(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer(kind, cards: 0, events: 3)
+        defer { server.stop() }
+        try Self.seed(server)
+        let pass = try server.pass(store(server, range: nil, components: ["VTODO"]), cursor: nil)
+        #expect(pass.error == nil, "\(String(describing: pass.error))")
+        #expect(Set(pass.listed) == ["due-soon.ics"])
+        #expect(pass.outcome?.requests == 1)
+    }
+
+    /// A proxy refuses every collection query (501): the whole calendar is listed and fetched,
+    /// and only what the filter keeps is listed and handed over.
+    @Test(arguments: DAVServer.Kind.allCases)
+    func aServerWithoutTheQueryIsFilteredHere(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer(kind, cards: 0, events: 3, queryFault: .refuse)
+        defer { server.stop() }
+        try Self.seed(server)
+        let pass = try server.pass(store(server, range: "-30d..+60d"), cursor: nil)
+        #expect(pass.error == nil, "\(String(describing: pass.error))")
+        #expect(Set(pass.listed) == Self.inRange)
+        #expect(Set(pass.upserts.keys) == Self.inRange)
+        #expect(pass.outcome?.listingComplete == true)
+    }
+
+    /// Through the configuration and the replica: an event moved out of the range is swept
+    /// (the change log says delete), the others stay, and the stored cursor is empty.
+    @Test(arguments: DAVServer.Kind.allCases)
+    func anEventThatLeavesTheRangeLeavesTheReplica(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer(kind, cards: 0, events: 3)
+        defer { server.stop() }
+        try Self.seed(server)
+        let directory = try TemporaryDirectory()
+        try Data(DAVServer.password.utf8).write(to: URL(fileURLWithPath: directory.path("password")))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: directory.path("password"))
+        try Data("""
+            [ferry]
+            database = \(directory.path("replica.db"))
+            [store calendar]
+            kind = caldav
+            url = \(server.calendarURL)
+            username = \(DAVServer.username)
+            password = file:\(directory.path("password"))
+            time-range = -30d..+60d
+            """.utf8).write(to: URL(fileURLWithPath: directory.path("ferry.conf")))
+        let configuration = try ConfigurationLoader.load(path: directory.path("ferry.conf"), environment: [:])
+        func sync() throws -> PassReport {
+            let sync = try OneShotSync(configuration: configuration, storeNames: [], databasePath: directory.path("replica.db"), logger: Logger(label: "test"))
+            return try #require(try sync.run(refresh: .milliseconds(50)) { _ in }.first?.result.get())
+        }
+        func query(_ sql: String) throws -> [String] {
+            String(decoding: try Shell.run("/usr/bin/sqlite3", [directory.path("replica.db"), sql]), as: UTF8.self).split(separator: "\n").map(String.init)
+        }
+        let first = try sync()
+        #expect(first.counts.inserted == 4)
+        #expect(first.isComplete)
+        #expect(Set(try query("SELECT id FROM calendar")) == Self.inRange)
+
+        try server.put(server.calendarPath + "next-month.ics", Self.event("next-month", startingIn: 400), contentType: "text/calendar; charset=utf-8")
+        let second = try sync()
+        #expect(second.counts.deleted == 1)
+        #expect(second.isComplete)
+        #expect(Set(try query("SELECT id FROM calendar")) == Self.inRange.subtracting(["next-month.ics"]))
+        #expect(try query("SELECT op FROM ferry_changes WHERE id = 'next-month.ics' ORDER BY seq") == ["insert", "delete"])
+        #expect(try query("SELECT quote(cursor) FROM ferry_sync_state WHERE store = 'calendar'") == ["''"])
+    }
+}
