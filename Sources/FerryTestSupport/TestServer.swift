@@ -22,6 +22,9 @@ extension LoopbackServer {
 public final class TestServer: LoopbackServer, @unchecked Sendable {
     public let port: Int
     public let name: String
+    /// The lines it printed up to and including its `PORT` line (`dav_servers.py` prints the
+    /// collections' paths before it).
+    public let outputLines: [String]
     private let process: Process
 
     /// The repository's root (the tests' working directory, where `Tests/Servers` is).
@@ -48,11 +51,13 @@ public final class TestServer: LoopbackServer, @unchecked Sendable {
         var buffer = Data()
         let deadline = Date().addingTimeInterval(60)
         var found: Int?
+        var lines: [String] = []
         while found == nil, Date() < deadline {
             let chunk = output.fileHandleForReading.availableData
             if chunk.isEmpty { break }
             buffer.append(chunk)
-            for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n") where line.hasPrefix("PORT ") {
+            lines = String(decoding: buffer, as: UTF8.self).split(separator: "\n").map(String.init)
+            for line in lines where line.hasPrefix("PORT ") {
                 found = Int(line.dropFirst(5).trimmingCharacters(in: .whitespaces))
             }
         }
@@ -61,6 +66,7 @@ public final class TestServer: LoopbackServer, @unchecked Sendable {
             throw TestServerError.didNotStart("\(executable) \(arguments.joined(separator: " "))")
         }
         port = found
+        outputLines = lines
     }
 
     /// `Tests/Servers/<script>` on a port the kernel picks.

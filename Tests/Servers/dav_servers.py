@@ -1,39 +1,81 @@
 #!/usr/bin/env python3
-"""Start a real CardDAV/CalDAV server (Radicale or Xandikos) on 127.0.0.1 for Ferry's tests.
+"""Start a real CardDAV/CalDAV server on 127.0.0.1 for Ferry's tests: Radicale, Xandikos,
+DAViCal or sabre/dav 1.8.
 
-    dav_servers.py --server radicale|xandikos [--cards N] [--events M] [--auth USER:PASSWORD]
+    dav_servers.py --server radicale|xandikos|davical|sabredav [--cards N] [--events M] [--auth USER:PASSWORD]
 
-Creates, in a fresh temporary directory, one address book and one calendar, loaded with N
-generated vCards and M generated VEVENTs by writing the files straight into the server's
-storage before it starts (a PUT per card is slow on both servers: Radicale rescans the
-collection, Xandikos commits to git each time). For Xandikos the files are committed to the
-collection's git repository in one commit.
-
-Prints, once the server accepts connections:
+Creates, in a fresh temporary directory, one address book and one calendar for one user, loaded
+with N generated vCards and M generated VEVENTs, and prints, once the server accepts connections:
 
     ADDRESSBOOK /path/of/addressbook/
     CALENDAR /path/of/calendar/
+    PRINCIPAL /path/of/the/user's/principal/
     PORT n
 
-and serves until SIGTERM/SIGINT, then stops the server and removes the directory.
-Servers come from the venv in $FERRY_VENV (default ~/.cache/ferry/venv; `pip install radicale xandikos`), or from PATH.
+(PORT last: a reader may stop at it.) It serves until SIGTERM/SIGINT, or until the process that
+started it is gone, then stops the server (and PostgreSQL for DAViCal) and removes the directory;
+it does the same when starting fails. Every server process also gets SIGTERM (PostgreSQL SIGINT,
+its fast shutdown) from the kernel if this script dies without cleaning up.
+
+radicale  (pip: $FERRY_VENV/bin or PATH) files written straight into its storage before it starts
+          (a PUT per card is slow: it rescans the collection). Without --auth: no authentication;
+          with it, htpasswd (plain) and owner_only rights. /USER/contacts/, /USER/calendar/,
+          principal /USER/.
+xandikos  (pip) its default layout, files written and committed to each collection's git
+          repository in one commit. No authentication (the Authorization header is ignored).
+          /user/contacts/addressbook/, /user/calendars/calendar/, principal /user/.
+davical   (apt: davical postgresql; DAViCal 1.1 on PHP, PostgreSQL 15) a private PostgreSQL
+          cluster in the directory (initdb and postgres run as the postgres user when we are
+          root), listening only on a unix socket there; the database made by DAViCal's own
+          dba/create-database.sh (admin password "admin"); the user (--auth, default
+          ferry:secret) with DAViCal's default home collections (calendar, .in, .out, addresses),
+          made and loaded by php/davical_load.php through DAViCal's own code (what a PUT runs),
+          in one PHP process: about 2 ms a card, 10 ms an event, against 20 ms for a PUT over
+          HTTP. Served by `php -S` with php/davical_router.php, which maps /caldav.php/... the way
+          Apache's PATH_INFO does and hands /.well-known/* to DAViCal, which answers 301 to
+          /caldav.php/. Its configuration is a file in the directory, not in /etc/davical (see
+          the router). HTTP Basic. /caldav.php/USER/addresses/, /caldav.php/USER/calendar/,
+          principal /caldav.php/USER/.
+sabredav  (apt: php-sabre-dav php-sqlite3; sabre/dav 1.8) php/sabredav_server.php under `php -S`
+          on the package's PDO SQLite backends, the schema from the package's
+          examples/sql/sqlite.*.sql; the user (--auth, default ferry:secret) in its users and
+          principals tables, the collections and items made by php/sabredav_load.php through the
+          backends' own create functions in one transaction. HTTP Basic (checked against the
+          users table's digest hash). No sync-collection (sabre/dav has it from 2.0), no
+          /.well-known answer. /addressbooks/USER/contacts/, /calendars/USER/calendar/,
+          principal /principals/USER/.
+
+Both PHP servers are one `php -S` process, answering one request at a time (its
+PHP_CLI_SERVER_WORKERS would fork workers that outlive their parent when it is killed); their
+request log is a file in the directory, shown when starting fails.
+Behavioural differences between the four that matter to a sync client: DAV-SERVERS.md.
 
 Card i has UID ferry-card-i, FN "Person i", EMAIL person-i@example.com (a second EMAIL for
 every 7th card), TEL +1-555-i, ORG "Org i;Team"; every 5th card has a long folded NOTE.
 Event j has UID ferry-event-j, SUMMARY "Event j", DTSTART/DTEND on 2024-01-(j%28+1), every 3rd an RRULE.
+Their names are card-i.vcf and event-j.ics on every server.
 """
 import argparse
+import ctypes
+import hashlib
 import json
 import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 
 VENV_BIN = os.path.join(os.environ.get("FERRY_VENV", os.path.expanduser("~/.cache/ferry/venv")), "bin")
+HERE = os.path.dirname(os.path.abspath(__file__))
+PHP_DIR = os.path.join(HERE, "php")
+PG_BIN = "/usr/lib/postgresql/15/bin"
+DAVICAL = "/usr/share/davical"
+SABRE_SQL = "/usr/share/doc/php-sabre-dav/examples/sql"
+SABRE_REALM = "SabreDAV"
 
 
 def tool(name):
@@ -45,6 +87,13 @@ def tool(name):
         sys.stderr.write(f"{name} not installed (pip install {name} into {VENV_BIN})\n")
         sys.exit(2)
     return found
+
+
+def require_files(server, packages, *paths):
+    missing = [path for path in paths if not os.path.exists(path)]
+    if missing:
+        sys.stderr.write(f"{server}: missing {', '.join(missing)} (apt-get install {packages})\n")
+        sys.exit(2)
 
 
 def free_port():
@@ -105,11 +154,39 @@ def git_commit(directory):
     subprocess.run(["git", "commit", "-q", "-m", "load", "--allow-empty"], cwd=directory, check=True, env=env)
 
 
-def wait_listening(port, process, timeout=60):
+def child_setup(death_signal=signal.SIGTERM, user=None):
+    """A preexec_fn: become `user` (a pwd entry) if given, and have the kernel send
+    `death_signal` to the child when this script dies (SIGKILL included), so no server outlives it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def setup():
+        if user is not None:
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+        libc.prctl(1, int(death_signal))  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os.kill(os.getpid(), death_signal)
+    return setup
+
+
+def show_log(path, lines=40):
+    try:
+        with open(path, errors="replace") as f:
+            tail = f.readlines()[-lines:]
+    except OSError:
+        return
+    sys.stderr.write(f"--- last lines of {os.path.basename(path)}:\n" + "".join(tail))
+
+
+def wait_listening(port, process, timeout=60, log=None):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if process.poll() is not None:
             sys.stderr.write("server exited early\n")
+            if log:
+                show_log(log)
             sys.exit(1)
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
@@ -117,11 +194,37 @@ def wait_listening(port, process, timeout=60):
         except OSError:
             time.sleep(0.1)
     sys.stderr.write("server did not start listening\n")
+    if log:
+        show_log(log)
     process.terminate()
     sys.exit(1)
 
 
-def start_radicale(root, port, args):
+def run_step(what, command, log=None, **kwargs):
+    """Runs a setup command, its output captured; on failure says what failed and exits."""
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kwargs)
+    if result.returncode != 0:
+        sys.stderr.write(f"{what} failed (exit {result.returncode}):\n{result.stdout.decode(errors='replace')}\n")
+        if log:
+            show_log(log)
+        sys.exit(1)
+    return result.stdout.decode(errors="replace")
+
+
+def user_and_password(args):
+    user, _, password = (args.auth or "ferry:secret").partition(":")
+    return user, password
+
+
+class Launch:
+    """What a start_* function hands back: the server's command and where things are."""
+
+    def __init__(self, command, book, cal, principal, env=None, log=None):
+        self.command, self.book, self.cal, self.principal = command, book, cal, principal
+        self.env, self.log = env, log
+
+
+def start_radicale(root, port, args, cleanups):
     storage = os.path.join(root, "collections")
     user_dir = os.path.join(storage, "collection-root", "ferry")
     book = os.path.join(user_dir, "contacts")
@@ -134,6 +237,7 @@ def start_radicale(root, port, args):
         json.dump({"tag": "VCALENDAR", "C:supported-calendar-component-set": "VEVENT,VTODO", "D:displayname": "calendar"}, f)
     command = [tool("radicale"), "--server-hosts", f"127.0.0.1:{port}",
                "--storage-filesystem-folder", storage, "--logging-level", "warning"]
+    user = "ferry"
     if args.auth:
         user, password = args.auth.split(":", 1)
         htpasswd = os.path.join(root, "htpasswd")
@@ -144,19 +248,20 @@ def start_radicale(root, port, args):
         # owner_only needs the collections to live under the user's own principal.
         if user != "ferry":
             os.rename(user_dir, os.path.join(storage, "collection-root", user))
-            return command, f"/{user}/contacts/", f"/{user}/calendar/"
     else:
         command += ["--auth-type", "none", "--rights-type", "authenticated"]
-    return command, "/ferry/contacts/", "/ferry/calendar/"
+    return Launch(command, f"/{user}/contacts/", f"/{user}/calendar/", f"/{user}/")
 
 
-def start_xandikos(root, port, args):
+def start_xandikos(root, port, args, cleanups):
     # Let Xandikos create its default layout once, then load the files and commit once.
     init = subprocess.Popen([tool("xandikos"), "--defaults", "-d", root, "-l", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_listening(port, init)
-    init.kill()
-    init.wait()
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child_setup())
+    try:
+        wait_listening(port, init)
+    finally:
+        init.kill()
+        init.wait()
     book = os.path.join(root, "user", "contacts", "addressbook")
     cal = os.path.join(root, "user", "calendars", "calendar")
     write_items(book, args.cards, 0, "card")
@@ -164,7 +269,119 @@ def start_xandikos(root, port, args):
     git_commit(book)
     git_commit(cal)
     command = [tool("xandikos"), "-d", root, "-l", "127.0.0.1", "-p", str(port)]
-    return command, "/user/contacts/addressbook/", "/user/calendars/calendar/"
+    return Launch(command, "/user/contacts/addressbook/", "/user/calendars/calendar/", "/user/")
+
+
+def php_server_env(extra):
+    env = dict(os.environ, **extra)
+    env.pop("PHP_CLI_SERVER_WORKERS", None)
+    return env
+
+
+def start_postgres(root, cleanups):
+    """A private PostgreSQL 15 cluster in root/pg, on a unix socket there and no TCP port;
+    returns the socket directory. Run as the postgres user when we are root (initdb refuses root)."""
+    import pwd
+    require_files("davical", "postgresql", os.path.join(PG_BIN, "initdb"))
+    pgdir = os.path.join(root, "pg")
+    data = os.path.join(pgdir, "data")
+    log = os.path.join(root, "postgresql.log")
+    os.makedirs(pgdir)
+    user = None
+    if os.geteuid() == 0:
+        user = pwd.getpwnam("postgres")
+        os.chmod(root, 0o711)
+        os.chown(pgdir, user.pw_uid, user.pw_gid)
+        with open(log, "w"):
+            pass
+        os.chown(log, user.pw_uid, user.pw_gid)
+    run_step("initdb", [os.path.join(PG_BIN, "initdb"), "-D", data, "-A", "trust", "-U", "postgres",
+                        "--no-sync", "-E", "UTF8", "--no-locale"], preexec_fn=child_setup(user=user), cwd=pgdir)
+    with open(log, "a") as out:
+        postmaster = subprocess.Popen(
+            [os.path.join(PG_BIN, "postgres"), "-D", data, "-k", pgdir, "-c", "listen_addresses=",
+             "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
+            stdout=out, stderr=out, cwd=pgdir, preexec_fn=child_setup(signal.SIGINT, user=user))
+
+    def stop_postgres():
+        if postmaster.poll() is None:
+            postmaster.send_signal(signal.SIGINT)  # fast shutdown
+            try:
+                postmaster.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                postmaster.kill()
+                postmaster.wait()
+    cleanups.append(stop_postgres)
+
+    deadline = time.time() + 30
+    while subprocess.run([os.path.join(PG_BIN, "pg_isready"), "-q", "-h", pgdir, "-U", "postgres"]).returncode != 0:
+        if postmaster.poll() is not None or time.time() > deadline:
+            sys.stderr.write("PostgreSQL did not start\n")
+            show_log(log)
+            sys.exit(1)
+        time.sleep(0.05)
+    return pgdir
+
+
+def start_davical(root, port, args, cleanups):
+    require_files("davical", "davical", os.path.join(DAVICAL, "htdocs", "caldav.php"))
+    user, password = user_and_password(args)
+    pgdir = start_postgres(root, cleanups)
+    env = dict(os.environ, PGHOST=pgdir, PGUSER="postgres", PATH=PG_BIN + os.pathsep + os.environ.get("PATH", ""),
+               PGOPTIONS="--client-min-messages=warning")
+    out = run_step("DAViCal's create-database.sh",
+                   ["sh", os.path.join(DAVICAL, "dba", "create-database.sh"), "davical", "admin"], env=env, cwd=root)
+    if "ERROR" in out or "Unable" in out:
+        sys.stderr.write(f"DAViCal's create-database.sh:\n{out}\n")
+        sys.exit(1)
+    config = os.path.join(root, "davical-conf.php")
+    with open(config, "w") as f:
+        f.write("<?php\n// Read by DAViCal through davical_router.php's SERVER_NAME.\n"
+                f"$c->db_connect[] = array('dsn' => 'pgsql:host={pgdir};dbname=davical', 'dbuser' => 'davical_app');\n"
+                "$c->domain_name = '127.0.0.1';\n"
+                "$_SERVER['SERVER_NAME'] = '127.0.0.1';\n"
+                "$c->admin_email = 'admin@example.com';\n")
+    items = {f"/{user}/addresses/card-{i}.vcf": vcard(i) for i in range(args.cards)}
+    items.update({f"/{user}/calendar/event-{j}.ics": vevent(j) for j in range(args.events)})
+    spec = {"username": user, "password": password, "fullname": "Ferry Tests", "email": f"{user}@example.com",
+            "items": items}
+    run_step("php/davical_load.php", ["php", os.path.join(PHP_DIR, "davical_load.php")],
+             input=json.dumps(spec).encode(), env=dict(os.environ, FERRY_DAVICAL_CONFIG=config), cwd=root)
+    command = ["php", "-S", f"127.0.0.1:{port}", "-t", os.path.join(DAVICAL, "htdocs"),
+               os.path.join(PHP_DIR, "davical_router.php")]
+    return Launch(command, f"/caldav.php/{user}/addresses/", f"/caldav.php/{user}/calendar/", f"/caldav.php/{user}/",
+                  env=php_server_env({"FERRY_DAVICAL_CONFIG": config}), log=os.path.join(root, "php.log"))
+
+
+def start_sabredav(root, port, args, cleanups):
+    require_files("sabredav", "php-sabre-dav php-sqlite3", "/usr/share/php/Sabre/autoload.php",
+                  *(os.path.join(SABRE_SQL, f"sqlite.{name}.sql") for name in ("principals", "users", "addressbooks", "calendars", "locks")))
+    user, password = user_and_password(args)
+    db = os.path.join(root, "sabredav.sqlite")
+    with sqlite3.connect(db) as connection:
+        for name in ("principals", "users", "addressbooks", "calendars", "locks"):
+            with open(os.path.join(SABRE_SQL, f"sqlite.{name}.sql")) as f:
+                connection.executescript(f.read())
+        digest = hashlib.md5(f"{user}:{SABRE_REALM}:{password}".encode()).hexdigest()
+        connection.execute("INSERT INTO users (username, digesta1) VALUES (?, ?)", (user, digest))
+        connection.execute("INSERT INTO principals (uri, email, displayname) VALUES (?, ?, ?)",
+                           (f"principals/{user}", f"{user}@example.com", "Ferry Tests"))
+        for proxy in ("calendar-proxy-read", "calendar-proxy-write"):
+            connection.execute("INSERT INTO principals (uri) VALUES (?)", (f"principals/{user}/{proxy}",))
+    connection.close()
+    spec = {"principal": f"principals/{user}",
+            "addressbook": {"uri": "contacts", "displayname": "contacts"},
+            "calendar": {"uri": "calendar", "displayname": "calendar", "color": "#3a87adff", "components": ["VEVENT", "VTODO"]},
+            "cards": {f"card-{i}.vcf": vcard(i) for i in range(args.cards)},
+            "events": {f"event-{j}.ics": vevent(j) for j in range(args.events)}}
+    run_step("php/sabredav_load.php", ["php", os.path.join(PHP_DIR, "sabredav_load.php"), db],
+             input=json.dumps(spec).encode(), cwd=root)
+    command = ["php", "-S", f"127.0.0.1:{port}", "-t", root, os.path.join(PHP_DIR, "sabredav_server.php")]
+    return Launch(command, f"/addressbooks/{user}/contacts/", f"/calendars/{user}/calendar/", f"/principals/{user}/",
+                  env=php_server_env({"FERRY_SABREDAV_DB": db}), log=os.path.join(root, "php.log"))
+
+
+SERVERS = {"radicale": start_radicale, "xandikos": start_xandikos, "davical": start_davical, "sabredav": start_sabredav}
 
 
 def main():
@@ -172,10 +389,11 @@ def main():
     # SIGTERM reaches us (and the servers we start, which inherit this mask).
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     parser = argparse.ArgumentParser()
-    parser.add_argument("--server", choices=["radicale", "xandikos"], required=True)
+    parser.add_argument("--server", choices=sorted(SERVERS), required=True)
     parser.add_argument("--cards", type=int, default=10)
     parser.add_argument("--events", type=int, default=5)
-    parser.add_argument("--auth", help="USER:PASSWORD (Radicale only: htpasswd plain)")
+    parser.add_argument("--auth", help="USER:PASSWORD (Radicale: htpasswd plain, none without it; DAViCal and "
+                                       "sabre/dav: the user, default ferry:secret; Xandikos: ignored)")
     parser.add_argument("--dir", help="use this directory instead of a fresh temporary one (kept)")
     parser.add_argument("--no-sync-collection", action="store_true",
                         help="put a proxy in front that answers REPORT sync-collection with 501 "
@@ -190,40 +408,57 @@ def main():
                              "queries), or cut and marked partial (507 + number-of-matches-within-limits)")
     parser.add_argument("--query-keep", type=int, default=10, metavar="K")
     args = parser.parse_args()
+    # Also stop when the test process that started us is gone (a killed or crashed test run
+    # must not leave servers behind), even if it goes before the server is up.
+    parent = os.getppid()
 
     root = args.dir or tempfile.mkdtemp(prefix=f"ferry-{args.server}-")
     port = free_port()
-    if args.server == "radicale":
-        command, book, cal = start_radicale(root, port, args)
-    else:
-        command, book, cal = start_xandikos(root, port, args)
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=sys.stderr)
+    process = None
+    cleanups = []  # run last to first: PostgreSQL for DAViCal
 
-    def stop(*_):
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    def on_signal(*_):
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        launch = SERVERS[args.server](root, port, args, cleanups)
+        if launch.log:
+            with open(launch.log, "w") as log:
+                process = subprocess.Popen(launch.command, stdout=log, stderr=log, env=launch.env, cwd=root,
+                                           preexec_fn=child_setup())
+        else:
+            process = subprocess.Popen(launch.command, stdout=subprocess.DEVNULL, stderr=sys.stderr, env=launch.env,
+                                       preexec_fn=child_setup())
+        wait_listening(port, process, log=launch.log)
+        proxied = args.no_sync_collection or args.truncate_sync or args.query
+        public_port = start_proxy(port, args.no_sync_collection, args.truncate_sync, args.query, args.query_keep) \
+            if proxied else port
+        sys.stdout.write(f"ADDRESSBOOK {launch.book}\nCALENDAR {launch.cal}\nPRINCIPAL {launch.principal}\n"
+                         f"PORT {public_port}\n")
+        sys.stdout.flush()
+        while process.poll() is None and os.getppid() == parent:
+            time.sleep(0.5)
+    finally:
+        # A second signal must not interrupt the cleanup.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        while cleanups:
+            try:
+                cleanups.pop()()
+            except Exception as error:  # keep cleaning up
+                sys.stderr.write(f"cleanup: {error}\n")
         if not args.dir:
             shutil.rmtree(root, ignore_errors=True)
-        sys.exit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    wait_listening(port, process)
-    proxied = args.no_sync_collection or args.truncate_sync or args.query
-    public_port = start_proxy(port, args.no_sync_collection, args.truncate_sync, args.query, args.query_keep) \
-        if proxied else port
-    print(f"ADDRESSBOOK {book}")
-    print(f"CALENDAR {cal}")
-    print(f"PORT {public_port}", flush=True)
-    # Also stop when the test process that started us is gone (a killed or crashed test run
-    # must not leave servers behind).
-    parent = os.getppid()
-    while process.poll() is None and os.getppid() == parent:
-        time.sleep(0.5)
-    stop()
+    sys.exit(0)
 
 
 PARTIAL = "ferry-partial:"

@@ -7,7 +7,7 @@ import FerryTestSupport
 /// A `caldav` store with `time-range` and `components`, against real servers: what the filter
 /// keeps is listed and fetched, what leaves it is swept, and a server that refuses the query
 /// gets the same answer from filtering here.
-@Suite("Filtered calendars against Radicale and Xandikos", .enabled(if: DAVServer.shouldRun, "radicale/xandikos not installed: pip install radicale xandikos into $FERRY_VENV (bash scripts/test.sh does)"))
+@Suite("Filtered calendars against every DAV server", .enabled(if: DAVServer.shouldRun, "radicale/xandikos not installed: pip install radicale xandikos into $FERRY_VENV (bash scripts/test.sh does)"))
 struct CalendarFilterServerTests {
     static func stamp(_ days: Double) -> String { CalendarFilter.utc(Date().addingTimeInterval(days * 86_400)) }
 
@@ -51,15 +51,21 @@ struct CalendarFilterServerTests {
 
     static let inRange: Set<String> = ["last-week.ics", "next-month.ics", "weekly.ics", "due-soon.ics"]
 
-    @Test(arguments: DAVServer.Kind.allCases)
+    /// What the server's calendar-query keeps: DAViCal's time-range matches no VTODO that has
+    /// a DUE and no DTSTART (RFC 4791 §9.9 says it should), so its task is left out.
+    static func inRange(_ kind: DAVServer.Kind) -> Set<String> {
+        kind == .davical ? inRange.subtracting(["due-soon.ics"]) : inRange
+    }
+
+    @Test(arguments: DAVServer.Kind.available)
     func theServerListsWhatTheRangeKeeps(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer(kind, cards: 0, events: 3)
         defer { server.stop() }
         try Self.seed(server)
         let pass = try server.pass(store(server, range: "-30d..+60d"), cursor: nil)
         #expect(pass.error == nil, "\(String(describing: pass.error))")
-        #expect(Set(pass.listed) == Self.inRange)
-        #expect(Set(pass.upserts.keys) == Self.inRange)
+        #expect(Set(pass.listed) == Self.inRange(kind))
+        #expect(Set(pass.upserts.keys) == Self.inRange(kind))
         #expect(pass.outcome?.listingComplete == true)
         // The last batch empties the cursor: a token says nothing about a moving range.
         #expect(pass.batches.last?.cursor == "")
@@ -67,7 +73,7 @@ struct CalendarFilterServerTests {
         #expect(pass.outcome?.requests == 3)
     }
 
-    @Test(arguments: DAVServer.Kind.allCases)
+    @Test(arguments: DAVServer.Kind.available)
     func componentsChooseTasksAlone(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer(kind, cards: 0, events: 3)
         defer { server.stop() }
@@ -80,7 +86,7 @@ struct CalendarFilterServerTests {
 
     /// A proxy refuses every collection query (501): the whole calendar is listed and fetched,
     /// and only what the filter keeps is listed and handed over.
-    @Test(arguments: DAVServer.Kind.allCases)
+    @Test(arguments: DAVServer.Kind.available)
     func aServerWithoutTheQueryIsFilteredHere(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer(kind, cards: 0, events: 3, queryFault: .refuse)
         defer { server.stop() }
@@ -94,7 +100,7 @@ struct CalendarFilterServerTests {
 
     /// Through the configuration and the replica: an event moved out of the range is swept
     /// (the change log says delete), the others stay, and the stored cursor is empty.
-    @Test(arguments: DAVServer.Kind.allCases)
+    @Test(arguments: DAVServer.Kind.available)
     func anEventThatLeavesTheRangeLeavesTheReplica(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer(kind, cards: 0, events: 3)
         defer { server.stop() }
@@ -121,15 +127,15 @@ struct CalendarFilterServerTests {
             String(decoding: try Shell.run("/usr/bin/sqlite3", [directory.path("replica.db"), sql]), as: UTF8.self).split(separator: "\n").map(String.init)
         }
         let first = try sync()
-        #expect(first.counts.inserted == 4)
+        #expect(first.counts.inserted == Self.inRange(kind).count)
         #expect(first.isComplete)
-        #expect(Set(try query("SELECT id FROM calendar")) == Self.inRange)
+        #expect(Set(try query("SELECT id FROM calendar")) == Self.inRange(kind))
 
         try server.put(server.calendarPath + "next-month.ics", Self.event("next-month", startingIn: 400), contentType: "text/calendar; charset=utf-8")
         let second = try sync()
         #expect(second.counts.deleted == 1)
         #expect(second.isComplete)
-        #expect(Set(try query("SELECT id FROM calendar")) == Self.inRange.subtracting(["next-month.ics"]))
+        #expect(Set(try query("SELECT id FROM calendar")) == Self.inRange(kind).subtracting(["next-month.ics"]))
         #expect(try query("SELECT op FROM ferry_changes WHERE id = 'next-month.ics' ORDER BY seq") == ["insert", "delete"])
         #expect(try query("SELECT quote(cursor) FROM ferry_sync_state WHERE store = 'calendar'") == ["''"])
     }

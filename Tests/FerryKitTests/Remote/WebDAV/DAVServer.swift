@@ -8,11 +8,45 @@ import FerryTestSupport
 /// with generated cards (`card-i.vcf`) and events (`event-j.ics`).
 ///
 /// Radicale runs with htpasswd auth (`ferry` / `secret`); Xandikos has no auth and ignores the
-/// Authorization header. The servers come from `$FERRY_VENV/bin` or PATH (`pip install radicale xandikos`).
+/// Authorization header; DAViCal and sabre/dav 1.8 take HTTP Basic for `ferry` / `secret`.
+/// Radicale and Xandikos come from `$FERRY_VENV/bin` or PATH (`pip install radicale xandikos`),
+/// DAViCal and sabre/dav from Debian (`apt-get install davical postgresql php-sabre-dav php-sqlite3`).
+/// The collections' and the principal's paths are the ones the script prints.
+/// How the four differ for a sync client: `Tests/Servers/DAV-SERVERS.md`.
 final class DAVServer: @unchecked Sendable {
     enum Kind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-        case radicale, xandikos
+        case radicale, xandikos, davical, sabredav
         var testDescription: String { rawValue }
+
+        /// The servers with sync-collection installed here (all three in CI, where a missing
+        /// one fails): what the suites parametrised over `Kind.allCases` run against.
+        static var allCases: [Kind] { syncCollectionServers.filter(\.shouldRun) }
+        /// Every server, including the Debian-packaged ones.
+        static let everyServer: [Kind] = [.radicale, .xandikos, .davical, .sabredav]
+        /// Every server installed here (every one in CI, where a missing one fails).
+        static var available: [Kind] { everyServer.filter(\.shouldRun) }
+        /// The servers with RFC 6578 sync-collection (sabre/dav 1.8 has none: Ferry's PROPFIND
+        /// fallback path).
+        static let syncCollectionServers: [Kind] = [.radicale, .xandikos, .davical]
+
+        /// Whether this server is installed (pip's in `$FERRY_VENV/bin` or PATH, apt's files).
+        var isInstalled: Bool {
+            switch self {
+            case .radicale, .xandikos:
+                return TestTools.executable(rawValue) != nil
+            case .davical:
+                return FileManager.default.fileExists(atPath: "/usr/share/davical/htdocs/caldav.php")
+                    && FileManager.default.fileExists(atPath: "/usr/lib/postgresql/15/bin/postgres")
+                    && Shell.succeeds(["php", "-r", "exit(extension_loaded('pdo_pgsql') ? 0 : 1);"])
+            case .sabredav:
+                return FileManager.default.fileExists(atPath: "/usr/share/php/Sabre/autoload.php")
+                    && Shell.succeeds(["php", "-r", "exit(extension_loaded('pdo_sqlite') ? 0 : 1);"])
+            }
+        }
+
+        /// Run this server's tests when it is installed, and always in CI (where a missing
+        /// server must fail, not skip).
+        var shouldRun: Bool { isInstalled || isCI }
     }
 
     /// What the test proxy does to addressbook-query / calendar-query answers.
@@ -33,8 +67,10 @@ final class DAVServer: @unchecked Sendable {
     private let server: TestServer
 
     var baseURL: String { server.baseURL }
-    var addressBookPath: String { kind == .radicale ? "/ferry/contacts/" : "/user/contacts/addressbook/" }
-    var calendarPath: String { kind == .radicale ? "/ferry/calendar/" : "/user/calendars/calendar/" }
+    /// From the script's `ADDRESSBOOK`, `CALENDAR` and `PRINCIPAL` lines.
+    let addressBookPath: String
+    let calendarPath: String
+    let principalPath: String
     var addressBookURL: String { baseURL + addressBookPath }
     var calendarURL: String { baseURL + calendarPath }
 
@@ -52,7 +88,7 @@ final class DAVServer: @unchecked Sendable {
             TestServer.repositoryRoot.appendingPathComponent("Tests/Servers/dav_servers.py").path,
             "--server", kind.rawValue, "--cards", "\(cards)", "--events", "\(events)",
         ]
-        if kind == .radicale { arguments += ["--auth", "\(Self.username):\(Self.password)"] }
+        if kind != .xandikos { arguments += ["--auth", "\(Self.username):\(Self.password)"] }
         if withoutSyncCollection { arguments.append("--no-sync-collection") }
         if let truncateSync { arguments += ["--truncate-sync", "\(truncateSync)"] }
         switch queryFault {
@@ -61,7 +97,18 @@ final class DAVServer: @unchecked Sendable {
         case .subset(let keep): arguments += ["--query", "subset", "--query-keep", "\(keep)"]
         case .truncate(let keep): arguments += ["--query", "truncate", "--query-keep", "\(keep)"]
         }
-        server = try TestServer(executable: "/usr/bin/env", arguments: ["python3"] + arguments)
+        let server = try TestServer(executable: "/usr/bin/env", arguments: ["python3"] + arguments)
+        func printed(_ key: String) throws -> String {
+            guard let line = server.outputLines.first(where: { $0.hasPrefix(key + " ") }) else {
+                server.stop()
+                throw TestServerError.didNotStart("dav_servers.py --server \(kind.rawValue) printed no \(key) line")
+            }
+            return String(line.dropFirst(key.count + 1)).trimmingCharacters(in: .whitespaces)
+        }
+        addressBookPath = try printed("ADDRESSBOOK")
+        calendarPath = try printed("CALENDAR")
+        principalPath = try printed("PRINCIPAL")
+        self.server = server
     }
 
     func stop() { server.stop() }
@@ -170,5 +217,6 @@ final class DAVServer: @unchecked Sendable {
 
 /// Line-ending-insensitive text, for comparing bodies a server re-serialized (Radicale).
 func normalizedLines(_ text: String) -> [String] {
-    text.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n").map(String.init).sorted()
+    // DAViCal stamps a REV on every card it stores.
+    text.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n").map(String.init).filter { !$0.hasPrefix("REV:") }.sorted()
 }

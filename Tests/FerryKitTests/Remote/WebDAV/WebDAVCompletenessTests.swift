@@ -13,7 +13,7 @@ struct WebDAVCompletenessTests {
     @Test(arguments: DAVServer.Kind.allCases)
     func aURLThatIsNotTheCollectionIsAConfigurationError(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer.shared(kind)
-        let principal = kind == .radicale ? "/ferry/" : "/user/"
+        let principal = server.principalPath
         let cases: [(StoreKind, String, String)] = [
             (.carddav, server.baseURL + principal, "is a principal"),
             (.carddav, server.calendarURL, "is a calendar: set kind = caldav"),

@@ -236,7 +236,13 @@ final class WebDAVWriter: RemoteWriter {
     /// Whether two vCard/iCalendar texts hold the same content lines, whatever their order,
     /// folding and line endings (Radicale stores a card re-serialized, its properties reordered).
     static func sameText(_ stored: Data, _ sent: String) -> Bool {
-        ContentLineText.unfoldedLines(String(decoding: stored, as: UTF8.self)).sorted() == ContentLineText.unfoldedLines(sent).sorted()
+        comparable(String(decoding: stored, as: UTF8.self)) == comparable(sent)
+    }
+
+    /// A body's content lines, unfolded and in any order (servers re-serialise), without the
+    /// `REV` a server stamps on a card it stores (DAViCal adds one to every card without).
+    private static func comparable(_ text: String) -> [String] {
+        ContentLineText.unfoldedLines(text).filter { !$0.uppercased().hasPrefix("REV:") && !$0.uppercased().hasPrefix("REV;") }.sorted()
     }
 }
 

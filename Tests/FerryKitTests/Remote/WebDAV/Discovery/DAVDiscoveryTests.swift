@@ -16,44 +16,45 @@ func discover(_ store: StoreConfiguration, contents: [WebDAVOptions.Content] = [
     }
 }
 
-@Suite("Discovery against Radicale and Xandikos", .enabled(if: DAVServer.shouldRun, "radicale/xandikos not installed: pip install radicale xandikos into $FERRY_VENV (bash scripts/test.sh does)"))
+@Suite("Discovery against every DAV server", .enabled(if: DAVServer.shouldRun, "radicale/xandikos not installed: pip install radicale xandikos into $FERRY_VENV (bash scripts/test.sh does)"))
 struct DAVDiscoveryServerTests {
-    /// The user's principal on each server (Radicale: the user's own collection; Xandikos: /user/).
-    static func principalPath(_ kind: DAVServer.Kind) -> String { kind == .radicale ? "/ferry/" : "/user/" }
-
     func account(_ server: DAVServer, from url: String, password: String = DAVServer.password) throws -> DAVAccount {
         try discover(server.store(password: password, url: url)).get()
     }
 
-    @Test(arguments: DAVServer.Kind.allCases)
+    @Test(arguments: DAVServer.Kind.available)
     func findsEveryCollectionFromTheServersRoot(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer.shared(kind)
         let account = try account(server, from: server.baseURL + "/")
-        #expect(account.principalURL == server.baseURL + Self.principalPath(kind))
+        #expect(account.principalURL == server.baseURL + server.principalPath)
         #expect(!account.startedAtCollection)
         let books = account.collections.filter { $0.content == .addressBook }
         let calendars = account.collections.filter { $0.content == .calendar }
         #expect(books.map(\.url) == [server.addressBookURL])
         #expect(calendars.map(\.url) == [server.calendarURL])
-        #expect(books.first?.supportsSyncCollection == true)
-        #expect(calendars.first?.supportsSyncCollection == true)
+        // sabre/dav 1.8 has no sync-collection, and says so in supported-report-set.
+        #expect(books.first?.supportsSyncCollection == (kind != .sabredav))
+        #expect(calendars.first?.supportsSyncCollection == (kind != .sabredav))
         #expect(calendars.first?.components.contains("VEVENT") == true)
         #expect(books.first?.displayName != nil)
         #expect(account.unusable.isEmpty)
     }
 
-    @Test(arguments: DAVServer.Kind.allCases)
+    @Test(arguments: DAVServer.Kind.available)
     func theWellKnownURLAndThePrincipalLeadToTheSameCollections(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer.shared(kind)
         let fromRoot = try account(server, from: server.baseURL)
-        let fromWellKnown = try account(server, from: server.baseURL + "/.well-known/carddav")
-        let fromPrincipal = try account(server, from: server.baseURL + Self.principalPath(kind))
-        #expect(fromWellKnown.collections.map(\.url) == fromRoot.collections.map(\.url))
+        let fromPrincipal = try account(server, from: server.baseURL + server.principalPath)
+        // sabre/dav 1.8 has no well-known URLs (404): from the root, discovery asks the root.
+        if kind != .sabredav {
+            let fromWellKnown = try account(server, from: server.baseURL + "/.well-known/carddav")
+            #expect(fromWellKnown.collections.map(\.url) == fromRoot.collections.map(\.url))
+        }
         #expect(fromPrincipal.collections.map(\.url) == fromRoot.collections.map(\.url))
         #expect(fromPrincipal.principalURL == fromRoot.principalURL)
     }
 
-    @Test(arguments: DAVServer.Kind.allCases)
+    @Test(arguments: DAVServer.Kind.available)
     func aCollectionURLIsTheAccountsOnlyCollection(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer.shared(kind)
         let account = try account(server, from: server.calendarURL)
@@ -68,7 +69,7 @@ struct DAVDiscoveryServerTests {
         #expect(url == server.calendarURL)
     }
 
-    @Test(arguments: DAVServer.Kind.allCases)
+    @Test(arguments: DAVServer.Kind.available)
     func aStoreAtTheServersRootIsToldWhichURLsItCouldName(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer.shared(kind)
         let store = server.store(url: server.baseURL + "/")

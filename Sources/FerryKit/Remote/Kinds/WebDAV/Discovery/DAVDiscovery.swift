@@ -11,7 +11,8 @@ import Logging
 ///    the start URL. PROPFIND Depth 0 asks it for `current-user-principal`, the home sets and
 ///    the resource type. A collection there is the account's only collection.
 /// 2. **Principal.** PROPFIND Depth 0 of the principal for `addressbook-home-set` and
-///    `calendar-home-set`, once per principal.
+///    `calendar-home-set`, once per principal, and its scheduling inbox and outbox, which
+///    are left out of the listing.
 /// 3. **Home sets.** PROPFIND Depth 1 of each home set, once per URL, for every member's
 ///    resource type, display name, colour, components and supported reports.
 ///
@@ -60,6 +61,10 @@ public final class DAVDiscovery: RemoteSessionDelegate {
     private var principals: [String: DAVResource] = [:]
     private var listedHomes: Set<String> = []
     private var listedCollections: Set<String> = []
+    /// The scheduling inbox and outbox the principal names (RFC 6638 §2.2): calendars in
+    /// their home set's listing, but mailboxes for invitations, not calendars to sync (DAViCal
+    /// lists its `.in/` and `.out/` as plain calendars).
+    private var schedulingCollections: Set<String> = []
     /// Contents whose home set the account lacks.
     private var homeless: [WebDAVOptions.Content] = []
     public private(set) var requests = 0
@@ -123,6 +128,7 @@ public final class DAVDiscovery: RemoteSessionDelegate {
     private func context(_ resources: [DAVResource], url: String, content: WebDAVOptions.Content) {
         let resource = own(resources, at: url)
         if account.contextURL == account.startURL { account.contextURL = url }
+        if let resource { noteScheduling(resource, answeredAt: url) }
         let types = resource?.resourceTypes ?? []
         if types.contains(DAVName.addressBook) || types.contains(DAVName.calendar) {
             account.startedAtCollection = true
@@ -141,6 +147,7 @@ public final class DAVDiscovery: RemoteSessionDelegate {
         propfind(principal, depth: "0", properties: Self.principalProperties, step: .principal) { [unowned self] answer in
             guard case .resources(let resources, let answered) = answer else { preconditionFailure("only the well-known URL may be absent") }
             let resource = own(resources, at: answered) ?? DAVResource()
+            noteScheduling(resource, answeredAt: answered)
             principals[principal] = resource
             homesOf(resource, principal: answered, content: content)
         }
@@ -171,6 +178,14 @@ public final class DAVDiscovery: RemoteSessionDelegate {
         }
     }
 
+    private func noteScheduling(_ resource: DAVResource, answeredAt url: String) {
+        for name in ["schedule-inbox-URL", "schedule-outbox-URL"] {
+            for href in resource[DAVName.calDAV + name]?.hrefs ?? [] {
+                if let resolved = Self.resolve(href, against: url) { schedulingCollections.insert(resolved.hasSuffix("/") ? resolved : resolved + "/") }
+            }
+        }
+    }
+
     /// Adds a listed member when it is an address book or a calendar.
     private func take(_ resource: DAVResource, answeredAt url: String, home: String?) {
         guard let resolved = Self.resolve(resource.href, against: url) else { return }
@@ -179,6 +194,8 @@ public final class DAVDiscovery: RemoteSessionDelegate {
         if let home, Self.samePath(collectionURL, home) { return }
         guard !listedCollections.contains(collectionURL) else { return }
         let types = resource.resourceTypes
+        if types.contains(DAVName.calDAV + "schedule-inbox") || types.contains(DAVName.calDAV + "schedule-outbox")
+            || schedulingCollections.contains(where: { Self.samePath($0, collectionURL) }) { return }
         let isAddressBook = types.contains(DAVName.addressBook)
         let isCalendar = types.contains(DAVName.calendar)
         if isAddressBook && isCalendar {
@@ -307,8 +324,9 @@ public final class DAVDiscovery: RemoteSessionDelegate {
     }
 
     /// A start URL may be a collection: its own properties come with the first answer.
-    private static let contextProperties = "<D:current-user-principal/><A:addressbook-home-set/><C:calendar-home-set/>" + collectionProperties
-    private static let principalProperties = "<D:resourcetype/><A:addressbook-home-set/><C:calendar-home-set/>"
+    private static let contextProperties = "<D:current-user-principal/><A:addressbook-home-set/><C:calendar-home-set/>"
+        + "<C:schedule-inbox-URL/><C:schedule-outbox-URL/>" + collectionProperties
+    private static let principalProperties = "<D:resourcetype/><A:addressbook-home-set/><C:calendar-home-set/><C:schedule-inbox-URL/><C:schedule-outbox-URL/>"
     private static let collectionProperties = "<D:resourcetype/><D:displayname/><I:calendar-color/><C:supported-calendar-component-set/><D:supported-report-set/>"
 
     static func homeSet(_ content: WebDAVOptions.Content) -> String {
