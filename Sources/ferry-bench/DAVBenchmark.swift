@@ -34,7 +34,14 @@ struct DAVBenchmark: ParsableCommand {
     @Option(help: "hrefs per multiget REPORT.")
     var batch = 100
 
+    @Option(help: "The account case: this many address books of --cards cards and as many calendars of --events events, synced as one dav-account store against vdirsyncer discovering them (0: one address book).")
+    var collections = 0
+
+    @Option(help: "Events per calendar in the account case.")
+    var events = 1_000
+
     func run() throws {
+        if collections > 0 { return try runAccount() }
         let server = try startServer()
         defer {
             server.terminate()
@@ -174,25 +181,27 @@ struct DAVBenchmark: ParsableCommand {
         return (try CoreBenchmark.curl(["-K", configFile.path]), requests.count)
     }
 
-    private func timed<T>(_ body: () throws -> T) rethrows -> (Double, T) {
+    func timed<T>(_ body: () throws -> T) rethrows -> (Double, T) {
         let start = ContinuousClock.now
         let value = try body()
         let elapsed = ContinuousClock.now - start
         return (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, value)
     }
 
-    private struct Server {
+    struct Server {
         let process: Process
         let port: Int
         func terminate() { process.terminate() }
     }
 
-    private func startServer() throws -> Server {
+    func startServer(events: Int = 0, collections: Int = 1) throws -> Server {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, "--server", "xandikos", "--cards", "\(cards)", "--events", "0"]
+        process.arguments = ["python3", script, "--server", "xandikos", "--cards", "\(cards)", "--events", "\(events)", "--collections", "\(collections)"]
         let output = Pipe()
         process.standardOutput = output
+        // Xandikos logs every request; the figures are what matters here.
+        process.standardError = FileHandle.nullDevice
         try process.run()
         var buffer = Data()
         while true {
@@ -232,15 +241,17 @@ struct DAVBenchmark: ParsableCommand {
         return path
     }
 
-    private func vdirsyncer(_ config: String, _ arguments: [String]) throws {
+    /// Runs vdirsyncer; `discover` may ask questions: `answer` is what it reads (none: none).
+    func vdirsyncer(_ config: String, _ arguments: [String], answer: String = "") throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: venv + "/bin/vdirsyncer")
         process.arguments = ["-c", config] + arguments
         process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
         let input = Pipe()
         process.standardInput = input
         try process.run()
-        // discover may ask questions; answer none.
+        if !answer.isEmpty { input.fileHandleForWriting.write(Data(answer.utf8)) }
         try input.fileHandleForWriting.close()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {

@@ -1,7 +1,8 @@
 import FerryKit
 import Foundation
 
-/// Fuzzes MultistatusParser, which reads every CardDAV/CalDAV PROPFIND and REPORT answer.
+/// Fuzzes MultistatusParser, which reads every CardDAV/CalDAV PROPFIND and REPORT answer, and
+/// DAVPropertiesParser, which reads discovery's PROPFIND answers, on the same input.
 ///
 /// Invariants, beyond "never traps": a failure is the typed ``MultistatusParser/Failure`` with a
 /// non-negative line and column; a success has the root `multistatus` or `error`, responses
@@ -14,7 +15,10 @@ enum MultistatusFuzzer {
     static let maxTextBytes = 1024
     static let parser = MultistatusParser(maxDataBytes: maxDataBytes, maxTextBytes: maxTextBytes)
 
+    static let properties = DAVPropertiesParser(maxTextBytes: maxTextBytes)
+
     static func run(_ data: Data) {
+        runProperties(data)
         let status: Multistatus
         do {
             status = try parser.parse(data)
@@ -36,5 +40,23 @@ enum MultistatusFuzzer {
             }
         }
         FuzzCheck.expect((status.syncToken?.utf8.count ?? 0) <= maxTextBytes, "sync token over the text cap")
+    }
+
+    /// Discovery's parser: a typed failure, or resources whose texts and hrefs keep the cap.
+    static func runProperties(_ data: Data) {
+        let resources: [DAVResource]
+        do {
+            resources = try properties.parse(data)
+        } catch {
+            FuzzCheck.expect(error.line >= 0 && error.column >= 0, "properties: failure at a negative position: \(error)")
+            return
+        }
+        for (index, resource) in resources.enumerated() {
+            FuzzCheck.expect(resource.href.utf8.count <= maxTextBytes, "properties: resource \(index) href of \(resource.href.utf8.count) bytes")
+            for (name, value) in resource.properties {
+                FuzzCheck.expect(value.text.utf8.count <= maxTextBytes, "properties: \(name) text of \(value.text.utf8.count) bytes")
+                FuzzCheck.expect(value.hrefs.allSatisfy { $0.utf8.count <= maxTextBytes }, "properties: \(name) href over the cap")
+            }
+        }
     }
 }

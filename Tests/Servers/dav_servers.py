@@ -268,6 +268,18 @@ def start_xandikos(root, port, args, cleanups):
     write_items(cal, 0, args.events, "event")
     git_commit(book)
     git_commit(cal)
+    # --collections N: N - 1 more of each, as Xandikos keeps one: a git repository whose
+    # .xandikos names its type and display name.
+    for k in range(1, args.collections):
+        for home, name, kind, label in (("contacts", f"addressbook-{k}", "addressbook", f"Address book {k}"),
+                                        ("calendars", f"calendar-{k}", "calendar", f"Calendar {k}")):
+            directory = os.path.join(root, "user", home, name)
+            os.makedirs(directory)
+            subprocess.run(["git", "init", "-q", directory], check=True)
+            with open(os.path.join(directory, ".xandikos"), "w") as f:
+                f.write(f"[DEFAULT]\ntype = {kind}\ndisplayname = {label}\n")
+            write_items(directory, args.cards, args.events, "card" if kind == "addressbook" else "event")
+            git_commit(directory)
     command = [tool("xandikos"), "-d", root, "-l", "127.0.0.1", "-p", str(port)]
     return Launch(command, "/user/contacts/addressbook/", "/user/calendars/calendar/", "/user/")
 
@@ -395,6 +407,9 @@ def main():
     parser.add_argument("--auth", help="USER:PASSWORD (Radicale: htpasswd plain, none without it; DAViCal and "
                                        "sabre/dav: the user, default ferry:secret; Xandikos: ignored)")
     parser.add_argument("--dir", help="use this directory instead of a fresh temporary one (kept)")
+    parser.add_argument("--collections", type=int, default=1,
+                        help="Xandikos only: this many address books (each with --cards cards) and this many "
+                             "calendars (each with --events events); the first of each is the one printed")
     parser.add_argument("--no-sync-collection", action="store_true",
                         help="put a proxy in front that answers REPORT sync-collection with 501 "
                              "(a server without RFC 6578), and print the proxy's port")
@@ -408,6 +423,8 @@ def main():
                              "queries), or cut and marked partial (507 + number-of-matches-within-limits)")
     parser.add_argument("--query-keep", type=int, default=10, metavar="K")
     args = parser.parse_args()
+    if args.collections > 1 and args.server != "xandikos":
+        parser.error("--collections is for --server xandikos")
     # Also stop when the test process that started us is gone (a killed or crashed test run
     # must not leave servers behind), even if it goes before the server is up.
     parent = os.getppid()

@@ -55,10 +55,12 @@ public final class OneShotSync {
     /// are), run before any other pass; then the stores to pass: the others chosen and every
     /// collection of those accounts, as the replica now records them. `ferry push` runs no
     /// discovery and pushes the collections already known.
-    private func settleAccounts() -> (accounts: [(store: String, result: Result<PassReport, SyncError>)], stores: [StoreConfiguration]) {
+    /// With them, each collection's sync-token as its account's discovery just listed it.
+    private func settleAccounts() -> (accounts: [(store: String, result: Result<PassReport, SyncError>)], stores: [StoreConfiguration], tokens: [String: String]) {
         let accounts = stores.filter(\.kind.isAccount)
-        guard !accounts.isEmpty else { return ([], stores) }
+        guard !accounts.isEmpty else { return ([], stores, [:]) }
         var results: [(store: String, result: Result<PassReport, SyncError>)] = []
+        var tokens: [String: String] = [:]
         if pull {
             let names = Set(configuration.stores.map(\.name))
             let operations = accounts.enumerated().map { index, account in
@@ -70,6 +72,7 @@ public final class OneShotSync {
             queue.addOperations(operations, waitUntilFinished: true)
             results = operations.map { operation in
                 let name = operation.setup.store.name
+                if case .success(let report)? = operation.result { tokens.merge(report.collectionTokens) { _, new in new } }
                 return switch operation.result {
                 case .success(let report)?: (name, .success(report))
                 case .failure(let error as SyncError)?: (name, .failure(error))
@@ -84,7 +87,7 @@ public final class OneShotSync {
         for collection in known where accountNames.contains(collection.account) && !passing.contains(where: { $0.name == collection.store }) {
             if let store = expanded.store(named: collection.store) { passing.append(store) }
         }
-        return (results, passing)
+        return (results, passing, tokens)
     }
 
     public var databasePath: String { database.path }
@@ -95,13 +98,15 @@ public final class OneShotSync {
     /// `progress` is called on the calling thread about every `refresh`; SIGINT cancels every
     /// pass cleanly.
     public func run(refresh: Duration = .milliseconds(200), progress: ([Progress]) -> Void) -> [(store: String, result: Result<PassReport, SyncError>)] {
-        let (accountResults, stores) = settleAccounts()
+        let (accountResults, stores, tokens) = settleAccounts()
         let queue = OperationQueue()
         queue.name = "ferry-sync"
         queue.maxConcurrentOperationCount = maxConcurrentPasses
         let operations = stores.enumerated().map { index, store in
-            SyncPassOperation(.init(store: store, database: database, trigger: .onDemand, reconcile: store.reconcileInterval != nil,
-                                    sweepInterval: sweepNow ? nil : store.reconcileInterval, pass: index + 1, logger: logger, pull: pull))
+            var setup = SyncPassOperation.Setup(store: store, database: database, trigger: .onDemand, reconcile: store.reconcileInterval != nil,
+                                                sweepInterval: sweepNow ? nil : store.reconcileInterval, pass: index + 1, logger: logger, pull: pull)
+            setup.currentToken = tokens[store.name]
+            return SyncPassOperation(setup)
         }
         let interrupt = cancelOnInterrupt(operations)
         // Each finished pass wakes the wait below, so the command returns as soon as the last

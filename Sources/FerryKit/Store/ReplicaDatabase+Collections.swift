@@ -148,11 +148,18 @@ extension ReplicaDatabase {
         let names = ["id", "version", "body", "fields", "first_seen", "last_synced", "deleted"] + columns.map(\.name)
         let list = names.map(quoted).joined(separator: ", ")
         let selects = synced.map { "SELECT \(literal($0.store)) AS collection, \(list) FROM \(quoted($0.store))" }
+        let create = selects.isEmpty ? nil : "CREATE VIEW \(quoted(account)) AS " + selects.joined(separator: " UNION ALL ")
         do {
+            // Unchanged, it stays: a schema change makes every connection prepare its
+            // statements again.
+            let current = try connection.prepare("SELECT sql FROM sqlite_schema WHERE type = 'view' AND name = ?1")
+            try current.bind(account, at: 1)
+            let existing: String? = try current.step() ? current.string(at: 0) : nil
+            current.reset()
+            guard existing != create else { return }
             try connection.transaction { () throws(SQLiteError) in
                 try connection.execute("DROP VIEW IF EXISTS \(quoted(account))")
-                guard !selects.isEmpty else { return }
-                try connection.execute("CREATE VIEW \(quoted(account)) AS " + selects.joined(separator: " UNION ALL "))
+                if let create { try connection.execute(create) }
             }
         } catch { throw StoreError(error, path: path, store: account) }
     }

@@ -48,6 +48,9 @@ public struct PassReport: Sendable, Equatable {
     public var pulled = true
     /// For a `dav-account` store's pass (discovery): the collections it syncs now.
     public var collections: Int?
+    /// For a `dav-account` store's pass: each collection's `DAV:sync-token` as discovery listed
+    /// it, by store name, so the collections' passes right after can skip what did not change.
+    public var collectionTokens: [String: String] = [:]
 
     /// Whether the replica matches the remote as far as Ferry knows.
     public var isComplete: Bool { gaps.isEmpty }

@@ -25,6 +25,9 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         public var pull: Bool
         /// Where the pass's requests and bytes are added up (ferryd's metrics), if anywhere.
         public var tally: TransferTally?
+        /// The remote's current token, just read by someone else (``PassPlan/currentToken``):
+        /// used only when this pass pushed nothing, as a push moves the remote on.
+        public var currentToken: String?
 
         public init(store: StoreConfiguration, database: SharedDatabase, trigger: PassTrigger, reconcile: Bool,
                     sweepInterval: Duration? = nil, pass: Int, logger: Logger, pull: Bool = true) {
@@ -168,7 +171,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 // listing of every id would cost about as much as the sync itself.
                 let reconcile = wanted ? try database.hasRecords(in: store.name) : false
                 let plan = PassPlan(cursor: cursor, reconcile: reconcile, pendingIDs: store.kind.fetchesByID ? pending : [],
-                                    revalidate: setup.trigger == .onDemand)
+                                    revalidate: setup.trigger == .onDemand, currentToken: report.push.isEmpty ? setup.currentToken : nil)
                 return (plan, reconcile && !store.kind.reportsDeletions ? try database.liveRecordCount(of: store.name) : nil)
             }
         } catch {

@@ -13,12 +13,17 @@ public struct PassPlan: Sendable, Equatable {
     /// Read everything the pass covers, whatever conditional requests would say (a resync asked
     /// for by a person: SIGHUP, a reload, `ferry sync`).
     public var revalidate: Bool
+    /// The remote's own word, read from it just before this pass, on where it stands: a DAV
+    /// collection's `DAV:sync-token` as its account's discovery listed it. An incremental pass
+    /// whose cursor equals it has nothing to fetch and makes no request. Nil: not known.
+    public var currentToken: String?
 
-    public init(cursor: String?, reconcile: Bool, pendingIDs: [String] = [], revalidate: Bool = false) {
+    public init(cursor: String?, reconcile: Bool, pendingIDs: [String] = [], revalidate: Bool = false, currentToken: String? = nil) {
         self.cursor = cursor
         self.reconcile = reconcile
         self.pendingIDs = pendingIDs
         self.revalidate = revalidate
+        self.currentToken = currentToken
     }
 }
 

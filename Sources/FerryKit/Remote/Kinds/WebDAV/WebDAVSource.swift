@@ -43,14 +43,14 @@ import Logging
 public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     public let store: StoreConfiguration
     private let logger: Logger
-    private var builder: WebDAVRequestBuilder
+    var builder: WebDAVRequestBuilder
     private let parser: MultistatusParser
-    private let memberReader: WebDAVMemberReader
+    let memberReader: WebDAVMemberReader
     private let batchSize: Int
     private let errorContext: HTTPStatusClassifier.Context
     private var session: RemoteSession!
     private var sink: (any RemoteSourceSink)?
-    private var phase = Phase.idle
+    var phase = Phase.idle
     private var mode = Mode.incremental
     private var plan = PassPlan(cursor: nil, reconcile: false)
     /// By task identifier; an entry stays until its answer is parsed, after the transfer
@@ -63,15 +63,15 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private var checkResponses: [Multistatus.Response] = []
 
     // The pass's accumulated result of the sync phase.
-    private var changes = WebDAVChangeSet()
+    var changes = WebDAVChangeSet()
     private var token: String?
     private var deletesDelivered = false
 
     // The query: listed members not yet handed over, and records waiting for a full batch.
     private var unfetched: Set<String> = []
-    private var queryBatch: [RecordChange] = []
-    private var queryProblems: [RecordProblem] = []
-    private var queryBatchBytes = 0
+    var queryBatch: [RecordChange] = []
+    var queryProblems: [RecordProblem] = []
+    var queryBatchBytes = 0
     /// Records merged per batch from the query: it carries the whole collection, so its
     /// batches are sized for a bulk merge (fewer, larger transactions rewrite the same index
     /// pages less often: 10,000 cards merged 0.1 s faster than in batches of 100), not by the
@@ -88,17 +88,17 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     private static let fetchWindow = 2
     /// Members a multiget left out or answered 404 for while listed: fetched one by one with
     /// GET before they are called missing (Xandikos's multiget misreads hrefs with `%23`).
-    private var stragglers: [String] = []
+    var stragglers: [String] = []
     /// A filtered calendar's filter, the component types still to query, what the queries
     /// listed, whether one was cut short, and whether the server refused them (so this pass
     /// filters locally).
-    private let calendarFilter: CalendarFilter?
-    private var windowComponents: [String] = []
-    private var windowListed: Set<String> = []
-    private var windowTruncated = false
-    private var filterLocally = false
-    private var recovered: [RecordChange] = []
-    private var recoveryProblems: [RecordProblem] = []
+    let calendarFilter: CalendarFilter?
+    var windowComponents: [String] = []
+    var windowListed: Set<String> = []
+    var windowTruncated = false
+    var filterLocally = false
+    var recovered: [RecordChange] = []
+    var recoveryProblems: [RecordProblem] = []
     /// Bytes of a non-multistatus answer kept for its error message.
     private static let errorBodyLimit = 64 << 10
     /// Bytes awaited after the parser refused a body, for the transfer to fail first.
@@ -138,7 +138,12 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         }
         // A sweep owed by an earlier pass (refused, or cut short) lists everything again.
         mode = cursor == nil ? .initial : plan.reconcile ? .resync : .incremental
-        if let cursor, mode == .incremental {
+        if let cursor, mode == .incremental, cursor == plan.currentToken, plan.pendingIDs.isEmpty {
+            // The collection's sync-token, read a moment ago, is the one stored: no change.
+            token = cursor
+            let box = UncheckedSendableBox(self)
+            RunLoopHandle.current().perform { box.value.finishPass() }
+        } else if let cursor, mode == .incremental {
             startSync(token: cursor, round: 1)
         } else {
             phase = .checking
@@ -159,7 +164,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         send(builder.syncCollection(token: token), for: .sync(token: token))
     }
 
-    private func send(_ request: HTTPRequest, for purpose: Purpose) {
+    func send(_ request: HTTPRequest, for purpose: Purpose) {
         do {
             let task = try session.start(request)
             inFlight[task.identifier] = InFlight(purpose: purpose)
@@ -488,7 +493,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         }
     }
 
-    private func handOverQueryBatch(cursor: String?) -> Bool {
+    func handOverQueryBatch(cursor: String?) -> Bool {
         let batch = ChangeBatch(changes: takeDeletes() + queryBatch, cursor: cursor, problems: queryProblems, origin: builder.collection.url)
         queryBatch = []
         queryProblems = []
@@ -514,38 +519,6 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         fetch(rest)
     }
 
-    // MARK: - Filtered calendars
-
-    /// The calendar-query of the next component type, or the end of the listing.
-    private func queryWindow() {
-        guard let calendarFilter, !windowComponents.isEmpty else { return endWindow() }
-        let component = windowComponents.removeFirst()
-        phase = .querying
-        send(builder.calendarQuery(component: component, range: calendarFilter.range(now: Date())), for: .window)
-    }
-
-    /// Members of a calendar-query answer: listed, and handed over in batches.
-    private func takeWindow(_ responses: [Multistatus.Response]) {
-        guard case .querying = phase else { return }
-        for response in responses {
-            guard let id = builder.collection.id(forHref: response.href), !windowListed.contains(id) else { continue }
-            windowListed.insert(id)
-            append(response, id: id, to: &queryBatch, problems: &queryProblems)
-            queryBatchBytes += response.data?.utf8.count ?? 0
-            if queryBatch.count + queryProblems.count >= Self.queryBatchLimit.records || queryBatchBytes >= Self.queryBatchLimit.bytes {
-                guard handOverQueryBatch(cursor: nil) else { return }
-            }
-        }
-    }
-
-    /// Every component queried: the listing, the last records with the (empty) cursor, and any
-    /// member a query answered 404 for, fetched alone.
-    private func endWindow() {
-        guard deliverList(windowListed.sorted()) else { return }
-        guard handOverQueryBatch(cursor: stragglers.isEmpty ? finalCursor : nil) else { return }
-        stragglers.isEmpty ? finishPass() : recoverNext()
-    }
-
     // MARK: - Multigets
 
     /// Multigets `ids` in batches, then ends the pass.
@@ -562,13 +535,13 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     }
 
     /// The pass's deletes, once: they ride with the first batch handed over.
-    private func takeDeletes() -> [RecordChange] {
+    func takeDeletes() -> [RecordChange] {
         guard !deletesDelivered else { return [] }
         deletesDelivered = true
         return changes.deleted.map { .delete(id: $0) }
     }
 
-    private var finalCursor: String? {
+    var finalCursor: String? {
         // A filtered calendar keeps no token (an empty cursor: the next pass lists again).
         if calendarFilter != nil { return "" }
         return mode == .fallback ? nil : token
@@ -599,61 +572,6 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         }
     }
 
-    // MARK: - Stragglers
-
-    /// GETs the next straggler, or hands over what the GETs found, with the pass's cursor.
-    private func recoverNext() {
-        guard let id = stragglers.first else {
-            phase = .recovering
-            let batch = ChangeBatch(changes: takeDeletes() + recovered, cursor: finalCursor, problems: recoveryProblems,
-                                    origin: builder.collection.url)
-            recovered = []
-            recoveryProblems = []
-            guard deliver(batch) else { return }
-            return finishPass()
-        }
-        phase = .recovering
-        stragglers.removeFirst()
-        var request = HTTPRequest(url: builder.collection.url(forHref: changes.hrefs[id] ?? builder.collection.href(forID: id)))
-        builder.authorize(&request)
-        send(request, for: .get(id: id))
-    }
-
-    /// A straggler's own answer: its body (2xx), its deletion (404, 410), or a problem.
-    private func recoveredMember(_ id: String, head: ResponseHead, body: Data) {
-        switch memberReader.read(get: head, body: body, id: id) {
-        case .change(let change): recovered.append(change)
-        case .problem(let reason): recoveryProblems.append(RecordProblem(position: 0, id: id, reason: reason))
-        case .failPass: return fail(statusError(head, body: body))
-        case .fetchAlone: preconditionFailure("a member fetched alone is not fetched again")
-        }
-        recoverNext()
-    }
-
-    /// Turns one multiget answer into changes and problems.
-    private func records(from responses: [Multistatus.Response], requested: [String], into changes: inout [RecordChange], problems: inout [RecordProblem]) {
-        var missing = Set(requested.compactMap { builder.collection.id(forHref: $0) })
-        for response in responses {
-            for href in response.hrefs {
-                guard let id = builder.collection.id(forHref: href) else { continue }
-                missing.remove(id)
-                append(response, id: id, to: &changes, problems: &problems)
-            }
-        }
-        // Left out of the answer: asked for again, alone, with a GET.
-        stragglers += missing.sorted()
-    }
-
-    /// Turns one member response into an upsert, a problem, or a straggler.
-    private func append(_ response: Multistatus.Response, id: String, to changes: inout [RecordChange], problems: inout [RecordProblem]) {
-        switch memberReader.read(response, id: id) {
-        case .change(let change): changes.append(change)
-        case .problem(let reason): problems.append(RecordProblem(position: response.position, id: id, reason: reason))
-        case .fetchAlone: stragglers.append(id)
-        case .failPass: preconditionFailure("a multistatus member never fails the pass")
-        }
-    }
-
     // MARK: - Ending
 
     private var positionDescription: String {
@@ -671,7 +589,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     /// Hands a batch over; false when the pass has ended (the sink threw or cancelled). A pass
     /// that filters locally hands over only the records the filter keeps, and lists them (and
     /// those it could not read, which stay as they are) first.
-    private func deliver(_ batch: ChangeBatch) -> Bool {
+    func deliver(_ batch: ChangeBatch) -> Bool {
         guard filterLocally, let calendarFilter else { return handOver { try $0.source(self, didProduce: batch) } }
         var batch = batch
         let now = Date()
@@ -685,7 +603,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         return handOver { try $0.source(self, didProduce: batch) }
     }
 
-    private func deliverList(_ ids: [String]) -> Bool {
+    func deliverList(_ ids: [String]) -> Bool {
         handOver { try $0.source(self, didList: ids) }
     }
 
@@ -703,7 +621,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         return true
     }
 
-    private func finishPass() {
+    func finishPass() {
         guard let sink else { return }
         let outcome = SourceOutcome(
             listingComplete: mode != .incremental && !windowTruncated,
@@ -716,7 +634,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         sink.source(self, didFinishWith: outcome)
     }
 
-    private func fail(_ error: SyncError) {
+    func fail(_ error: SyncError) {
         guard let sink else { return }
         endRequests()
         self.sink = nil
@@ -724,7 +642,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     }
 
     /// Every request goes to the configured collection, so a 404 means the url is wrong.
-    private func statusError(_ head: ResponseHead, body: Data) -> SyncError {
+    func statusError(_ head: ResponseHead, body: Data) -> SyncError {
         HTTPStatusClassifier.error(head, body: body, target: .configuredURL, position: positionDescription, context: errorContext)
     }
 }

@@ -109,10 +109,24 @@ struct DAVAccountServerTests {
         #expect(try account.query("SELECT displayname FROM ferry_collections WHERE store = '\(colleagues)'") == ["Work People"])
         #expect(try account.query("SELECT json_extract(fields, '$.FN') FROM \(colleagues)") == ["Worker One"])
 
-        // Nothing changed: the collections stay, and no record is written.
+        // Nothing changed: the collections stay, and no record is written. Where the server
+        // lists each collection's sync-token (all but sabre/dav), discovery's listing says so
+        // and the collections' passes make no request at all.
         let again = succeeded(try account.sync())
         #expect(Set(again.keys) == Set(reports.keys))
         #expect(again.values.allSatisfy { $0.counts.inserted == 0 && $0.counts.updated == 0 && $0.counts.deleted == 0 })
+        if kind != .sabredav {
+            #expect(again.filter { $0.key != "personal" }.values.allSatisfy { $0.requests == 0 && $0.unchanged })
+        }
+        // One collection changes: its pass fetches the change; the others still ask nothing.
+        try server.put(work + "w2.vcf", DAVServer.vCard(uid: "w2", name: "Worker Two", email: "w2@example.com"))
+        let changed = succeeded(try account.sync())
+        #expect(changed[colleagues]?.counts.inserted == 1)
+        #expect(changed[books]?.counts.inserted == 0 && changed[calendar]?.counts.inserted == 0)
+        if kind != .sabredav {
+            #expect(changed[colleagues].map { $0.requests > 0 } == true)
+            #expect(changed[books]?.requests == 0 && changed[calendar]?.requests == 0)
+        }
         // A collection may be synced on its own by its store's name.
         let alone = succeeded(try account.sync([colleagues]))
         #expect(Set(alone.keys) == [colleagues])

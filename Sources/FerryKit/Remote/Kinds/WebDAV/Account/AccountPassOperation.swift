@@ -102,10 +102,13 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
         report.requests = requests
         report.recordCount = chosen.count
         report.collections = chosen.count
+        for item in chosen { report.collectionTokens[item.table] = item.collection.syncToken }
         report.wasFullSync = true
         do {
             let gaps = try setup.database.write { database throws(StoreError) -> [ReplicaGap] in
-                for item in chosen {
+                // New collections only: a known one's table exists, and its own pass prepares it.
+                let known = Set(try database.knownCollections(of: store.name).filter { $0.goneSince == nil }.map(\.store))
+                for item in chosen where !known.contains(item.table) {
                     try database.prepare(StoreDefinition(options.collectionStore(of: store, item)))
                 }
                 let now = Date()

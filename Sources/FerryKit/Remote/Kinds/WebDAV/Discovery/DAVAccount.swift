@@ -50,6 +50,9 @@ public struct DiscoveredCollection: Sendable, Equatable {
     /// Whether `supported-report-set` lists sync-collection; nil when the server did not answer
     /// the property (sync-collection is then tried, and a refusal falls back to PROPFIND).
     public var supportsSyncCollection: Bool?
+    /// `DAV:sync-token` (RFC 6578 §4): the token a sync-collection would answer now; nil when the
+    /// server did not say.
+    public var syncToken: String?
 
     public init(url: String, segment: String, content: WebDAVOptions.Content) {
         self.url = url

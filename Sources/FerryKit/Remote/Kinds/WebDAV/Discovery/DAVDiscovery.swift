@@ -214,6 +214,8 @@ public final class DAVDiscovery: RemoteSessionDelegate {
         if let reports = resource[DAVName.dav + "supported-report-set"] {
             collection.supportsSyncCollection = reports.elements.contains(DAVName.dav + "sync-collection")
         }
+        let token = resource[DAVName.dav + "sync-token"]?.text ?? ""
+        collection.syncToken = token.isEmpty ? nil : token
         account.collections.append(collection)
     }
 
@@ -323,11 +325,15 @@ public final class DAVDiscovery: RemoteSessionDelegate {
         resources.first { Self.resolve($0.href, against: url).map { Self.samePath($0, url) } ?? false } ?? (resources.count == 1 ? resources[0] : nil)
     }
 
-    /// A start URL may be a collection: its own properties come with the first answer.
+    /// A start URL may be a collection: its own properties come with the first answer (not its
+    /// sync-token: DAViCal fails a PROPFIND of its root asking for one with a 500).
     private static let contextProperties = "<D:current-user-principal/><A:addressbook-home-set/><C:calendar-home-set/>"
-        + "<C:schedule-inbox-URL/><C:schedule-outbox-URL/>" + collectionProperties
+        + "<C:schedule-inbox-URL/><C:schedule-outbox-URL/>" + describingProperties
     private static let principalProperties = "<D:resourcetype/><A:addressbook-home-set/><C:calendar-home-set/><C:schedule-inbox-URL/><C:schedule-outbox-URL/>"
-    private static let collectionProperties = "<D:resourcetype/><D:displayname/><I:calendar-color/><C:supported-calendar-component-set/><D:supported-report-set/>"
+    private static let describingProperties = "<D:resourcetype/><D:displayname/><I:calendar-color/><C:supported-calendar-component-set/><D:supported-report-set/>"
+    /// A home set's members: what they are, and each one's sync-token (a collection whose token
+    /// is the stored cursor need not be asked again).
+    private static let collectionProperties = describingProperties + "<D:sync-token/>"
 
     static func homeSet(_ content: WebDAVOptions.Content) -> String {
         content == .addressBook ? DAVName.cardDAV + "addressbook-home-set" : DAVName.calDAV + "calendar-home-set"

@@ -36,11 +36,15 @@ public struct DAVResource: Sendable, Equatable {
 /// Unlike ``MultistatusParser`` it keeps every property it is asked for (generic values, not a
 /// pass's fixed fields) and takes the whole body: discovery answers are small, and a caller
 /// caps the body before handing it over.
-struct DAVPropertiesParser {
+public struct DAVPropertiesParser: Sendable {
     /// Largest text of one element; a longer one fails the parse.
-    var maxTextBytes = 64 << 10
+    public var maxTextBytes: Int
 
-    func parse(_ data: Data) throws(MultistatusParser.Failure) -> [DAVResource] {
+    public init(maxTextBytes: Int = 64 << 10) {
+        self.maxTextBytes = maxTextBytes
+    }
+
+    public func parse(_ data: Data) throws(MultistatusParser.Failure) -> [DAVResource] {
         var screen = MultistatusScreen()
         try screen.screen(data)
         try screen.finish()
