@@ -365,6 +365,22 @@ struct StoreSectionReader {
             let absolute = ConfigurationValueReader.absolute(path, against: baseDirectory)
             return URL(fileURLWithPath: absolute).absoluteString
         }
+        if text.lowercased().hasPrefix("mailto:") {
+            // RFC 6764 §6: an e-mail address names the account's domain, whose well-known
+            // URLs discovery starts from (over https; DNS SRV records are not looked up).
+            guard kind.map({ $0.urlSchemes.contains("mailto") }) ?? true else {
+                let mailKinds = StoreKind.registered.filter { $0.urlSchemes.contains("mailto") }.map { "kind = \($0.name)" }.joined(separator: " or ")
+                values.problem(entry, "mailto: URLs are only allowed for \(mailKinds)")
+                return nil
+            }
+            let address = text.dropFirst("mailto:".count)
+            let domain = address.split(separator: "@", omittingEmptySubsequences: false).last.map(String.init) ?? ""
+            guard address.contains("@"), !domain.isEmpty, URLComponents(string: "https://\(domain)/")?.host == domain else {
+                values.problem(entry, "mailto: needs an address with a domain (mailto:alice@example.com), got '\(text)'")
+                return nil
+            }
+            return "https://\(domain)/"
+        }
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
             values.problem(entry, "not a valid URL: '\(text)'")
             return nil

@@ -93,7 +93,7 @@ extension StoreKind {
     /// Every address book and calendar of a CardDAV/CalDAV account, each its own table.
     public static let davAccount = StoreKind(
         name: "dav-account", optionKeys: ["multiget-batch", "username", "collections", "content", "components", "max-collections", "time-range"],
-        secretKeys: ["password"], reportsDeletions: true, versionComparison: .opaque, fetchesByID: true,
+        secretKeys: ["password"], reportsDeletions: true, versionComparison: .opaque, urlSchemes: ["http", "https", "mailto"], fetchesByID: true,
         localBody: .vcard, pushes: true, readOptions: { DAVAccountOptions(reading: &$0) })
 
     /// Whether stores of this kind stand for other stores (an account's collections) rather
