@@ -51,11 +51,11 @@ public final class OneShotSync {
         self.logger = logger
     }
 
-    /// The passes of the chosen `dav-account` stores (discovery: which collections there
-    /// are), run before any other pass; then the stores to pass: the others chosen and every
-    /// collection of those accounts, as the replica now records them. `ferry push` runs no
+    /// Runs the passes of the chosen `dav-account` stores (discovery: which collections there
+    /// are) before any other pass, and returns their results, the stores to pass (the others
+    /// chosen and every collection of those accounts, as the replica now records them) and
+    /// each collection's sync-token as discovery just listed it. `ferry push` runs no
     /// discovery and pushes the collections already known.
-    /// With them, each collection's sync-token as its account's discovery just listed it.
     private func settleAccounts() -> (accounts: [(store: String, result: Result<PassReport, SyncError>)], stores: [StoreConfiguration], tokens: [String: String]) {
         let accounts = stores.filter(\.kind.isAccount)
         guard !accounts.isEmpty else { return ([], stores, [:]) }

@@ -89,6 +89,8 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     /// Members a multiget left out or answered 404 for while listed: fetched one by one with
     /// GET before they are called missing (Xandikos's multiget misreads hrefs with `%23`).
     var stragglers: [String] = []
+    var recovered: [RecordChange] = []
+    var recoveryProblems: [RecordProblem] = []
     /// A filtered calendar's filter, the component types still to query, what the queries
     /// listed, whether one was cut short, and whether the server refused them (so this pass
     /// filters locally).
@@ -97,8 +99,6 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     var windowListed: Set<String> = []
     var windowTruncated = false
     var filterLocally = false
-    var recovered: [RecordChange] = []
-    var recoveryProblems: [RecordProblem] = []
     /// Bytes of a non-multistatus answer kept for its error message.
     private static let errorBodyLimit = 64 << 10
     /// Bytes awaited after the parser refused a body, for the transfer to fail first.
