@@ -1,3 +1,5 @@
+import Foundation
+
 /// A Parse store's settings (`kind = parse`), checked when the configuration is loaded.
 public struct ParseOptions: StoreOptions, Equatable {
     /// Which key the requests carry. The master key reads objects regardless of ACLs, which a
@@ -19,6 +21,9 @@ public struct ParseOptions: StoreOptions, Equatable {
     public var pageSize: Int = 1000
     /// Who names a pushed create's objectId (`object-ids`).
     public var objectIDs = ObjectIDs.server
+    /// `where =`: a Parse query constraint (a JSON object, as the REST API takes it) every
+    /// read of the class carries, so the replica holds the objects it matches. Nil: all.
+    public var filter: String?
 
     /// Who names a new object.
     public enum ObjectIDs: String, Sendable, Equatable {
@@ -48,7 +53,8 @@ public struct ParseOptions: StoreOptions, Equatable {
         }
     }
 
-    /// Reads `application-id`, `class`, `lookback`, `page-size` and the key secret.
+    /// Reads `application-id`, `class`, `lookback`, `page-size`, `object-ids`, `where` and the
+    /// key secret.
     init?(reading reader: inout StoreOptionReader) {
         let applicationID = reader.required("application-id", "the app's X-Parse-Application-Id")
         var className = reader.required("class", "the Parse class to sync")
@@ -74,11 +80,29 @@ public struct ParseOptions: StoreOptions, Equatable {
             objectIDs = ObjectIDs(rawValue: text)
             if objectIDs == nil { reader.problem("object-ids", "expected server or client, got '\(text)'") }
         }
-        guard let applicationID, let className, let key, let lookback, let pageSize, let objectIDs else { return nil }
+        var filter: String??
+        if let text = reader.optional("where") {
+            filter = Self.filter(text).map { .some($0) }
+            if filter == nil {
+                reader.problem("where", "expected a Parse query constraint, a JSON object such as {\"score\":{\"$gt\":10}}, got '\(text)'")
+            }
+        } else {
+            filter = .some(nil)
+        }
+        guard let applicationID, let className, let key, let lookback, let pageSize, let objectIDs, let filter else { return nil }
         self.init(applicationID: applicationID, className: className, key: key)
         self.lookback = lookback
         self.pageSize = min(pageSize, 1000)
         self.objectIDs = objectIDs
+        self.filter = filter
+    }
+
+    /// A `where` value as sent (as written: re-encoding could change its numbers): JSON whose
+    /// top level is a non-empty object; nil otherwise.
+    static func filter(_ text: String) -> String? {
+        let text = text.trimmingCharacters(in: .whitespaces)
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], !object.isEmpty else { return nil }
+        return text
     }
 }
 
@@ -86,7 +110,7 @@ extension StoreKind {
     /// Parse Server REST: `GET /classes/<Class>`, incremental by updatedAt and objectId,
     /// deletions found by reconciling the full objectId listing.
     public static let parse = StoreKind(
-        name: "parse", optionKeys: ["application-id", "class", "lookback", "page-size", "object-ids"],
+        name: "parse", optionKeys: ["application-id", "class", "lookback", "page-size", "object-ids", "where"],
         secretKeys: ["rest-api-key", "master-key"], reportsDeletions: false, versionComparison: .ordered, fetchesByID: true,
         localBody: .jsonObject, pushes: true, readOptions: { ParseOptions(reading: &$0) })
 }

@@ -42,6 +42,8 @@ public final class ParseSource: RemoteSource {
     private let changeScanner: JSONRecordScanner
     private let listScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId"))
     private let errorContext: HTTPStatusClassifier.Context
+    /// The store's `where` (``ParseOptions/filter``), joined to every read's own condition.
+    private let filter: String?
 
     /// A source for one pass of `context.store`, whose options were checked at load time.
     init(_ context: RemoteSourceContext, options: ParseOptions) {
@@ -53,6 +55,7 @@ public final class ParseSource: RemoteSource {
         headers = endpoint.headers
         pageSize = options.pageSize
         lookback = options.lookback
+        filter = options.filter
         loader = HTTPPageLoader(configuration: store.session, query: store.query)
         changeScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId", versionPath: "updatedAt",
                                                         fieldPaths: ["count"]))
@@ -104,7 +107,9 @@ public final class ParseSource: RemoteSource {
             let date = #"{"__type":"Date","iso":"# + Self.jsonString(after.updatedAt) + "}"
             let condition = #"{"$or":[{"updatedAt":{"$gt":"# + date + #"}},{"updatedAt":"# + date
                 + #","objectId":{"$gt":"# + Self.jsonString(after.objectId) + "}}]}"
-            query.insert("where=" + URLQuery.encode(condition), at: 0)
+            query.insert("where=" + URLQuery.encode(filtered(condition)), at: 0)
+        } else if let filter {
+            query.insert("where=" + URLQuery.encode(filter), at: 0)
         }
         // The first page of a pass also asks for the number of matching objects (progress).
         if firstPage { query.append("count=1") }
@@ -113,7 +118,9 @@ public final class ParseSource: RemoteSource {
 
     /// Objects by id: `where={"objectId":{"$in":[...]}}`.
     func idsRequest(_ ids: [String]) -> HTTPRequest {
-        HTTPRequest(url: ParseEndpoint.objectsURL(classURL: classURL, ids), headers: headers)
+        guard filter != nil else { return HTTPRequest(url: ParseEndpoint.objectsURL(classURL: classURL, ids), headers: headers) }
+        let condition = #"{"objectId":{"$in":["# + ids.map(Self.jsonString).joined(separator: ",") + "]}}"
+        return HTTPRequest(url: classURL + "?where=" + URLQuery.encode(filtered(condition)) + "&limit=\(ids.count)", headers: headers)
     }
 
     /// Ids asked for at once (a GET URL stays well under 8 KB with 10-character objectIds).
@@ -122,9 +129,17 @@ public final class ParseSource: RemoteSource {
     func listingRequest(after: String?) -> HTTPRequest {
         var query = ["keys=objectId", "order=objectId", "limit=\(pageSize)"]
         if let after {
-            query.insert("where=" + URLQuery.encode(#"{"objectId":{"$gt":"# + Self.jsonString(after) + "}}"), at: 0)
+            query.insert("where=" + URLQuery.encode(filtered(#"{"objectId":{"$gt":"# + Self.jsonString(after) + "}}")), at: 0)
+        } else if let filter {
+            query.insert("where=" + URLQuery.encode(filter), at: 0)
         }
         return HTTPRequest(url: classURL + "?" + query.joined(separator: "&"), headers: headers)
+    }
+
+    /// A read's own condition joined to the store's `where`: `{"$and":[where, condition]}`.
+    private func filtered(_ condition: String) -> String {
+        guard let filter else { return condition }
+        return #"{"$and":["# + filter + "," + condition + "]}"
     }
 
     private func loadChanges(after: ParseCursor?, firstPage: Bool) {
