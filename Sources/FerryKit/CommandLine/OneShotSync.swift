@@ -26,6 +26,8 @@ public final class OneShotSync {
     public var sweepNow = false
     /// Pull after pushing; false for `ferry push`.
     public var pull = true
+    /// Rebuild every store passed (`ferry resync`, ``SyncPassOperation/Setup/resync``).
+    public var resync = false
 
     /// Picks the stores to sync (all when `storeNames` is empty) and opens the database;
     /// an unknown store name is a usage error naming the known ones. A replica larger than
@@ -105,7 +107,8 @@ public final class OneShotSync {
         let operations = stores.enumerated().map { index, store in
             var setup = SyncPassOperation.Setup(store: store, database: database, trigger: .onDemand, reconcile: store.reconcileInterval != nil,
                                                 sweepInterval: sweepNow ? nil : store.reconcileInterval, pass: index + 1, logger: logger, pull: pull)
-            setup.currentToken = tokens[store.name]
+            setup.currentToken = resync ? nil : tokens[store.name]
+            setup.resync = resync
             return SyncPassOperation(setup)
         }
         let interrupt = cancelOnInterrupt(operations)

@@ -28,6 +28,11 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         /// The remote's current token, just read by someone else (``PassPlan/currentToken``):
         /// used only when this pass pushed nothing, as a push moves the remote on.
         public var currentToken: String?
+        /// A rebuild a person asked for (`ferry resync`): read everything whatever the stored
+        /// cursor, list every id, and sweep what the remote no longer has whatever
+        /// `max-delete-share` says. (A pass rebuilds on its own, within max-delete-share, when
+        /// the store's ``StoreConfiguration/identity`` changed since its rows were synced.)
+        public var resync = false
 
         public init(store: StoreConfiguration, database: SharedDatabase, trigger: PassTrigger, reconcile: Bool,
                     sweepInterval: Duration? = nil, pass: Int, logger: Logger, pull: Bool = true) {
@@ -76,6 +81,8 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     private var state = State.idle
     private var report: PassReport
     private var started = ContinuousClock.now
+    /// This pass reads everything again (``Setup/resync``, or the store's identity moved).
+    private var rebuilding = false
 
     public init(_ setup: Setup) {
         self.setup = setup
@@ -157,16 +164,24 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         do {
             (plan, rowsBefore) = try setup.database.write { database throws(StoreError) in
                 let state = try database.syncState(of: store.name)
-                let cursor = state?.cursor
+                // Rows synced from another URL, class or filter, or a rebuild asked for: the
+                // stored cursor means nothing here; everything is read again and what the
+                // remote lacks is swept. Rows stay visible meanwhile, and the change log gets
+                // the difference, not a delete-all and insert-all.
+                let recorded = try database.storeIdentity(of: store.name)
+                let moved = recorded.map { $0 != store.identity } ?? false
+                if moved { journal.logger.notice("store \(store.name): url, class or filter changed since its rows were synced; rebuilding it from the remote") }
+                rebuilding = setup.resync || moved
+                let cursor = rebuilding ? nil : state?.cursor
                 if cursor == nil { try database.noteFirstSyncStarted(of: store.name) }
-                let pending = state?.pendingRecords ?? 0 > 0 ? try database.pendingRecordIDs(of: store.name) : []
+                let pending = !rebuilding && state?.pendingRecords ?? 0 > 0 ? try database.pendingRecordIDs(of: store.name) : []
                 // A kind whose changes name its deletions (a DAV sync token) needs no sweep when one
                 // is merely due. A sweep the last pass could not do (or refused) is done now
                 // whatever the kind; a kind that cannot fetch by id reads everything to find
                 // records a pass could not store.
                 let due = !store.kind.reportsDeletions
                     && SweepSchedule.sweeps(asked: setup.reconcile, every: setup.sweepInterval, lastSwept: state?.lastSwept, now: Date())
-                let wanted = due || state?.sweepPending == true || (!pending.isEmpty && !store.kind.fetchesByID)
+                let wanted = rebuilding || due || state?.sweepPending == true || (!pending.isEmpty && !store.kind.fetchesByID)
                 // An empty store has nothing to sweep: a first sync skips reconciliation, whose
                 // listing of every id would cost about as much as the sync itself.
                 let reconcile = wanted ? try database.hasRecords(in: store.name) : false
@@ -274,7 +289,8 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                     pass.marking = false
                     state = .syncing(pass)
                     if outcome.listingComplete {
-                        let result = try database.finishReconciliation(of: store.name, maxDeleteShare: store.maxDeleteShare,
+                        // A rebuild a person asked for lets go of whatever the remote lacks.
+                        let result = try database.finishReconciliation(of: store.name, maxDeleteShare: setup.resync ? 1 : store.maxDeleteShare,
                                                                        rowsBefore: pass.rowsBefore)
                         report.reconciliation = result
                         switch result {
@@ -305,6 +321,11 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 gaps += try localChangeGaps(database)
                 let swept = if case .swept = report.reconciliation { true } else { false }
                 try database.recordSuccess(of: store.name, at: Date(), counts: report.counts, gaps: gaps, swept: swept)
+                // What the rows now come from; a rebuild whose sweep was refused is not over,
+                // and the next pass rebuilds again.
+                if !gaps.contains(where: { if case .sweepRefused = $0 { true } else { false } }) {
+                    try database.recordStoreIdentity(store.identity, of: store.name)
+                }
             }
         } catch {
             end(.failure(SyncError(error, store: store.name)))

@@ -21,11 +21,15 @@ public protocol StoreOptions: Sendable {
     var credentials: [Secret] { get }
     /// Equality across kinds, so a reload can tell which stores changed.
     func isEqual(to other: any StoreOptions) -> Bool
+    /// What of the options selects the records the store holds (a Parse class and `where`, a
+    /// calendar's filter), for ``StoreConfiguration/identity``; never a secret.
+    var identity: String { get }
 }
 
 extension StoreOptions {
     public var pushableOperations: Set<ReplicaDatabase.LocalOperation> { [.create, .update, .delete] }
     public var pushProblem: String? { nil }
+    public var identity: String { "" }
 
     public func makeWriter(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteWriter {
         // Configuration refuses `push = yes` for a kind that does not push.

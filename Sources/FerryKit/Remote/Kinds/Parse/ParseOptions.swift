@@ -47,6 +47,9 @@ public struct ParseOptions: StoreOptions, Equatable {
         ParseSource(context, options: self)
     }
 
+    /// The class and its `where`.
+    public var identity: String { "class=\(className)" + (filter.map { "\nwhere=\($0)" } ?? "") }
+
     public var credentials: [Secret] {
         switch key {
         case .master(let secret), .restAPI(let secret): [secret]

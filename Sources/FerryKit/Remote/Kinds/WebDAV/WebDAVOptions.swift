@@ -33,6 +33,12 @@ public struct WebDAVOptions: StoreOptions, Equatable {
 
     public var credentials: [Secret] { authentication.secrets }
 
+    /// A calendar's filter: a range and the components.
+    public var identity: String {
+        guard let filter = calendarFilter else { return "" }
+        return "time-range=\(filter.past.map { "\($0)" } ?? "")..\(filter.future.map { "\($0)" } ?? "") components=\(filter.components.sorted().joined(separator: ","))"
+    }
+
     /// Reads `username`, `password`, `multiget-batch` and, for calendars, `time-range` and
     /// `components`.
     init?(content: Content, reading reader: inout StoreOptionReader) {
