@@ -29,7 +29,7 @@ public enum ReplicaGap: Sendable, Equatable, CustomStringConvertible {
         case .sweepSkipped(let reason):
             "deleted records not swept: \(reason)"
         case .sweepRefused(let wouldDelete, let total, let share):
-            "refused to delete \(wouldDelete) of \(total) records (more than max-delete-share \(Self.percent(share)); raise it if the remote really lost them)"
+            "refused to delete \(wouldDelete) of \(total) records (more than max-delete-share \(Self.percent(share)); if the remote really lost them, raise it or run ferry resync)"
         case .recordsSkipped(let count, let sample, _):
             "\(count) record\(count == 1 ? "" : "s") not stored" + (sample.isEmpty ? "" : " (\(sample.prefix(3).map(\.debugDescription).joined(separator: ", "))\(count > 3 ? ", ..." : ""))")
                 + "; fetched again by later passes"

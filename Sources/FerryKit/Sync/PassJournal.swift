@@ -29,7 +29,7 @@ struct PassJournal {
     }
 
     func refusedSweep(wouldDelete: Int, of total: Int, maxDeleteShare: Double) {
-        logger.warning("store \(store): refused to delete \(wouldDelete) of \(total) records: more than max-delete-share \(Int(maxDeleteShare * 100))% (raise it if the remote really lost them)", metadata: [
+        logger.warning("store \(store): refused to delete \(wouldDelete) of \(total) records: more than max-delete-share \(Int(maxDeleteShare * 100))% (if the remote really lost them, raise it or run ferry resync \(store))", metadata: [
             MessageID.metadataKey: "\(MessageID.reconcileRefused.rawValue)",
         ])
     }
