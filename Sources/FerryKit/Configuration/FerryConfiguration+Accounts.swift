@@ -17,9 +17,4 @@ extension FerryConfiguration {
         }
         return expanded
     }
-
-    /// The account a collection store belongs to, when `name` is one in `known`.
-    public func account(ofCollection name: String, in known: [KnownCollection]) -> StoreConfiguration? {
-        known.first { $0.store == name }.flatMap { store(named: $0.account) }.flatMap { $0.kind.isAccount ? $0 : nil }
-    }
 }

@@ -29,8 +29,6 @@ public struct CalendarFilter: Sendable, Equatable {
     /// The components queried, in a fixed order.
     var queried: [String] { Self.allComponents.filter { components.isEmpty || components.contains($0) } }
 
-    public var hasRange: Bool { past != nil }
-
     /// The range at `now`: [start, end).
     public func range(now: Date) -> (start: Date, end: Date)? {
         guard let past, let future else { return nil }

@@ -62,9 +62,6 @@ public struct DiscoveredCollection: Sendable, Equatable {
 
     /// The kind a single-collection store of it would have.
     public var kind: StoreKind { content == .addressBook ? .carddav : .caldav }
-
-    /// The name shown to people: the display name, else the segment.
-    public var title: String { displayName.flatMap { $0.isEmpty ? nil : $0 } ?? segment }
 }
 
 /// The steps of discovery, for errors: which request failed, or which answer lacked what.
