@@ -151,6 +151,12 @@ public enum Shell {
         return data
     }
 
+    /// The rows `sql` gives in the SQLite file `database`, one line each as the sqlite3 shell
+    /// prints them (`a|b`): the replica as any other program reads it.
+    public static func sqlite(_ database: String, _ sql: String) throws -> [String] {
+        String(decoding: try run("/usr/bin/sqlite3", [database, sql]), as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
     /// Runs `arguments` through /usr/bin/env, output discarded: whether it exited 0.
     public static func succeeds(_ arguments: [String]) -> Bool {
         let process = Process()

@@ -145,29 +145,12 @@ extension DAVBenchmark {
         let directory = work.appendingPathComponent("alone-account")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        var entries: [String] = []
+        var requests: [HTTPRequest] = []
         for (url, kind) in books.map({ ($0, StoreKind.carddav) }) + calendars.map({ ($0, StoreKind.caldav) }) {
             guard let collection = WebDAVCollection(url: url) else { throw ValidationError("not a collection URL: \(url)") }
             let builder = WebDAVRequestBuilder(collection: collection, kind: kind)
-            for request in [builder.syncCollection(token: ""), builder.queryAll()] {
-                let file = directory.appendingPathComponent("request-\(entries.count).xml")
-                try (request.body ?? Data()).write(to: file)
-                let headers = request.headers.map { "header = \"\($0.name): \($0.value)\"" }.joined(separator: "\n")
-                entries.append("""
-                    url = "\(url)"
-                    request = "\(request.method)"
-                    \(headers)
-                    header = "Expect:"
-                    data-binary = "@\(file.path)"
-                    output = "/dev/null"
-                    fail
-                    silent
-
-                    """)
-            }
+            requests += [builder.syncCollection(token: ""), builder.queryAll()]
         }
-        let configFile = directory.appendingPathComponent("curl.conf")
-        try entries.joined(separator: "next\n").write(to: configFile, atomically: false, encoding: .utf8)
-        return try CoreBenchmark.curl(["-K", configFile.path])
+        return try curlAlone(requests, in: directory)
     }
 }

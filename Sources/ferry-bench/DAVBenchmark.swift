@@ -157,13 +157,20 @@ struct DAVBenchmark: ParsableCommand {
                 requests.append(builder.multiget(hrefs: (start..<min(start + batch, cards)).map { "\(path)card-\($0).vcf" }))
             }
         }
+        return (try curlAlone(requests, in: directory), requests.count)
+    }
+
+    /// Seconds curl takes to send `requests` one after another on one keep-alive connection,
+    /// answers dropped: what the server alone needs for them. Bodies and the curl config go in
+    /// `directory`.
+    func curlAlone(_ requests: [HTTPRequest], in directory: URL) throws -> Double {
         var entries: [String] = []
         for (index, request) in requests.enumerated() {
             let file = directory.appendingPathComponent("request-\(index).xml")
             try (request.body ?? Data()).write(to: file)
             let headers = request.headers.map { "header = \"\($0.name): \($0.value)\"" }.joined(separator: "\n")
             entries.append("""
-                url = "\(url)"
+                url = "\(request.url)"
                 request = "\(request.method)"
                 \(headers)
                 header = "Expect:"
@@ -178,7 +185,7 @@ struct DAVBenchmark: ParsableCommand {
         let config = entries.joined(separator: "next\n")
         let configFile = directory.appendingPathComponent("curl.conf")
         try config.write(to: configFile, atomically: false, encoding: .utf8)
-        return (try CoreBenchmark.curl(["-K", configFile.path]), requests.count)
+        return try CoreBenchmark.curl(["-K", configFile.path])
     }
 
     func timed<T>(_ body: () throws -> T) rethrows -> (Double, T) {

@@ -60,10 +60,9 @@ extension ReplicaDatabase {
 
     /// Records that `account` syncs `chosen` now (their tables prepared already), in one
     /// transaction: new ones are added, known ones get their current name, colour and URL and
-    /// lose any `gone_since`. Returns the collections it synced before and does not now.
-    public func recordCollections(_ chosen: [ChosenCollection], of account: String, at date: Date) throws(StoreError) -> [KnownCollection] {
+    /// lose any `gone_since`.
+    public func recordCollections(_ chosen: [ChosenCollection], of account: String, at date: Date) throws(StoreError) {
         requireWritable()
-        let before = try knownCollections(of: account).filter { $0.goneSince == nil }
         let now = date.timeIntervalSince1970
         do {
             try connection.transaction { () throws(SQLiteError) in
@@ -95,8 +94,6 @@ extension ReplicaDatabase {
                 try count.run()
             }
         } catch { throw StoreError(error, path: path, store: account) }
-        let tables = Set(chosen.map(\.table))
-        return before.filter { !tables.contains($0.store) }
     }
 
     /// Marks a collection the account no longer syncs whose rows stay.

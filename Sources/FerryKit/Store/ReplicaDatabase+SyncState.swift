@@ -98,6 +98,22 @@ extension ReplicaDatabase {
         }
     }
 
+    /// Records a pass's failure (never a cancellation) and returns it; when the replica cannot
+    /// take it (a full disk), returned with ``SyncError/unrecordedAt`` set, so the first error
+    /// is not hidden by the second and the daemon publishes it elsewhere
+    /// (``UnrecordedFailures``).
+    public func recordingFailure(_ failure: SyncError, of store: String, at date: Date = Date()) -> SyncError {
+        guard failure.kind != .cancelled else { return failure }
+        do {
+            try recordFailure(of: store, at: date, message: failure.description)
+            return failure
+        } catch {
+            var unrecorded = failure
+            unrecorded.unrecordedAt = date
+            return unrecorded
+        }
+    }
+
     /// The store's live rows: the count stored at the end of the last pass when no transaction
     /// changed it since, else counted (a read of the whole table) and stored.
     public func liveRecordCount(of store: String) throws(StoreError) -> Int {

@@ -53,6 +53,15 @@ struct PassJournal {
         ])
     }
 
+    /// How the pass ended: finished, cancelled or failed, each as the journal words it.
+    func ended(_ result: Result<PassReport, SyncError>, afterPages pages: Int) {
+        switch result {
+        case .success(let report): finished(report)
+        case .failure(let failure) where failure.kind == .cancelled: cancelled(afterPages: pages)
+        case .failure(let failure): failed(failure, afterPages: pages)
+        }
+    }
+
     func cancelled(afterPages pages: Int) {
         logger.notice("store \(store): pass cancelled after \(pages) pages")
     }

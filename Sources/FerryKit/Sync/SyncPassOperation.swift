@@ -470,30 +470,14 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             if pass?.marking == true { database.cancelReconciliation(of: store) }
             // Restoring the pragmas cannot fail in a way that would change the outcome.
             if pass?.bulk == true { try? database.setBulkMode(false) }
-            if case .failure(var failure) = result, failure.kind != .cancelled {
-                // A failure to record the failure (a full disk) must not hide the first error;
-                // the daemon publishes it elsewhere (``UnrecordedFailures``).
-                let now = Date()
-                do {
-                    try database.recordFailure(of: store, at: now, message: failure.description)
-                } catch {
-                    failure.unrecordedAt = now
-                    result = .failure(failure)
-                }
-            }
+            result = result.mapError { database.recordingFailure($0, of: store) }
         }
-        switch result {
-        case .success(var report):
+        if case .success(var report) = result {
             report.duration = .now - started
             self.report = report
-            journal.finished(report)
-            finish(.success(report))
-        case .failure(let failure) where failure.kind == .cancelled:
-            journal.cancelled(afterPages: report.pages)
-            finish(.failure(failure))
-        case .failure(let failure):
-            journal.failed(failure, afterPages: report.pages)
-            finish(.failure(failure))
+            result = .success(report)
         }
+        journal.ended(result, afterPages: report.pages)
+        finish(result.mapError { $0 })
     }
 }

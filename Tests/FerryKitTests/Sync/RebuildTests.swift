@@ -30,7 +30,7 @@ import FerryTestSupport
         }
 
         func query(_ sql: String) throws -> [String] {
-            String(decoding: try Shell.run("/usr/bin/sqlite3", [database, sql]), as: UTF8.self).split(separator: "\n").map(String.init)
+            try Shell.sqlite(database, sql)
         }
     }
 

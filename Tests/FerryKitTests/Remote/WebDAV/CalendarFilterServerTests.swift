@@ -124,7 +124,7 @@ struct CalendarFilterServerTests {
             return try #require(try sync.run(refresh: .milliseconds(50)) { _ in }.first?.result.get())
         }
         func query(_ sql: String) throws -> [String] {
-            String(decoding: try Shell.run("/usr/bin/sqlite3", [directory.path("replica.db"), sql]), as: UTF8.self).split(separator: "\n").map(String.init)
+            try Shell.sqlite(directory.path("replica.db"), sql)
         }
         let first = try sync()
         #expect(first.counts.inserted == Self.inRange(kind).count)

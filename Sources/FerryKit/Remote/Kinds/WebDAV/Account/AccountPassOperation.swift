@@ -106,19 +106,20 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
         report.wasFullSync = true
         do {
             let gaps = try setup.database.write { database throws(StoreError) -> [ReplicaGap] in
+                let known = try database.knownCollections(of: store.name)
+                let synced = Set(known.filter { $0.goneSince == nil }.map(\.store))
                 // New collections only: a known one's table exists, and its own pass prepares it.
-                let known = Set(try database.knownCollections(of: store.name).filter { $0.goneSince == nil }.map(\.store))
-                for item in chosen where !known.contains(item.table) {
+                for item in chosen where !synced.contains(item.table) {
                     try database.prepare(StoreDefinition(options.collectionStore(of: store, item)))
                 }
                 let now = Date()
-                let dropped = try database.recordCollections(chosen, of: store.name, at: now)
-                // Kept by earlier passes and still not synced: they are tried again, so a
-                // raised max-delete-share or a push that went through lets them go.
-                let tables = Set(chosen.map(\.table)).union(dropped.map(\.store))
-                let kept = try database.knownCollections(of: store.name).filter { $0.goneSince != nil && !tables.contains($0.store) }
+                try database.recordCollections(chosen, of: store.name, at: now)
+                // Synced before and not now, and kept by earlier passes and still not synced:
+                // tried again, so a raised max-delete-share or a push that went through lets
+                // them go.
+                let tables = Set(chosen.map(\.table))
                 var gaps: [ReplicaGap] = []
-                for collection in dropped + kept {
+                for collection in known where !tables.contains(collection.store) {
                     // Left out by the person's choice: still listed, or of a content discovery
                     // no longer looks for (its home set was not even listed).
                     let content = collection.discovered.collection.content
@@ -167,29 +168,15 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
         if case .done = state { return }
         state = .done
         var result = result.mapError { $0.redacting(setup.store.secrets) }
-        let store = setup.store.name
-        if case .failure(var failure) = result, failure.kind != .cancelled {
-            let now = Date()
-            setup.database.write { database in
-                do {
-                    try database.recordFailure(of: store, at: now, message: failure.description)
-                } catch {
-                    failure.unrecordedAt = now
-                    result = .failure(failure)
-                }
-            }
+        if case .failure = result {
+            let store = setup.store.name
+            setup.database.write { database in result = result.mapError { database.recordingFailure($0, of: store) } }
         }
-        switch result {
-        case .success(var report):
+        if case .success(var report) = result {
             report.duration = .now - started
-            journal.finished(report)
-            finish(.success(report))
-        case .failure(let failure) where failure.kind == .cancelled:
-            journal.cancelled(afterPages: 0)
-            finish(.failure(failure))
-        case .failure(let failure):
-            journal.failed(failure, afterPages: 0)
-            finish(.failure(failure))
+            result = .success(report)
         }
+        journal.ended(result, afterPages: 0)
+        finish(result.mapError { $0 })
     }
 }
