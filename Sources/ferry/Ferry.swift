@@ -15,7 +15,7 @@ struct Ferry: ParsableCommand {
         74 database error, 77 credentials refused, 78 invalid configuration, 130 interrupted.
         """,
         version: FerryVersion.current,
-        subcommands: [SyncCommand.self, PushCommand.self, ResyncCommand.self, ConflictsCommand.self, StatusCommand.self, CheckConfigCommand.self, DiscoverCommand.self, ReloadCommand.self,
+        subcommands: [SyncCommand.self, PushCommand.self, ResyncCommand.self, AuthCommand.self, ConflictsCommand.self, StatusCommand.self, CheckConfigCommand.self, DiscoverCommand.self, ReloadCommand.self,
                       ChangesCommand.self, LogCommand.self])
 }
 

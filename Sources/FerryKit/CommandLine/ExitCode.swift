@@ -28,6 +28,7 @@ public enum FerryExitCode: Int32, Sendable {
         case is ConfigurationErrors: return .configuration
         case is InstanceNameError, is OneShotSyncError, is DiscoveryTargetError: return .usage
         case is StoreError, is DatabaseLocationError: return .database
+        case let error as DeviceAuthorizationError: return error.exitCode
         case let error as SyncError:
             switch error.kind {
             // The same failure exits the same way whatever the kind: every answer the remote

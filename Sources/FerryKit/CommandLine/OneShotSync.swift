@@ -37,6 +37,8 @@ public final class OneShotSync {
         guard !configuration.stores.isEmpty else { throw OneShotSyncError.noStores }
         database = try SharedDatabase(path: databasePath ?? configuration.global.databasePath,
                                       deferIntegrityCheckAbove: deferIntegrityCheckAbove)
+        // Refresh tokens are kept beside the replica this run uses, named by --database or not.
+        let configuration = configuration.authorizing(databasePath: database.path)
         // A collection of a dav-account store may be named on its own.
         let expanded = configuration.expandingAccounts(try database.write { database throws(StoreError) in try database.knownCollections() })
         var selected: [StoreConfiguration] = []

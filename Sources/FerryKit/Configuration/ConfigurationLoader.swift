@@ -128,7 +128,7 @@ public enum ConfigurationLoader {
                 ? "the configuration is empty: ferryd will run and sync nothing"
                 : "no [store NAME] section: ferryd will run and sync nothing"))
         }
-        return FerryConfiguration(global: global, stores: stores, warnings: warnings)
+        return FerryConfiguration(global: global, stores: stores, warnings: warnings).authorizing(databasePath: global.databasePath)
     }
 
     /// Larger files are refused before they are parsed (a configuration is a few KiB).

@@ -105,6 +105,8 @@ public struct StoreConfiguration: Sendable, Equatable {
     public var heartbeat: HeartbeatConfiguration?
     /// Whether local writes are pushed, and what a conflict does (`push =`, `conflict =`).
     public var writeBack = WriteBackConfiguration()
+    /// Where its requests get OAuth2 access tokens (its `oauth2-*` keys); nil without them.
+    public var oauth2: OAuth2Grant?
     /// Where the store's section starts, for errors found after loading.
     public var location: ConfigurationLocation
 
@@ -120,5 +122,5 @@ public struct StoreConfiguration: Sendable, Equatable {
 
     /// Every secret the store's requests carry: its kind's credentials, configured headers and
     /// query parameters. None of them may appear in an error, a log line, status or a cursor.
-    public var secrets: [Secret] { options.value.credentials + headers.secrets + query.secrets }
+    public var secrets: [Secret] { options.value.credentials + headers.secrets + query.secrets + (oauth2?.secrets ?? []) }
 }

@@ -22,7 +22,7 @@ struct StoreSectionReader {
     static let commonKeys: Set<String> = ConfigurationValueReader.sessionKeys.union([
         "kind", "url", "interval", "jitter", "priority", "deletion", "reconcile-interval",
         "max-delete-share", "on-bad-record", "max-record-size", "push", "conflict",
-    ]).union(HeartbeatConfiguration.keys)
+    ]).union(HeartbeatConfiguration.keys).union(OAuth2Grant.keys)
 
     /// Why `name` cannot name a store (it becomes a table name), or nil when it can.
     static func problem(withName name: String) -> String? {
@@ -57,6 +57,7 @@ struct StoreSectionReader {
         var writeBack = WriteBackConfiguration()
         var push: ConfigurationSyntax.Entry?
         var conflict: ConfigurationSyntax.Entry?
+        var oauth2: [ConfigurationSyntax.Entry] = []
     }
 
     mutating func read(name: String, section: ConfigurationSyntax.Section) -> StoreConfiguration? {
@@ -109,7 +110,12 @@ struct StoreSectionReader {
             }
         }
         let heartbeat = values.heartbeat(url: common.heartbeatURL, interval: common.heartbeatInterval, secrets: secrets)
-        guard kindIsValid, let kind, let url else { return nil }
+        let oauth2 = values.oauth2Grant(common.oauth2, store: name, section: location, secrets: secrets)
+        guard kindIsValid, let kind, let url, common.oauth2.isEmpty || oauth2 != nil else { return nil }
+        if oauth2 != nil, let entry = kindEntries.first(where: { Self.authorizationKeys.contains($0.key) }) {
+            values.problem(entry, "the store gets OAuth2 access tokens (oauth2-* keys), which go in the Authorization header \(entry.key) would set; keep one of them")
+            return nil
+        }
         if let entry = common.push, common.writeBack.push, !kind.pushes {
             let pushing = StoreKind.registered.filter(\.pushes).map(\.name).joinedAsList(conjunction: "and")
             values.problem(entry, "\(kind.name) stores cannot push local writes (\(pushing) stores can); remove push or set push = no")
@@ -144,8 +150,12 @@ struct StoreSectionReader {
         store.session = common.session
         store.heartbeat = heartbeat
         store.writeBack = common.writeBack
+        store.oauth2 = oauth2
         return store
     }
+
+    /// Kinds' keys that set the `Authorization` header, which OAuth2 sets instead.
+    static let authorizationKeys: Set<String> = ["username", "password", "bearer-token"]
 
     /// Why `key` is refused in a store of `kind`: another kind's key, or no key at all.
     static func unknownKeyMessage(_ key: String, for kind: StoreKind) -> String {
@@ -217,6 +227,8 @@ struct StoreSectionReader {
             if let field = readHeader(entry, name: String(key.dropFirst("header.".count))) {
                 common.headers.fields.append(field)
             }
+        case let key where OAuth2Grant.keys.contains(key):
+            common.oauth2.append(entry)
         case let key where key.hasPrefix("query."):
             if let field = readQueryItem(entry, name: String(key.dropFirst("query.".count))) {
                 common.query.items.append(field)

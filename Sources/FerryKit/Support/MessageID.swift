@@ -30,6 +30,9 @@ public enum MessageID: String, Sendable, CaseIterable {
     case pushRefused = "f38771fffe424a2aac5f378703743652"
     /// `metrics-listen` is configured but cannot be served (the port is taken); syncing goes on.
     case metricsUnavailable = "aba9a1327de346d4be41bdc861aa0e15"
+    /// A refresh token the OAuth2 server rotated could not be saved (``RefreshTokenFile``):
+    /// ferryd holds it in memory only, until a later save succeeds.
+    case refreshTokenUnsaved = "c3a688b84d834173922afb7c2a3bf144"
 
     /// The metadata key the log handlers turn into the `MESSAGE_ID` field.
     public static let metadataKey = "message_id"

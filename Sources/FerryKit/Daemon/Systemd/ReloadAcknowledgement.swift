@@ -115,35 +115,12 @@ public enum ReloadAcknowledgement {
         (directory as NSString).appendingPathComponent(name)
     }
 
-    /// Write a temporary file beside the target, then rename(2) over it: readers see the old or
-    /// the new content, never a partial one.
+    /// Readers see the old or the new content, never a partial one.
     static func writeAtomically(_ text: String, to file: String) throws(ReloadError) {
-        let temporary = file + ".tmp.\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .fileOperationFailed(operation: "create", path: temporary, errno: errno) }
-        let bytes = Array(text.utf8)
-        var offset = 0
-        var failure: Int32?
-        bytes.withUnsafeBytes { raw in
-            while offset < raw.count {
-                let written = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                offset += written
-            }
-        }
-        close(fd)
-        if let failure {
-            unlink(temporary)
-            throw .fileOperationFailed(operation: "write", path: temporary, errno: failure)
-        }
-        guard rename(temporary, file) == 0 else {
-            let code = errno
-            unlink(temporary)
-            throw .fileOperationFailed(operation: "rename", path: file, errno: code)
+        do {
+            try AtomicFile.write(Data(text.utf8), to: file)
+        } catch {
+            throw .fileOperationFailed(operation: error.operation, path: error.path, errno: error.errno)
         }
     }
 }

@@ -36,7 +36,7 @@ enum HTTPStatusClassifier {
         /// The context of `store`'s requests: its kind's credentials and its secret headers.
         init(_ store: StoreConfiguration) {
             let secrets = store.secrets
-            self.init(store: store.name, credentialsConfigured: !secrets.isEmpty, secrets: secrets.map(\.value))
+            self.init(store: store.name, credentialsConfigured: !secrets.isEmpty || store.oauth2 != nil, secrets: secrets.map(\.value))
         }
     }
 
@@ -123,9 +123,13 @@ extension SyncError {
             "the request took longer than total-timeout (\(Int(store.session.totalTimeout)) s): \(transfer.detail)"
         case .stalled:
             "the transfer stalled (slower than low-speed-limit for low-speed-time): \(transfer.detail)"
+        case .credentialsRefused, .tokenEndpoint:
+            transfer.detail
         default:
             "transfer failed: \(transfer.kind): \(transfer.detail)"
         }
-        self.init(.transport(transfer.kind), store: store.name, url: transfer.url, position: position, message: message)
+        // Someone has to authorise again: the same kind, exit status and STATUS= as a 401.
+        let kind: SyncError.Kind = transfer.kind == .credentialsRefused ? .unauthorized : .transport(transfer.kind)
+        self.init(kind, store: store.name, url: transfer.url, position: position, message: message)
     }
 }

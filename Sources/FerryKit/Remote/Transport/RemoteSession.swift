@@ -46,24 +46,75 @@ public final class RemoteSession {
     }
 
     /// Starts a request. A request libcurl cannot take (a malformed URL, say) throws at once.
+    ///
+    /// With an ``SessionConfiguration/authorizer`` the request goes out with its current
+    /// `Authorization`, or, when none is held, once the authorizer fetched one.
     @discardableResult
     public func start(_ request: HTTPRequest) throws(TransferError) -> TransferTask {
         assertOwner()
-        let transfer = try CurlTransfer(request: request, configuration: configuration, owner: owner)
+        var sent = request
+        let authorization = configuration.authorizer.map { $0.base.currentAuthorization() }
+        if let value = authorization ?? nil { sent.headers.set("Authorization", value) }
+        let transfer = try CurlTransfer(request: sent, configuration: configuration, owner: owner)
         let task = TransferTask(identifier: nextIdentifier, request: request, transfer: transfer, session: self)
         nextIdentifier += 1
         tasks[ObjectIdentifier(task)] = task
-        submit(transfer, for: task)
+        if case .some(nil) = authorization {
+            authorize(task, rejecting: nil)
+        } else {
+            submit(transfer, for: task)
+        }
         return task
     }
 
     private func submit(_ transfer: CurlTransfer, for task: TransferTask) {
         transfer.deliver = { [weak self, weak task, weak transfer] delivery in
-            // A hop left behind by a redirect has nothing more to say.
-            guard let self, let task, let transfer, transfer === task.transfer else { return }
+            // A hop left behind by a redirect, or answered 401 and sent again, has nothing more
+            // to say.
+            guard let self, let task, let transfer, transfer === task.transfer, !task.isAwaitingAuthorization else { return }
             self.dispatch(delivery, for: task)
         }
         CurlIOThread.shared.submit(.add(transfer))
+    }
+
+    /// Has the authorizer fetch a value, then sends the task's current request with it. The
+    /// task's transfer, until then, is one libcurl never saw.
+    private func authorize(_ task: TransferTask, rejecting rejected: String?) {
+        guard let authorizer = configuration.authorizer?.base else { preconditionFailure("RemoteSession: no authorizer") }
+        task.isAwaitingAuthorization = true
+        authorizer.authorize(rejecting: rejected, on: owner) { [weak self, weak task] result in
+            guard let self, let task, !task.isCancelled, !task.isDone else { return }
+            self.assertOwner()
+            task.isAwaitingAuthorization = false
+            switch result {
+            case .success(let value):
+                var request = task.transfer.request
+                request.headers.set("Authorization", value)
+                do throws(TransferError) {
+                    let transfer = try CurlTransfer(request: request, configuration: self.configuration, owner: self.owner)
+                    task.transfer = transfer
+                    self.submit(transfer, for: task)
+                } catch {
+                    self.end(task, with: error)
+                }
+            case .failure(let error):
+                self.end(task, with: error)
+            }
+        }
+    }
+
+    /// Whether `head` is a 401 to an authorizer's value that the session takes over: it then
+    /// asks for another value and sends the request again, once per task. A 401 to a request
+    /// a redirect stripped of its credentials, or to the second try, is the owner's answer.
+    private func retriesAuthorization(_ head: ResponseHead, delivery: CurlTransfer.Delivery, for task: TransferTask) -> Bool {
+        guard head.status == 401, configuration.authorizer != nil, !task.authorizationRetried,
+              let sent = task.transfer.request.headers["Authorization"] else { return false }
+        task.authorizationRetried = true
+        if delivery.completion == nil, task.transfer.markCancelled() {
+            CurlIOThread.shared.submit(.cancel(task.transfer))
+        }
+        authorize(task, rejecting: sent)
+        return true
     }
 
     /// Cancels every task. The session stays usable.
@@ -76,7 +127,8 @@ public final class RemoteSession {
 
     private func dispatch(_ delivery: CurlTransfer.Delivery, for task: TransferTask) {
         if var head = delivery.head {
-            guard !followsRedirect(head, delivery: delivery, for: task) else { return }
+            guard !followsRedirect(head, delivery: delivery, for: task),
+                  !retriesAuthorization(head, delivery: delivery, for: task) else { return }
             head.redirects = task.chain.redirects
             head.isPermanentlyRedirected = task.chain.redirects > 0 && task.chain.allPermanent
             head.credentialsWithheld = task.chain.credentialsWithheld
@@ -154,6 +206,10 @@ public final class TransferTask: CustomStringConvertible {
     public fileprivate(set) var head: ResponseHead?
     public fileprivate(set) var isCancelled = false
     fileprivate var isDone = false
+    /// Waiting for the session's authorizer: its transfer has not been handed to libcurl.
+    fileprivate var isAwaitingAuthorization = false
+    /// Whether a 401 already had the request sent again with a new value.
+    fileprivate var authorizationRetried = false
     /// The transfer of the chain's latest hop.
     fileprivate var transfer: CurlTransfer
     fileprivate var chain: RedirectPolicy.Chain
@@ -173,7 +229,7 @@ public final class TransferTask: CustomStringConvertible {
         session?.assertOwner()
         guard !isCancelled, !isDone else { return }
         isCancelled = true
-        if transfer.markCancelled() {
+        if !isAwaitingAuthorization, transfer.markCancelled() {
             CurlIOThread.shared.submit(.cancel(transfer))
         }
         session?.remove(self)

@@ -18,6 +18,9 @@ public struct SessionConfiguration: Sendable, Equatable {
     public var userAgent: String = "ferry/\(FerryVersion.current)"
     /// Bytes buffered for a slow owner before the transfer pauses (backpressure).
     public var bufferLimit: Int = 4 << 20
+    /// Where requests get an `Authorization` header that expires (OAuth2); nil when the kind
+    /// sets its own, fixed one or none.
+    public var authorizer: SessionAuthorizer?
 
     public init() {}
 }

@@ -27,6 +27,13 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
         case invalidURL
         /// A local file could not be read (file:// stores).
         case fileNotReadable
+        /// The credential a request needed could not be had: an OAuth2 token endpoint refused
+        /// the refresh token or the client, or there is no refresh token to send. Someone has
+        /// to authorise again.
+        case credentialsRefused
+        /// An OAuth2 token endpoint answered, but not with a token: a server error, a rate
+        /// limit, a body that is not a token response.
+        case tokenEndpoint
         case other
     }
 
@@ -48,9 +55,10 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
     /// Whether trying again later may succeed (a full disk or a bad URL will not fix itself).
     public var isTransient: Bool {
         switch kind {
-        case .connectTimeout, .totalTimeout, .stalled, .connection, .truncated, .nameResolution, .other:
+        case .connectTimeout, .totalTimeout, .stalled, .connection, .truncated, .nameResolution, .tokenEndpoint, .other:
             true
-        case .tooManyRedirects, .responseTooLarge, .tls, .protocolNotAllowed, .insecureRedirect, .invalidURL, .fileNotReadable:
+        case .tooManyRedirects, .responseTooLarge, .tls, .protocolNotAllowed, .insecureRedirect, .invalidURL, .fileNotReadable,
+             .credentialsRefused:
             false
         }
     }
