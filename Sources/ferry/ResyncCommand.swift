@@ -7,9 +7,9 @@ struct ResyncCommand: ParsableCommand {
         abstract: "Rebuild stores from their remotes: read everything again and let go of what the remote no longer has.",
         discussion: """
         For a store whose url, class or filter changed, or whose sweep max-delete-share refused. Readers never see an \
-        empty or half-emptied table: rows stay while the remote is read, each is replaced by its new version, and the \
-        rows the remote lacks are deleted in one transaction at the end, whatever max-delete-share says (you asked). \
-        The change log records the difference, not a delete-all and insert-all. A dav-account store is discovered \
+        empty or half-rebuilt table: the rows stay as they are while the remote is read, and then one transaction \
+        writes what differs and deletes what the remote lacks, whatever max-delete-share says (you asked). A rebuild \
+        that fails changes nothing. The change log records the difference, not a delete-all and insert-all. A dav-account store is discovered \
         again and each of its collections rebuilt. ferryd rebuilds on its own, within max-delete-share, a store whose \
         url, class or filter changed.
         """)

@@ -204,6 +204,20 @@ enum Migrations {
             );
             CREATE INDEX ferry_collections_account ON ferry_collections(account);
             """),
+        // A rebuild's records, kept aside until the pass has read everything and they replace
+        // the store's rows in one transaction (see ReplicaDatabase+Rebuild). Empty between
+        // rebuilds; a rebuild cut short leaves rows the next one discards.
+        Step(version: 8, sql: """
+            CREATE TABLE ferry_rebuild_staging(
+                store_id INTEGER NOT NULL,
+                id TEXT NOT NULL,
+                version TEXT NOT NULL,
+                body BLOB,
+                fields TEXT,
+                deleted INTEGER NOT NULL,
+                UNIQUE(store_id, id)
+            );
+            """),
     ]
 
     static var currentVersion: Int { steps.last!.version }

@@ -115,24 +115,29 @@ final class SQLiteConnection {
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction (the write lock is taken up front, so the
     /// busy timeout applies here rather than failing later with an unrecoverable deadlock).
+    /// Inside another transaction it is a savepoint of that one: its work commits with the
+    /// outer transaction, and its failure undoes its own work and is rethrown (a rebuild's
+    /// switch applies many batches and a sweep as one transaction).
     ///
     /// The first error wins: if `body` throws, that error is rethrown even when the rollback
     /// fails too; the rollback always runs. SQLite errors from BEGIN/COMMIT/ROLLBACK go through
     /// `mapError` so callers see one error type.
     func transaction<T, E: Error>(mapError: (SQLiteError) -> E, _ body: () throws(E) -> T) throws(E) -> T {
-        do { try execute("BEGIN IMMEDIATE") } catch { throw mapError(error) }
+        let nested = !isAutocommit
+        do { try execute(nested ? "SAVEPOINT ferry_nested" : "BEGIN IMMEDIATE") } catch { throw mapError(error) }
         var firstError: E?
         var result: T?
         do {
             result = try body()
-            do { try execute("COMMIT") } catch { firstError = mapError(error) }
+            do { try execute(nested ? "RELEASE ferry_nested" : "COMMIT") } catch { firstError = mapError(error) }
         } catch {
             firstError = error
         }
         if let firstError {
-            // SQLite may already have rolled back on its own (SQLITE_FULL, SQLITE_IOERR, ...).
+            // SQLite may already have rolled back on its own (SQLITE_FULL, SQLITE_IOERR, ...),
+            // the outer transaction with it.
             if !isAutocommit {
-                do { try execute("ROLLBACK") } catch { _ = error /* the first error is what matters */ }
+                do { try execute(nested ? "ROLLBACK TO ferry_nested; RELEASE ferry_nested" : "ROLLBACK") } catch { _ = error /* the first error is what matters */ }
             }
             throw firstError
         }

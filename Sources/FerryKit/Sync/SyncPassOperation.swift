@@ -73,6 +73,11 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         /// token after a full listing): it commits with the sweep, never without it, so a
         /// refused sweep leaves the resync to do again.
         var heldCursor: String?
+        /// A rebuild of a store that has rows: batches are kept aside
+        /// (``ReplicaDatabase/stage(_:for:)``) and switched in at the end, in one transaction.
+        var staging = false
+        /// The staged batches' records that could not be turned into changes, for the switch.
+        var stagedProblems: [RecordProblem] = []
     }
 
     public let setup: Setup
@@ -166,8 +171,10 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 let state = try database.syncState(of: store.name)
                 // Rows synced from another URL, class or filter, or a rebuild asked for: the
                 // stored cursor means nothing here; everything is read again and what the
-                // remote lacks is swept. Rows stay visible meanwhile, and the change log gets
-                // the difference, not a delete-all and insert-all.
+                // remote lacks is swept. The old rows stay as they are meanwhile, the new ones
+                // replace them in one transaction, and the change log gets the difference,
+                // not a delete-all and insert-all. What a rebuild cut short kept aside goes.
+                try database.discardStaged(of: store.name)
                 let recorded = try database.storeIdentity(of: store.name)
                 let moved = recorded.map { $0 != store.identity } ?? false
                 if moved { journal.logger.notice("store \(store.name): url, class or filter changed since its rows were synced; rebuilding it from the remote") }
@@ -203,6 +210,8 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             return
         }
         var pass = Pass(source: source, plan: plan, bulk: false, rowsBefore: rowsBefore)
+        // A store without rows has nothing to keep visible: its rebuild is a first sync.
+        pass.staging = rebuilding && plan.reconcile
         if plan.cursor == nil {
             // A first sync writes the whole store: tune the connection for it.
             do {
@@ -232,25 +241,38 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         guard case .syncing(var pass) = state else { return }
         let store = setup.store.name
         var batch = batch
-        if pass.marking, setup.store.kind.reportsDeletions, let cursor = batch.cursor {
+        // A staged rebuild's cursor, and that of a DAV pass whose cursor vouches for its
+        // sweep, commit with the sweep, never before it.
+        if pass.staging || (pass.marking && setup.store.kind.reportsDeletions), let cursor = batch.cursor {
             pass.heldCursor = cursor
             batch.cursor = nil
             state = .syncing(pass)
         }
-        let counts = try write(url: batch.origin) { database throws(StoreError) in try database.apply(batch, to: store) }
-        report.counts += counts
+        if pass.staging {
+            try write(url: batch.origin) { database throws(StoreError) in try database.stage(batch, for: store) }
+            pass.stagedProblems += batch.problems
+            state = .syncing(pass)
+        } else {
+            let counts = try write(url: batch.origin) { database throws(StoreError) in try database.apply(batch, to: store) }
+            noteApplied(counts, origin: batch.origin)
+        }
         report.pages += batch.pageCount
-        for problem in counts.problems {
-            journal.skipped(problem, origin: redacted(batch.origin))
-        }
-        if counts.conflicts > 0 {
-            journal.pulledConflicts(counts.conflicts, policy: setup.store.writeBack.conflict)
-        }
         updateProgress { progress in
             progress.completedUnits += Int64(batch.changes.count)
             progress.completedPages += batch.pageCount
             if let total = batch.totalHint { progress.totalUnits = total }
             progress.lastAdvance = .now
+        }
+    }
+
+    /// Counts what a merge did and journals its skipped records and conflicts.
+    private func noteApplied(_ counts: MergeCounts, origin: String) {
+        report.counts += counts
+        for problem in counts.problems {
+            journal.skipped(problem, origin: redacted(origin))
+        }
+        if counts.conflicts > 0 {
+            journal.pulledConflicts(counts.conflicts, policy: setup.store.writeBack.conflict)
         }
     }
 
@@ -284,25 +306,50 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         do {
             try setup.database.write { database throws(StoreError) in
                 var cursor = pass.heldCursor
+                // Whether the rows now come from the configured source: always, unless a staged
+                // rebuild did not switch.
+                var rebuilt = !pass.staging
                 if pass.marking {
                     // The marks are gone once finished or cancelled, whatever follows.
                     pass.marking = false
                     state = .syncing(pass)
                     if outcome.listingComplete {
                         // A rebuild a person asked for lets go of whatever the remote lacks.
-                        let result = try database.finishReconciliation(of: store.name, maxDeleteShare: setup.resync ? 1 : store.maxDeleteShare,
-                                                                       rowsBefore: pass.rowsBefore)
+                        let share = setup.resync ? 1 : store.maxDeleteShare
+                        let result: ReconcileOutcome
+                        if pass.staging {
+                            switch try database.switchToRebuilt(store.name, problems: pass.stagedProblems, maxDeleteShare: share,
+                                                                rowsBefore: pass.rowsBefore, cursor: cursor) {
+                            case .switched(let counts, let deleted):
+                                noteApplied(counts, origin: store.url.redactingUserInfo)
+                                result = .swept(deleted: deleted)
+                                rebuilt = true
+                            case .refused(let wouldDelete, let total):
+                                result = .refused(wouldDelete: wouldDelete, of: total)
+                            }
+                            // Stored by the switch, or not at all.
+                            cursor = nil
+                        } else {
+                            result = try database.finishReconciliation(of: store.name, maxDeleteShare: share, rowsBefore: pass.rowsBefore)
+                            if case .swept(let deleted) = result { report.counts.deleted += deleted }
+                        }
                         report.reconciliation = result
-                        switch result {
-                        case .swept(let deleted):
-                            report.counts.deleted += deleted
-                        case .refused(let wouldDelete, let total):
+                        if case .refused(let wouldDelete, let total) = result {
                             gaps.append(.sweepRefused(wouldDelete: wouldDelete, of: total, maxShare: store.maxDeleteShare))
                             // The token vouches for a sweep that did not happen: keep the old one.
                             cursor = nil
                         }
                     } else {
                         database.cancelReconciliation(of: store.name)
+                    }
+                }
+                if !rebuilt {
+                    // Nothing of the rebuild reached the rows: they stay as they were, and the
+                    // next pass rebuilds again.
+                    try database.discardStaged(of: store.name)
+                    cursor = nil
+                    if !gaps.contains(where: \.needsSweep) {
+                        gaps.append(.sweepSkipped(reason: "the rebuild's id listing did not complete; the rows stay as they were"))
                     }
                 }
                 if pass.plan.reconcile, !outcome.listingComplete, !gaps.contains(where: \.needsSweep) {
@@ -323,7 +370,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 try database.recordSuccess(of: store.name, at: Date(), counts: report.counts, gaps: gaps, swept: swept)
                 // What the rows now come from; a rebuild whose sweep was refused is not over,
                 // and the next pass rebuilds again.
-                if !gaps.contains(where: { if case .sweepRefused = $0 { true } else { false } }) {
+                if rebuilt, !gaps.contains(where: { if case .sweepRefused = $0 { true } else { false } }) {
                     try database.recordStoreIdentity(store.identity, of: store.name)
                 }
             }
@@ -468,6 +515,9 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         let store = setup.store.name
         setup.database.write { database in
             if pass?.marking == true { database.cancelReconciliation(of: store) }
+            // A failed rebuild's records kept aside are not worth their disk space: the next
+            // rebuild reads them again (and discards any left by a crash first).
+            if pass?.staging == true, case .failure = result { try? database.discardStaged(of: store) }
             // Restoring the pragmas cannot fail in a way that would change the outcome.
             if pass?.bulk == true { try? database.setBulkMode(false) }
             result = result.mapError { database.recordingFailure($0, of: store) }

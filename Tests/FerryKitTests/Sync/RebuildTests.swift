@@ -6,7 +6,8 @@ import FerryTestSupport
 
 /// A store whose class or filter changed is rebuilt from the remote instead of going on from a
 /// cursor that means nothing there; `ferry resync` rebuilds on request, past max-delete-share.
-/// Either way the rows stay while the remote is read, and the change log gets the difference.
+/// Either way the old rows stay as they are while the remote is read, the new ones replace them
+/// in one transaction, and the change log gets the difference.
 @Suite(.serialized) struct RebuildTests {
     struct Setup {
         let server: ParseTestServer
@@ -79,6 +80,37 @@ import FerryTestSupport
         #expect(try setup.query("SELECT op, count(*) FROM ferry_changes WHERE seq > 10 GROUP BY op") == ["delete|8"])
         let after = try setup.sync(filter: #"{"n":{"$lt":2}}"#)
         #expect(after.isComplete && after.counts.deleted == 0)
+    }
+
+    @Test func readersSeeTheOldRowsUntilTheRebuildSwitches_andAFailedRebuildChangesNothing() throws {
+        let setup = try setUp()
+        _ = try setup.sync(filter: #"{"n":{"$lt":10}}"#)
+        let before = try setup.query("SELECT id, version FROM quotes ORDER BY id")
+        let logged = try setup.query("SELECT max(seq) FROM ferry_changes")
+
+        // The filter moves to n >= 5: five rows leave, ten arrive. The server fails the third
+        // request, after the rebuild has read two pages of five: those ten new records were
+        // kept aside, and the table is exactly as before, with nothing logged.
+        try setup.server.admin("fault", ["status": 500, "after": 2, "next": 1])
+        let configuration = FerryConfiguration(global: GlobalConfiguration(databasePath: setup.database, runtimeDirectory: setup.directory.path("run")),
+                                               stores: [setup.store(filter: #"{"n":{"$gte":5}}"#)])
+        let failing = try OneShotSync(configuration: configuration, storeNames: [], logger: Logger(label: "test"))
+        failing.resync = true
+        guard case .failure? = failing.run(refresh: .milliseconds(50), progress: { _ in }).first?.result else {
+            Issue.record("the rebuild did not meet the fault")
+            return
+        }
+        #expect(try setup.query("SELECT id, version FROM quotes ORDER BY id") == before)
+        #expect(try setup.query("SELECT max(seq) FROM ferry_changes") == logged)
+        #expect(try setup.query("SELECT count(*) FROM ferry_rebuild_staging") == ["0"])
+
+        // Again, without the fault: one switch, the difference logged.
+        let rebuilt = try setup.sync(filter: #"{"n":{"$gte":5}}"#, resync: true)
+        #expect(rebuilt.isComplete && rebuilt.counts.inserted == 10 && rebuilt.counts.deleted == 5 && rebuilt.counts.updated == 0)
+        #expect(try setup.query("SELECT count(*) FROM quotes") == ["15"])
+        #expect(try setup.query("SELECT op, count(*) FROM ferry_changes WHERE seq > \(logged.first ?? "0") GROUP BY op ORDER BY op")
+            == ["delete|5", "insert|10"])
+        #expect(try setup.query("SELECT count(*) FROM ferry_rebuild_staging") == ["0"])
     }
 
     @Test func credentialsAndPageSizesAreNotTheStoresIdentity() throws {
