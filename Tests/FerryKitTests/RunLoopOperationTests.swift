@@ -39,6 +39,33 @@ struct RunLoopOperationTests {
         #expect(operation.isFinished)
     }
 
+    /// Work posted to a loop whose thread has ended (a transfer's last event racing the end of
+    /// its pass) is dropped: it used to stay queued in the loop, and a block holding the loop's
+    /// handle kept the loop, and its three descriptors, alive for good.
+    @Test func aPostAfterTheThreadEnded_isDropped_andTheLoopIsFreed() throws {
+        func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0 }
+        let queue = OperationQueue()
+        let before = descriptors()
+        for _ in 0..<30 {
+            let operation = ParkedOperation()
+            queue.addOperation(operation)
+            operation.started.wait()
+            let handle = try #require(operation.runLoopHandle)
+            operation.perform { operation.finish(.success(())) }
+            queue.waitUntilAllOperationsAreFinished()
+            // The thread retires its loop just after the operation finishes.
+            let deadline = Date().addingTimeInterval(5)
+            while operation.runLoopHandle != nil, Date() < deadline { usleep(1000) }
+            usleep(20_000)
+            let ran = DispatchSemaphore(value: 0)
+            handle.perform { _ = handle; ran.signal() }
+            #expect(ran.wait(timeout: .now() + .milliseconds(20)) == .timedOut)
+        }
+        usleep(100_000)
+        // Other suites run meanwhile and open files of their own: a leak would be 90 here.
+        #expect(descriptors() - before < 30, "\(descriptors() - before) more descriptors after 30 ended loops")
+    }
+
     /// Admins see passes by name in `ps -L` and `top -H`: the kernel's name of the operation's
     /// thread is the operation's name, cut to the kernel's 15 bytes.
     @Test func theThreadCarriesTheOperationsNameForTheKernel() throws {

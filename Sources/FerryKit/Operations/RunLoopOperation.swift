@@ -54,6 +54,7 @@ open class RunLoopOperation<Output: Sendable>: AsyncOperation<Output>, @unchecke
         }
         CFRunLoopTimerInvalidate(keepAlive)
         loopState.withLock { $0 = .ended }
+        handle.retire()
     }
 
     /// The loop the operation runs on, while its thread is alive.
