@@ -36,6 +36,8 @@ struct JSONEndToEndBenchmark: ParsableCommand {
     var alsoWithoutReconcile = false
     @Option(help: "Cap SQLite's heap in Ferry's pass (MB; sqlite3_soft_heap_limit64): what a smaller bulk-mode cache would give. The raw loop keeps 128 MB.")
     var sqliteHeapLimitMb: Int?
+    @Flag(help: "Then run the pass again with nothing changed (between sweeps, and with a sweep), against the first pass and a C loop of id lookups.")
+    var noChange = false
     @Option(help: "Directory for pages and databases (default: a new temporary directory, removed afterwards).")
     var directory: String?
 
@@ -104,11 +106,13 @@ struct JSONEndToEndBenchmark: ParsableCommand {
         var passes: [(String, Bool)] = [("(c) Ferry pass as `ferry sync` (reconciling)", true)]
         if alsoWithoutReconcile { passes.append(("(c') Ferry pass without reconciliation", false)) }
         var goalsMet = true
+        var firstPassSeconds = Double.nan
         for (label, reconcile) in passes {
             let databasePath = base.appendingPathComponent(reconcile ? "ferry.db" : "ferry-norec.db").path
             let result = try childPass(url: urls[0], database: databasePath, reconcile: reconcile)
             let rows = try Self.countRows(databasePath, table: JSONEndToEndPass.storeName)
             let seconds = Double(result["seconds"] ?? "") ?? .nan
+            if reconcile { firstPassSeconds = seconds }
             let hwm = Int(result["hwm_kb"] ?? "") ?? -1
             let rate = Double(records) / seconds
             let ratio = rate / rawRate
@@ -124,6 +128,43 @@ struct JSONEndToEndBenchmark: ParsableCommand {
             goalsMet = goalsMet && ratio >= 0.7 && hwm >= 0 && hwm < 150 * 1024
         }
         print("goals (ratio ≥ 0.7×, peak RSS < 150 MB): \(goalsMet ? "met" : "NOT met")")
+        if noChange { try noChangeLines(urls[0], pages: pages, scanner: scanner, base: base, firstPass: firstPassSeconds) }
+    }
+
+    /// (d) The store's next passes with nothing changed on the remote, against the first pass
+    /// and against the floor (``NoChangeFloor``). Goal: ≤ 0.3× the first pass.
+    private func noChangeLines(_ firstURL: String, pages: StaticPages, scanner: JSONRecordScanner, base: URL, firstPass: Double) throws {
+        let database = base.appendingPathComponent("ferry.db").path
+        let floor = try NoChangeFloor(path: database, table: JSONEndToEndPass.storeName)
+        var floorSeconds = 0.0
+        var same = 0
+        for number in 1...pages.pageCount {
+            let records = try pages.records(ofPage: number, scanner: scanner)
+            let start = ContinuousClock.now
+            same += try floor.check(records)
+            floorSeconds += (ContinuousClock.now - start).seconds
+        }
+        floor.close()
+        guard same == records else { throw ValidationError("the floor found \(same) unchanged records, expected \(records)") }
+        print(String(format: "(d) floor: a C loop looking up every id and comparing its version: %.2f s (%.2f× the first pass)",
+                     floorSeconds, floorSeconds / firstPass))
+        var met = true
+        // The first pass swept nothing (an empty store has nothing to sweep), so the ferry
+        // sync after it sweeps; the daemon's passes between sweeps come after that.
+        for (label, reconcile) in [("(d) no-change pass with its sweep (as ferry sync when due)", true), ("(d) no-change pass between sweeps", false)] {
+            let result = try childPass(url: firstURL, database: database, reconcile: reconcile)
+            let seconds = Double(result["seconds"] ?? "") ?? .nan
+            let cpu = Double(result["cpu_seconds"] ?? "") ?? .nan
+            let ratio = seconds / firstPass
+            print(String(format: "%@: %.2f s, CPU %.2f s: %.2f× the first pass (goal ≤ 0.30×: %@), %.1f× the floor; peak RSS %.1f MB",
+                         label, seconds, cpu, ratio, ratio <= 0.3 ? "met" : "NOT met", seconds / floorSeconds,
+                         Double(Int(result["hwm_kb"] ?? "") ?? -1) / 1024))
+            print("    pass report: inserted \(result["inserted"] ?? "?"), pages \(result["pages"] ?? "?") "
+                  + "(\(result["pages_unchanged"] ?? "?") unchanged, their records not read), requests \(result["requests"] ?? "?")")
+            guard result["inserted"] == "0" else { throw ValidationError("a no-change pass inserted \(result["inserted"] ?? "?") records") }
+            if !reconcile { met = ratio <= 0.3 }
+        }
+        print("goal (a no-change pass between sweeps ≤ 0.3× the first pass): \(met ? "met" : "NOT met")")
     }
 
     /// Where Ferry's time goes: the source alone, then source + apply without the pass operation.

@@ -79,7 +79,8 @@ struct JSONEndToEndPass: ParsableCommand {
         guard let (_, result) = results.first else { throw ValidationError("no pass ran") }
         let report = try result.get()
         print("RESULT seconds=\(seconds) inserted=\(report.counts.inserted) skipped=\(report.counts.skipped) rows=\(report.recordCount) "
-              + "pages=\(report.pages) requests=\(report.requests) cpu_seconds=\(cpu) hwm_before_kb=\(hwmBefore) hwm_kb=\(hwm)")
+              + "pages=\(report.pages) pages_unchanged=\(report.pagesUnchanged) requests=\(report.requests) cpu_seconds=\(cpu) "
+              + "hwm_before_kb=\(hwmBefore) hwm_kb=\(hwm)")
     }
 
     /// The daemon's scheduled pass when no reconciliation is due: the same operation, with

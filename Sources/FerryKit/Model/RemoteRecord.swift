@@ -82,6 +82,14 @@ public struct ChangeBatch: Sendable, Equatable {
     /// Remote pages (responses) the batch was made from: a source may gather several pages
     /// into one batch, and reports and logs count pages.
     public var pageCount: Int
+    /// The digests of the batch's pages, stored with it (``PageDigest``).
+    public var pageDigests: [PageDigest] = []
+    /// Records of pages skipped because their digest matched: unchanged, merged before.
+    public var unchangedRecords = 0
+    /// Pages skipped so.
+    public var unchangedPages = 0
+    /// Set on the batch holding a chain's last page: digests of later pages are forgotten.
+    public var lastPage: Int?
 
     public init(changes: [RecordChange], cursor: String?, problems: [RecordProblem] = [], totalHint: Int64? = nil, origin: String = "",
                 pageCount: Int = 1) {

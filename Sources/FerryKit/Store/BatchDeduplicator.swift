@@ -61,22 +61,12 @@ struct BatchDeduplicator {
     static func hash(_ id: String) -> UInt64 {
         var id = id
         return id.withUTF8 { bytes in
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            var index = 0
             let raw = UnsafeRawBufferPointer(bytes)
-            while index + 8 <= raw.count {
-                hash = (hash ^ raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)) &* 0x0000_0100_0000_01b3
-                hash ^= hash >> 29
-                index += 8
+            let folded = WordFold.fold(raw, 0xcbf2_9ce4_8422_2325) { hash, word in
+                let next = (hash ^ word) &* 0x0000_0100_0000_01b3
+                return next ^ (next >> 29)
             }
-            var tail: UInt64 = 0
-            var shift: UInt64 = 0
-            while index < raw.count {
-                tail |= UInt64(raw[index]) << shift
-                shift += 8
-                index += 1
-            }
-            hash = (hash ^ tail ^ UInt64(raw.count)) &* 0x9E37_79B9_7F4A_7C15
+            let hash = (folded.hash ^ folded.tail ^ UInt64(raw.count)) &* 0x9E37_79B9_7F4A_7C15
             return hash ^ (hash >> 32)
         }
     }

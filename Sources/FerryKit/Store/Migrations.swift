@@ -218,6 +218,15 @@ enum Migrations {
                 UNIQUE(store_id, id)
             );
             """),
+        // What each page of a listing held when it was last merged (see PageDigest).
+        Step(version: 9, sql: """
+            CREATE TABLE ferry_page_digests(
+                store_id INTEGER NOT NULL,
+                page INTEGER NOT NULL,
+                digest INTEGER NOT NULL,
+                PRIMARY KEY(store_id, page)
+            ) WITHOUT ROWID;
+            """),
     ]
 
     static var currentVersion: Int { steps.last!.version }

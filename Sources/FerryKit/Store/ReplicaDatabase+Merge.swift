@@ -95,6 +95,7 @@ extension ReplicaDatabase {
             }
             current = ""
             try updatePending(prepared, applied: changes.indices.lazy.filter { valid[$0] }.map { ids[$0] }, problems: problems, at: now)
+            try storePageDigests(of: batch, in: prepared)
             try prepared.changeLog.flush()
             if counts.inserted > 0 || counts.deleted > 0 { try forgetRecordCount(of: store) }
             if let cursor = batch.cursor {
@@ -108,6 +109,7 @@ extension ReplicaDatabase {
             throw StoreError(error, path: path, store: store, recordID: current.isEmpty ? nil : current)
         }
         prepared.preferInsert = counts.inserted >= counts.updated + counts.unchanged
+        counts.unchanged += batch.unchangedRecords
         return counts
     }
 

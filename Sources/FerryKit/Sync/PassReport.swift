@@ -28,6 +28,8 @@ public struct PassReport: Sendable, Equatable {
     public var trigger: PassTrigger
     public var counts: MergeCounts
     public var pages: Int
+    /// Pages whose records were not read: the same bytes as when last merged (``PageDigest``).
+    public var pagesUnchanged = 0
     public var requests: Int
     /// The remote said nothing changed (304, same sync-token).
     public var unchanged: Bool
@@ -77,7 +79,8 @@ public struct PassReport: Sendable, Equatable {
         if counts.conflicts > 0 { parts.append("\(counts.conflicts) conflict\(counts.conflicts == 1 ? "" : "s")") }
         if !push.isEmpty { parts.insert(push.summary, at: 0) }
         var text = "store \(store): " + parts.joined(separator: ", ")
-        text += "; \(recordCount) records, \(pages) pages in \(String(format: "%.2f", duration.seconds)) s"
+        text += "; \(recordCount) records, \(pages) pages" + (pagesUnchanged > 0 ? " (\(pagesUnchanged) unchanged)" : "")
+            + " in \(String(format: "%.2f", duration.seconds)) s"
         if !pulled {
             text = "store \(store): \(push.isEmpty ? "nothing to push" : push.summary) in \(String(format: "%.2f", duration.seconds)) s"
         }

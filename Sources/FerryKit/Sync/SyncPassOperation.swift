@@ -192,8 +192,16 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 // An empty store has nothing to sweep: a first sync skips reconciliation, whose
                 // listing of every id would cost about as much as the sync itself.
                 let reconcile = wanted ? try database.hasRecords(in: store.name) : false
-                let plan = PassPlan(cursor: cursor, reconcile: reconcile, pendingIDs: store.kind.fetchesByID ? pending : [],
+                var plan = PassPlan(cursor: cursor, reconcile: reconcile, pendingIDs: store.kind.fetchesByID ? pending : [],
                                     revalidate: setup.trigger == .onDemand, currentToken: report.push.isEmpty ? setup.currentToken : nil)
+                // Page digests vouch for pages merged since every record was last read: a pass
+                // that reads everything (a first sync, a rebuild, a sweep, one retrying records
+                // it could not store) reads every page's records and stores them anew.
+                if cursor == nil || reconcile || !pending.isEmpty {
+                    try database.forgetPageDigests(of: store.name)
+                } else {
+                    plan.pageDigests = try database.pageDigests(of: store.name)
+                }
                 return (plan, reconcile && !store.kind.reportsDeletions ? try database.liveRecordCount(of: store.name) : nil)
             }
         } catch {
@@ -257,6 +265,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             noteApplied(counts, origin: batch.origin)
         }
         report.pages += batch.pageCount
+        report.pagesUnchanged += batch.unchangedPages
         updateProgress { progress in
             progress.completedUnits += Int64(batch.changes.count)
             progress.completedPages += batch.pageCount

@@ -7,7 +7,9 @@ import FerryTestSupport
 struct MigrationTests {
     /// The schema of every released version, frozen here as it shipped (not taken from
     /// `Migrations`, so an edit to an old step cannot go unnoticed). Add one per new version.
-    static let frozenSchemas: [Int: String] = [
+    static let frozenSchemas: [Int: String] = baseSchemas.merging(laterSchemas, uniquingKeysWith: { $1 })
+
+    private static let baseSchemas: [Int: String] = [
         1: """
             PRAGMA application_id = 1178948185;
             CREATE TABLE ferry_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -167,79 +169,12 @@ struct MigrationTests {
                 FROM ferry_conflicts c JOIN ferry_stores s ON s.store_id = c.store_id WHERE c.resolved IS NULL;
             INSERT INTO ferry_meta VALUES ('schema_version', '6');
             """,
-        7: """
-            PRAGMA application_id = 1178948185;
-            CREATE TABLE ferry_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-            CREATE TABLE ferry_sync_state(
-                store TEXT PRIMARY KEY, cursor TEXT, last_attempt REAL, last_success REAL, last_error TEXT,
-                total_inserted INTEGER NOT NULL DEFAULT 0, total_updated INTEGER NOT NULL DEFAULT 0, total_deleted INTEGER NOT NULL DEFAULT 0,
-                incomplete TEXT, sweep_pending INTEGER NOT NULL DEFAULT 0, last_swept REAL, record_count INTEGER);
-            CREATE TABLE ferry_store_columns(store TEXT NOT NULL, name TEXT NOT NULL, definition TEXT NOT NULL, PRIMARY KEY (store, name));
-            CREATE TABLE ferry_stores(store_id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
-            CREATE TABLE ferry_change_log(seq INTEGER PRIMARY KEY, store_id INTEGER NOT NULL, id TEXT NOT NULL, op INTEGER NOT NULL, time REAL NOT NULL);
-            CREATE TABLE ferry_pending_records(
-                store_id INTEGER NOT NULL, id TEXT NOT NULL, reason TEXT NOT NULL, since REAL NOT NULL,
-                PRIMARY KEY (store_id, id)) WITHOUT ROWID;
-            CREATE VIEW ferry_changes AS
-                SELECT l.seq AS seq, s.name AS store, l.id AS id,
-                       CASE l.op WHEN 1 THEN 'insert' WHEN 2 THEN 'update' WHEN 3 THEN 'delete' END AS op, l.time AS time
-                FROM ferry_change_log l JOIN ferry_stores s ON s.store_id = l.store_id;
-            CREATE VIEW ferry_changes_readable AS
-                SELECT seq, store, id, op, strftime('%Y-%m-%dT%H:%M:%fZ', time, 'unixepoch') AS time FROM ferry_changes;
-            CREATE TABLE ferry_outbox(
-                store_id INTEGER NOT NULL,
-                id TEXT NOT NULL,
-                op INTEGER NOT NULL,
-                base_version TEXT,
-                base_body TEXT,
-                queued REAL NOT NULL,
-                changed REAL NOT NULL,
-                generation INTEGER NOT NULL DEFAULT 1,
-                state INTEGER NOT NULL DEFAULT 0,
-                attempts INTEGER NOT NULL DEFAULT 0,
-                last_error TEXT,
-                sent REAL,
-                sent_version TEXT,
-                PRIMARY KEY (store_id, id)
-            ) WITHOUT ROWID;
-            CREATE TABLE ferry_conflicts(
-                conflict_id INTEGER PRIMARY KEY,
-                store_id INTEGER NOT NULL,
-                id TEXT NOT NULL,
-                detected REAL NOT NULL,
-                local_op INTEGER NOT NULL,
-                base_version TEXT,
-                local_body TEXT,
-                remote_version TEXT,
-                remote_body TEXT,
-                policy TEXT NOT NULL,
-                resolution TEXT CHECK (resolution IN ('local', 'remote', 'both')),
-                resolved REAL
-            );
-            CREATE INDEX ferry_conflicts_open ON ferry_conflicts(store_id, id) WHERE resolved IS NULL;
-            ALTER TABLE ferry_change_log ADD COLUMN origin INTEGER;
-            DROP VIEW ferry_changes_readable;
-            DROP VIEW ferry_changes;
-            CREATE VIEW ferry_changes AS
-                SELECT l.seq AS seq, s.name AS store, l.id AS id,
-                       CASE l.op WHEN 1 THEN 'insert' WHEN 2 THEN 'update' WHEN 3 THEN 'delete' END AS op, l.time AS time,
-                       CASE WHEN l.origin IS NULL THEN 'remote' ELSE 'local' END AS origin
-                FROM ferry_change_log l JOIN ferry_stores s ON s.store_id = l.store_id;
-            CREATE VIEW ferry_changes_readable AS
-                SELECT seq, store, id, op, strftime('%Y-%m-%dT%H:%M:%fZ', time, 'unixepoch') AS time, origin FROM ferry_changes;
-            CREATE VIEW ferry_pending_writes AS
-                SELECT s.name AS store, o.id AS id,
-                       CASE o.op WHEN 1 THEN 'insert' WHEN 2 THEN 'update' WHEN 3 THEN 'delete' END AS op,
-                       CASE o.state WHEN 0 THEN 'queued' WHEN 1 THEN 'refused' WHEN 2 THEN 'conflict' END AS state,
-                       o.attempts AS attempts, o.last_error AS last_error,
-                       strftime('%Y-%m-%dT%H:%M:%fZ', o.queued, 'unixepoch') AS queued
-                FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id;
-            CREATE VIEW ferry_open_conflicts AS
-                SELECT c.conflict_id AS conflict_id, s.name AS store, c.id AS id,
-                       CASE c.local_op WHEN 1 THEN 'insert' WHEN 2 THEN 'update' WHEN 3 THEN 'delete' END AS local_op,
-                       c.local_body AS local_body, c.remote_version AS remote_version, c.remote_body AS remote_body,
-                       strftime('%Y-%m-%dT%H:%M:%fZ', c.detected, 'unixepoch') AS detected, c.resolution AS resolution
-                FROM ferry_conflicts c JOIN ferry_stores s ON s.store_id = c.store_id WHERE c.resolved IS NULL;
+    ]
+
+    /// Versions 7 and 8 added tables only: their frozen schemas are 6's with those, as shipped.
+    private static let laterSchemas: [Int: String] = {
+        let six = "INSERT INTO ferry_meta VALUES ('schema_version', '6');"
+        let collections = """
             CREATE TABLE ferry_collections(
                 store TEXT PRIMARY KEY,
                 account TEXT NOT NULL,
@@ -254,9 +189,20 @@ struct MigrationTests {
                 gone_since REAL
             );
             CREATE INDEX ferry_collections_account ON ferry_collections(account);
-            INSERT INTO ferry_meta VALUES ('schema_version', '7');
-            """,
-    ]
+
+            """
+        let staging = """
+            CREATE TABLE ferry_rebuild_staging(
+                store_id INTEGER NOT NULL, id TEXT NOT NULL, version TEXT NOT NULL, body BLOB, fields TEXT,
+                deleted INTEGER NOT NULL, UNIQUE(store_id, id));
+
+            """
+        let base = baseSchemas[6]!.replacingOccurrences(of: six, with: "")
+        return [
+            7: base + collections + "INSERT INTO ferry_meta VALUES ('schema_version', '7');",
+            8: base + collections + staging + "INSERT INTO ferry_meta VALUES ('schema_version', '8');",
+        ]
+    }()
 
     @Test func everyEarlierVersionHasAFrozenSchema() {
         for version in 1..<Migrations.currentVersion {

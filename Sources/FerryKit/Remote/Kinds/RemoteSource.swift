@@ -17,6 +17,9 @@ public struct PassPlan: Sendable, Equatable {
     /// collection's `DAV:sync-token` as its account's discovery listed it. An incremental pass
     /// whose cursor equals it has nothing to fetch and makes no request. Nil: not known.
     public var currentToken: String?
+    /// Digests of the pages as last merged (``PageDigest``), for a pass that may skip the
+    /// records of a page that has not changed; empty when every page must be read.
+    public var pageDigests: [Int: Int64] = [:]
 
     public init(cursor: String?, reconcile: Bool, pendingIDs: [String] = [], revalidate: Bool = false, currentToken: String? = nil) {
         self.cursor = cursor

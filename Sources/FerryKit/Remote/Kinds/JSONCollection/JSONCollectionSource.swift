@@ -115,7 +115,12 @@ public final class JSONCollectionSource: RemoteSource {
                                            publicHeaders: publicHeaders,
                                            session: store.session, reconcile: plan.reconcile, firstURL: url, firstRequest: request,
                                            cursor: JSONCollectionCursor(highWater: plan.reconcile ? nil : stored.highWater),
-                                           maxUnconsumedRecords: batchTarget, errorContext: HTTPStatusClassifier.Context(store))
+                                           maxUnconsumedRecords: batchTarget, errorContext: HTTPStatusClassifier.Context(store),
+                                           digestSeed: store.writeBack.push ? nil : PageDigest.seed([
+                                               store.identity, options.recordsPath, options.idField, options.versionField,
+                                               String(store.maxRecordBytes),
+                                           ]),
+                                           knownDigests: plan.pageDigests)
         // Events are posted to this loop; the source is touched only here.
         let loop = RunLoopHandle.current()
         let box = LoopBoundSource(self)
@@ -151,11 +156,12 @@ public final class JSONCollectionSource: RemoteSource {
                 guard flush(to: sink, producer: producer) else { return }
             }
             pending.add(changes: page.changes, problems: page.problems, ids: page.ids, bodyBytes: page.bodyBytes,
-                        totalHint: page.totalHint, origin: page.origin)
+                        totalHint: page.totalHint, origin: page.origin, digest: page.digest, unchangedRecords: page.unchangedRecords)
             let due = page.isLast || !page.problems.isEmpty || pending.count >= batchTarget
                 || pending.bodyBytes >= batchByteLimit || pending.age >= maxBatchDelay
             if due {
-                guard flush(to: sink, producer: producer, cursor: page.isLast || commitsPerPage ? page.cursor.stored : nil) else { return }
+                guard flush(to: sink, producer: producer, cursor: page.isLast || commitsPerPage ? page.cursor.stored : nil,
+                            lastPage: page.isLast && page.rateLimit == nil ? page.number : nil) else { return }
             } else if commitsPerPage {
                 // The cursor the held pages would commit; the batch takes it when it goes out.
                 pending.cursor = page.cursor.stored
@@ -174,12 +180,16 @@ public final class JSONCollectionSource: RemoteSource {
 
     /// Hands the held pages to the sink as one batch (with `cursor`, or the cursor the held
     /// pages earned). False when the sink threw: the pass is over and the source stops.
-    private func flush(to sink: any RemoteSourceSink, producer: JSONPageProducer, cursor: String? = nil) -> Bool {
+    private func flush(to sink: any RemoteSourceSink, producer: JSONPageProducer, cursor: String? = nil, lastPage: Int? = nil) -> Bool {
         guard !pending.isEmpty else { return true }
         let held = pending
         pending = PendingBatch()
-        let batch = ChangeBatch(changes: held.changes, cursor: cursor ?? held.cursor, problems: held.problems,
+        var batch = ChangeBatch(changes: held.changes, cursor: cursor ?? held.cursor, problems: held.problems,
                                 totalHint: held.totalHint, origin: held.origin, pageCount: held.pageCount)
+        batch.pageDigests = held.digests
+        batch.unchangedRecords = held.unchangedRecords
+        batch.unchangedPages = held.unchangedPages
+        batch.lastPage = lastPage
         do {
             if !held.ids.isEmpty { try sink.source(self, didList: held.ids) }
             try sink.source(self, didProduce: batch)

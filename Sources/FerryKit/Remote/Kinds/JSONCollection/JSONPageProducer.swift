@@ -34,6 +34,11 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         var requests: Int
         /// On the last page: how the pass knows it read less than the collection holds.
         var gaps: [ReplicaGap] = []
+        /// What the page held, to store with it; nil when it had a record that could not be
+        /// stored, or the store keeps no digests.
+        var digest: PageDigest?
+        /// Records of a page skipped because its digest is the one stored: merged before.
+        var unchangedRecords = 0
     }
 
     /// What the producer hands the pass, in page order. Nothing follows `.notModified` or `.failed`.
@@ -63,6 +68,11 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         var maxUnconsumedRecords: Int
         /// How HTTP errors of this store are worded and what they must never contain.
         var errorContext: HTTPStatusClassifier.Context
+        /// What the pages' digests are seeded with; nil: the store keeps no digests (it pushes
+        /// local writes, which its pulls must meet record by record).
+        var digestSeed: UInt64?
+        /// The digests stored when the pages were last merged (``PassPlan/pageDigests``).
+        var knownDigests: [Int: Int64] = [:]
     }
 
     private enum State {
@@ -182,12 +192,15 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         }
 
         var changes: [RecordChange] = []
-        changes.reserveCapacity(scanned.records.count)
         var problems: [RecordProblem] = []
         var ids: [String] = []
         var bodyBytes = 0
         let committedMark = next.highWater
-        for (position, record) in scanned.records.enumerated() {
+        let digest = setup.digestSeed.map { PageDigest(page: number, value: PageDigest.of(url: page.request.url, body: page.body, seed: $0)) }
+        // The same bytes at the same place as when last merged: the same records, merged then.
+        let unchanged = digest.map { setup.knownDigests[number] == $0.value } ?? false
+        if !unchanged { changes.reserveCapacity(scanned.records.count) }
+        for (position, record) in scanned.records.enumerated() where !unchanged {
             switch record.outcome(in: page.body, maxBytes: store.maxRecordBytes, position: position) {
             case .record(let remote):
                 changes.append(.upsert(remote))
@@ -232,6 +245,8 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         var scannedPage = ScannedPage(number: number, changes: changes, problems: problems, ids: ids, bodyBytes: bodyBytes,
                                       totalHint: total, origin: page.request.url.redactingUserInfo, cursor: next,
                                       isLast: isLast, rateLimit: rateLimit, requests: loader.requestCount)
+        scannedPage.digest = problems.isEmpty ? digest : nil
+        scannedPage.unchangedRecords = unchanged ? scanned.records.count : 0
         if isLast, rateLimit == nil, let expectedTotal, recordsRead < expectedTotal {
             let path = setup.options.totalPath ?? "total-path"
             scannedPage.gaps.append(.paginationEndedEarly(

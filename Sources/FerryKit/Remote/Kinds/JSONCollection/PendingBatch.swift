@@ -12,6 +12,10 @@ struct PendingBatch {
     private(set) var origin = ""
     /// The cursor the held pages earned, when the source commits per page.
     var cursor: String?
+    /// The held pages' digests, and the records of those skipped as unchanged.
+    private(set) var digests: [PageDigest] = []
+    private(set) var unchangedRecords = 0
+    private(set) var unchangedPages = 0
     private var firstAdded: ContinuousClock.Instant?
 
     var isEmpty: Bool { firstAdded == nil }
@@ -22,7 +26,11 @@ struct PendingBatch {
     var age: Duration { firstAdded.map { .now - $0 } ?? .zero }
 
     mutating func add(changes pageChanges: [RecordChange], problems pageProblems: [RecordProblem], ids pageIDs: [String],
-                      bodyBytes pageBytes: Int, totalHint pageTotal: Int64?, origin pageOrigin: String) {
+                      bodyBytes pageBytes: Int, totalHint pageTotal: Int64?, origin pageOrigin: String,
+                      digest: PageDigest? = nil, unchangedRecords pageUnchanged: Int = 0) {
+        if let digest { digests.append(digest) }
+        unchangedRecords += pageUnchanged
+        if pageUnchanged > 0 { unchangedPages += 1 }
         if firstAdded == nil {
             firstAdded = .now
             origin = pageOrigin
