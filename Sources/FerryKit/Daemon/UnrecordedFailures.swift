@@ -77,7 +77,7 @@ public struct UnrecordedFailures: Sendable, Equatable, Codable {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(timestamp().string(from: date))
+            try container.encode(InternetTimestamp.string(from: date))
         }
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
@@ -87,20 +87,12 @@ public struct UnrecordedFailures: Sendable, Equatable, Codable {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let text = try decoder.singleValueContainer().decode(String.self)
-            guard let date = timestamp().date(from: text) else {
+            guard let date = InternetTimestamp.date(from: text) else {
                 throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a timestamp: \(text)"))
             }
             return date
         }
         return decoder
-    }
-
-    /// ISO 8601 with milliseconds: a failure must compare correctly with an attempt the replica
-    /// recorded in the same second.
-    private static func timestamp() -> ISO8601DateFormatter {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter
     }
 
     private static func path(_ directory: String) -> String {

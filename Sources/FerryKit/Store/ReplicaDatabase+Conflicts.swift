@@ -256,9 +256,9 @@ extension ReplicaDatabase {
     }
 
     /// After a complete listing: queued records the remote no longer lists were deleted there.
-    func meetSweep(_ prepared: PreparedStore, presentTable: String, at now: Double) throws(SQLiteError) {
+    func meetSweep(_ prepared: PreparedStore, present: String, at now: Double) throws(SQLiteError) {
         let gone = try connection.prepare("""
-            SELECT id FROM ferry_outbox WHERE store_id = ?1 AND op <> 1 AND id NOT IN (SELECT id FROM temp.\(presentTable))
+            SELECT id FROM ferry_outbox WHERE store_id = ?1 AND op <> 1 AND id NOT IN (\(present))
             """)
         try gone.bind(prepared.storeID, at: 1)
         var ids: [String] = []

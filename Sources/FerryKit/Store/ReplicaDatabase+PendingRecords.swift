@@ -57,10 +57,10 @@ extension ReplicaDatabase {
 
     /// Inside a sweep's transaction: pending ids the complete listing did not name are gone
     /// from the remote, so nothing is missing for them any more.
-    func forgetPendingNotListed(_ prepared: PreparedStore, presentTable: String) throws(SQLiteError) {
+    func forgetPendingNotListed(_ prepared: PreparedStore, present: String) throws(SQLiteError) {
         guard prepared.pendingCount > 0 else { return }
         let forget = try connection.prepare("""
-            DELETE FROM ferry_pending_records WHERE store_id = ?1 AND id NOT IN (SELECT id FROM temp.\(presentTable))
+            DELETE FROM ferry_pending_records WHERE store_id = ?1 AND id NOT IN (\(present))
             """)
         try forget.bind(prepared.storeID, at: 1)
         try forget.run()

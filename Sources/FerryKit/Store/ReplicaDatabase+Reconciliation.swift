@@ -5,20 +5,20 @@ extension ReplicaDatabase {
     /// then lists every remote id (``markPresent(_:in:)``) and ``finishReconciliation(of:maxDeleteShare:)``
     /// removes the rows the listing did not mention.
     ///
-    /// Marks go to a TEMP table (on disk, in SQLite's temp file), so memory stays flat however
-    /// large the store. Records upserted by ``apply(_:to:)`` meanwhile count as present. The
-    /// table is created once per store and connection and emptied after each sweep, never
-    /// dropped: creating and dropping tables changes the schema, which expires every prepared
-    /// statement of every store on the shared connection (half of ferryd's CPU with 5,000
-    /// stores).
+    /// Marks go to the connection's one TEMP table, `ferry_present`, keyed by store (on disk, in
+    /// SQLite's temp file, so memory stays bounded however large the store). Records upserted by
+    /// ``apply(_:to:)`` meanwhile count as present. The table is created when the connection
+    /// opens, never per store nor dropped: creating or dropping a table changes the schema,
+    /// which expires every prepared statement of every store on the shared connection (with a
+    /// table per store, the first sweep of each of 5,000 stores cost ferryd 16% of its CPU).
     public func beginReconciliation(of store: String) throws(StoreError) {
         requireWritable()
-        _ = try preparedStore(store)
-        let table = quoted("ferry_present_\(store)")
+        let prepared = try preparedStore(store)
         do {
-            try connection.execute("CREATE TEMP TABLE IF NOT EXISTS \(table)(id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID; DELETE FROM temp.\(table)")
-            let mark = try connection.prepare("INSERT OR IGNORE INTO temp.\(table)(id) VALUES (?1)", persistent: true)
-            reconciliations[store] = .marking(table: table, mark: mark)
+            try connection.execute("DELETE FROM temp.ferry_present WHERE store_id = \(prepared.storeID)")
+            let mark = try connection.prepare("INSERT OR IGNORE INTO temp.ferry_present(store_id, id) VALUES (\(prepared.storeID), ?1)",
+                                              persistent: true)
+            reconciliations[store] = .marking(storeID: prepared.storeID, mark: mark)
         } catch { throw StoreError(error, path: path, store: store) }
     }
 
@@ -45,16 +45,17 @@ extension ReplicaDatabase {
     /// pass inserted must not make room for deleting old ones. Either way the reconciliation
     /// is over.
     public func finishReconciliation(of store: String, maxDeleteShare: Double, rowsBefore: Int? = nil) throws(StoreError) -> ReconcileOutcome {
-        guard case .marking(let present, _) = reconciliations[store] else {
+        guard case .marking(let storeID, _) = reconciliations[store] else {
             throw StoreError(.other, path: path, store: store, message: "finishReconciliation without beginReconciliation")
         }
+        let present = ReconciliationState.present(storeID)
         defer { cancelReconciliation(of: store) }
         let prepared = try preparedStore(store)
         let table = quoted(store)
         // Records with a queued local change are not swept: a local create is not on the remote
         // yet, and a remote deletion of a record changed locally is a conflict (below).
         let queued = prepared.definition.writeBack.push ? " AND id NOT IN (SELECT id FROM ferry_outbox WHERE store_id = \(prepared.storeID))" : ""
-        let missing = "FROM \(table) WHERE deleted = 0 AND id NOT IN (SELECT id FROM temp.\(present))" + queued
+        let missing = "FROM \(table) WHERE deleted = 0 AND id NOT IN (\(present))" + queued
         do {
             return try connection.transaction { () throws(SQLiteError) -> ReconcileOutcome in
                 var total = rowsBefore ?? 0
@@ -66,10 +67,10 @@ extension ReplicaDatabase {
                 // A listing trusted enough to sweep also says which locally changed records the
                 // remote deleted; a refused one says nothing of them either.
                 if prepared.definition.writeBack.push {
-                    try meetSweep(prepared, presentTable: present, at: Self.timestamp(Date()))
+                    try meetSweep(prepared, present: present, at: Self.timestamp(Date()))
                 }
                 guard wouldDelete > 0 else {
-                    try forgetPendingNotListed(prepared, presentTable: present)
+                    try forgetPendingNotListed(prepared, present: present)
                     return .swept(deleted: 0)
                 }
                 // Sequences continue from the log's next free one (see ChangeLogBuffer), in id order.
@@ -85,13 +86,13 @@ extension ReplicaDatabase {
                 case .hard:
                     try connection.execute("DELETE \(missing)")
                 case .tombstone:
-                    let sweep = try connection.prepare("UPDATE \(table) SET deleted = 1, last_synced = ?1 WHERE deleted = 0 AND id NOT IN (SELECT id FROM temp.\(present))" + queued)
+                    let sweep = try connection.prepare("UPDATE \(table) SET deleted = 1, last_synced = ?1 WHERE deleted = 0 AND id NOT IN (\(present))" + queued)
                     try sweep.bind(Self.timestamp(Date()), at: 1)
                     try sweep.run()
                 }
                 let deleted = connection.changes
                 if deleted > 0 { try forgetRecordCount(of: store) }
-                try forgetPendingNotListed(prepared, presentTable: present)
+                try forgetPendingNotListed(prepared, present: present)
                 return .swept(deleted: deleted)
             }
         } catch { throw StoreError(error, path: path, store: store) }
@@ -99,9 +100,9 @@ extension ReplicaDatabase {
 
     /// Abandons a reconciliation (the listing failed): nothing is swept, the marks are dropped.
     public func cancelReconciliation(of store: String) {
-        guard case .marking(let table, _) = reconciliations.removeValue(forKey: store) else { return }
-        // Emptying a temp table cannot fail in a way the caller could act on; the next begin
-        // empties it anyway.
-        try? connection.execute("DELETE FROM temp.\(table)")
+        guard case .marking(let storeID, _) = reconciliations.removeValue(forKey: store) else { return }
+        // Emptying the marks cannot fail in a way the caller could act on; the next begin
+        // empties them anyway.
+        try? connection.execute("DELETE FROM temp.ferry_present WHERE store_id = \(storeID)")
     }
 }

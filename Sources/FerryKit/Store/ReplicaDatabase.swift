@@ -94,6 +94,9 @@ public final class ReplicaDatabase {
             // for the temp file, 1M random ids churned it (a no-change pass with its sweep took
             // 26 s; with 32 MB, 18.5 s); memory is taken only as a sweep needs it.
             try connection.execute("PRAGMA temp.cache_size = -32768")
+            // Every store's sweep marks go to this one table, made before any statement is
+            // prepared (see beginReconciliation).
+            try connection.execute("CREATE TEMP TABLE ferry_present(store_id INTEGER NOT NULL, id TEXT NOT NULL, PRIMARY KEY(store_id, id)) WITHOUT ROWID")
             try VersionOrder.register(on: connection)
         } catch let error as SQLiteError {
             throw StoreError(error, path: path)
