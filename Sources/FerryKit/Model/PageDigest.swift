@@ -20,12 +20,8 @@ public struct PageDigest: Sendable, Equatable {
 
     /// A seed for ``of(url:body:seed:)`` from everything that decides what a page's bytes mean.
     public static func seed(_ parts: [String]) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for part in parts {
-            for byte in part.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-            hash = (hash ^ 0xff) &* 0x0000_0100_0000_01b3
-        }
-        return hash
+        // 0xff never occurs in UTF-8: it ends each part, so ["ab", "c"] and ["a", "bc"] differ.
+        parts.reduce(FNV1a.offsetBasis) { FNV1a.hash($1.utf8 + [0xff], into: $0) }
     }
 
     /// The digest of a page: eight bytes at a time through a multiply-xorshift mixer (about

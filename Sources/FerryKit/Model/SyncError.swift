@@ -80,12 +80,11 @@ extension SyncError {
     /// reaches status, the journal or an exit message even when a server echoes it or a URL
     /// carries it.
     public func redacting(_ secrets: [Secret]) -> SyncError {
+        let values = secrets.map(\.value)
         var redacted = self
-        for secret in secrets where !secret.value.isEmpty {
-            redacted.url = redacted.url.replacingOccurrences(of: secret.value, with: "REDACTED")
-            redacted.position = redacted.position.replacingOccurrences(of: secret.value, with: "REDACTED")
-            redacted.message = redacted.message.replacingOccurrences(of: secret.value, with: "REDACTED")
-        }
+        redacted.url = url.redacting(values)
+        redacted.position = position.redacting(values)
+        redacted.message = message.redacting(values)
         return redacted
     }
 

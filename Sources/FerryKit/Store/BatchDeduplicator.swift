@@ -62,7 +62,7 @@ struct BatchDeduplicator {
         var id = id
         return id.withUTF8 { bytes in
             let raw = UnsafeRawBufferPointer(bytes)
-            let folded = WordFold.fold(raw, 0xcbf2_9ce4_8422_2325) { hash, word in
+            let folded = WordFold.fold(raw, FNV1a.offsetBasis) { hash, word in
                 let next = (hash ^ word) &* 0x0000_0100_0000_01b3
                 return next ^ (next >> 29)
             }

@@ -504,7 +504,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
 
     /// `text` without any of the store's secrets (a URL a server sent back may hold one).
     private func redacted(_ text: String) -> String {
-        setup.store.secrets.reduce(text) { $1.value.isEmpty ? $0 : $0.replacingOccurrences(of: $1.value, with: "REDACTED") }
+        text.redacting(setup.store.secrets.map(\.value))
     }
 
     // MARK: - Ending

@@ -137,14 +137,11 @@ public struct DeviceAuthorization {
     }
 
     private func describe(_ failure: OAuth2TokenExchange.Failure) -> String {
-        var text = switch failure {
+        let text = switch failure {
         case .error(let code, let description, let status): "HTTP \(status), \(code)" + (description.map { ": \($0)" } ?? "")
         case .unreadable(let status, let detail): "HTTP \(status): \(detail)"
         }
-        for secret in grant.secrets.map(\.value) where !secret.isEmpty {
-            text = text.replacingOccurrences(of: secret, with: "REDACTED")
-        }
-        return text
+        return text.redacting(grant.secrets.map(\.value))
     }
 }
 

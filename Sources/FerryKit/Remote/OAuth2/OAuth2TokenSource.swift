@@ -209,11 +209,7 @@ public final class OAuth2TokenSource: RequestAuthorizer, @unchecked Sendable {
 
     /// `text` without any secret of the grant's in it, should a server echo one.
     private func redacted(_ text: String, _ refreshToken: String?) -> String {
-        var text = text
-        for secret in grant.secrets.map(\.value) + [refreshToken].compactMap(\.self) where !secret.isEmpty {
-            text = text.replacingOccurrences(of: secret, with: "REDACTED")
-        }
-        return text
+        text.redacting(grant.secrets.map(\.value) + [refreshToken].compactMap(\.self))
     }
 }
 

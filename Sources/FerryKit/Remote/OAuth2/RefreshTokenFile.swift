@@ -89,10 +89,6 @@ struct RefreshTokenFile: Sendable {
     /// 64-bit FNV-1a of a token, in hex: enough to tell whether the configured token changed,
     /// and says nothing usable about a random token.
     static func fingerprint(_ token: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in token.utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-        }
-        return String(hash, radix: 16)
+        String(FNV1a.hash(token.utf8), radix: 16)
     }
 }
