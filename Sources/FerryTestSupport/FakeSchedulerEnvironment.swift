@@ -36,12 +36,15 @@ public final class FakePass: ScheduledPass {
     public let request: PassRequest
     public var lastAdvance: ContinuousClock.Instant
     public var isRunning = true
+    /// The instant the pass began running; nil leaves it waiting for a slot.
+    public var startedAt: ContinuousClock.Instant?
     public private(set) var cancelled = false
     private var completion: ((Result<PassReport, SyncError>) -> Void)?
 
     public init(request: PassRequest, startedAt: ContinuousClock.Instant, completion: @escaping (Result<PassReport, SyncError>) -> Void) {
         self.request = request
         self.lastAdvance = startedAt
+        self.startedAt = startedAt
         self.completion = completion
     }
 

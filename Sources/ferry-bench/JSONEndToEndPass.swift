@@ -11,7 +11,7 @@ import Logging
 /// It syncs one JSON collection store into a fresh database through ``OneShotSync``, the code
 /// `ferry sync` runs (SyncPassOperation → RemoteSourceFactory → JSONCollectionSource →
 /// ReplicaDatabase.apply), and prints one machine-readable line:
-/// `RESULT seconds=… inserted=… rows=… pages=… requests=… hwm_before_kb=… hwm_kb=…`.
+/// `RESULT seconds=… inserted=… rows=… pages=… requests=… hwm_before_kb=… hwm_kb=… write_bytes=…`.
 struct JSONEndToEndPass: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "json-e2e-pass",
@@ -50,6 +50,7 @@ struct JSONEndToEndPass: ParsableCommand {
         if let sqliteHeapLimitMb { _ = sqlite3_soft_heap_limit64(Int64(sqliteHeapLimitMb) << 20) }
         let hwmBefore = Self.peakRSSKilobytes()
         let cpuBefore = Self.processCPUSeconds()
+        let writtenBefore = Self.bytesWritten()
         let started = ContinuousClock.now
         let results: [(store: String, result: Result<PassReport, SyncError>)]
         if sourceOnly {
@@ -80,7 +81,16 @@ struct JSONEndToEndPass: ParsableCommand {
         let report = try result.get()
         print("RESULT seconds=\(seconds) inserted=\(report.counts.inserted) skipped=\(report.counts.skipped) rows=\(report.recordCount) "
               + "pages=\(report.pages) pages_unchanged=\(report.pagesUnchanged) requests=\(report.requests) cpu_seconds=\(cpu) "
-              + "hwm_before_kb=\(hwmBefore) hwm_kb=\(hwm)")
+              + "hwm_before_kb=\(hwmBefore) hwm_kb=\(hwm) write_bytes=\(Self.bytesWritten() - writtenBefore)")
+    }
+
+    /// Bytes this process caused to be written to storage (`write_bytes` of /proc/self/io:
+    /// the database, its WAL and temporary files, counted when their pages are dirtied).
+    static func bytesWritten() -> Int64 {
+        guard let io = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8),
+              let line = io.split(separator: "\n").first(where: { $0.hasPrefix("write_bytes:") }),
+              let value = Int64(line.split(separator: " ").last ?? "") else { return -1 }
+        return value
     }
 
     /// The daemon's scheduled pass when no reconciliation is due: the same operation, with

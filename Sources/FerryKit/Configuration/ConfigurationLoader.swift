@@ -131,8 +131,9 @@ public enum ConfigurationLoader {
         return FerryConfiguration(global: global, stores: stores, warnings: warnings).authorizing(databasePath: global.databasePath)
     }
 
-    /// Larger files are refused before they are parsed (a configuration is a few KiB).
-    static let maxFileBytes = 1 << 20
+    /// Larger files are refused before they are parsed: a configuration is a few KiB, and one
+    /// ferryd of 5,000 stores with a dozen keys each about 3 MiB.
+    static let maxFileBytes = 16 << 20
     /// Problems listed at most; the rest are counted.
     static let maxProblems = 100
 

@@ -23,7 +23,10 @@ public final class Daemon: @unchecked Sendable {
     private let environment: [String: String]
     /// The configuration as loaded.
     private var configuration: FerryConfiguration {
-        didSet { expandAccounts() }
+        didSet {
+            accountStores = Self.accountStores(configuration)
+            expandAccounts()
+        }
     }
     /// What runs: the configuration with every `dav-account` store's collections as stores of
     /// their own, as the replica records them (``FerryConfiguration/expandingAccounts(_:)``).
@@ -38,6 +41,8 @@ public final class Daemon: @unchecked Sendable {
     private var storeHeartbeats: [String: HeartbeatConfiguration] = [:]
     /// The stores with `push = yes`, which the watch for local writes asks about every second.
     private var pushStores: Set<String> = []
+    /// The `dav-account` stores, whose passes may find collections to add.
+    private var accountStores: Set<String> = []
     private let database: SharedDatabase
     private let notifier: SystemdNotifier
     private let logger: Logger
@@ -46,6 +51,12 @@ public final class Daemon: @unchecked Sendable {
     private var signalWaiter: SignalWaiter?
     private var timers: [Timer] = []
     private var lastStatus = ""
+    /// When STATUS= and what goes with it were last refreshed, and whether a refresh is
+    /// already set to follow (``refreshStatusSoon()``).
+    private var statusRefreshedAt = ContinuousClock.now - .seconds(60)
+    private var statusRefreshPending = false
+    /// The one timer of those refreshes, moved with `fireDate` (see ``refreshStatusSoon()``).
+    private var statusRefreshTimer: Timer?
     private var heartbeats: HeartbeatPinger?
     /// What the runtime directory's ``UnrecordedFailures`` file says now.
     private var publishedUnrecorded: [String: UnrecordedFailures.Failure] = [:]
@@ -71,6 +82,7 @@ public final class Daemon: @unchecked Sendable {
         self.notifier = SystemdNotifier(logger: logger)
         let loaded = try ConfigurationLoader.load(path: configurationPath, environment: environment)
         configuration = loaded
+        accountStores = Self.accountStores(loaded)
         // A large replica is checked after READY=1, while passes run (``startIntegrityCheck()``).
         database = try SharedDatabase(path: loaded.global.databasePath,
                                       deferIntegrityCheckAbove: ReplicaDatabase.integrityCheckedBeforeUseUpTo)
@@ -127,8 +139,9 @@ public final class Daemon: @unchecked Sendable {
             if let scheduler { self?.accountPassFinished(store, outcome, scheduler: scheduler) }
             if let scheduler { self?.countPass(store, outcome, scheduler: scheduler) }
             self?.pingStoreHeartbeat(store, outcome)
-            self?.refreshStatus()
+            self?.refreshStatusSoon()
         }
+        scheduler.onPassStartDelay = { [metrics] _, trigger, delay in metrics.passStarted(trigger: trigger, delay: delay) }
         state = .running(scheduler)
         logger.info("ferryd \(FerryVersion.current) ready: \(configuration.stores.count) store(s), database \(database.path)", metadata: MessageID.ready.metadata)
         logWarnings(configuration)
@@ -172,7 +185,7 @@ public final class Daemon: @unchecked Sendable {
     /// After an account's pass: its collections as the pass left them start, stop or change
     /// in the schedule (a new one syncs at once).
     private func accountPassFinished(_ store: String, _ outcome: Result<PassReport, SyncError>, scheduler: Scheduler) {
-        guard configuration.store(named: store)?.kind.isAccount == true, case .success = outcome else { return }
+        guard accountStores.contains(store), case .success = outcome else { return }
         let before = running
         expandAccounts()
         if running != before { scheduler.apply(running) }
@@ -361,8 +374,39 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
+    /// The least time between two refreshes that a pass's end asks for. A refresh reads every
+    /// store (STATUS=, the schedule for `ferry status`, heartbeats), and 5,000 stores end about
+    /// 80 passes a second: refreshing after each would make every pass cost as many stores.
+    /// STATUS= counts in whole seconds anyway.
+    static let statusRefreshGap = Duration.seconds(1)
+
+    /// Refreshes now, or once ``statusRefreshGap`` has passed since the last refresh.
+    private func refreshStatusSoon() {
+        guard !statusRefreshPending else { return }
+        let now = ContinuousClock.now
+        let due = statusRefreshedAt + Self.statusRefreshGap
+        guard due > now else { return refreshStatus() }
+        statusRefreshPending = true
+        // One repeating timer with a year's interval, moved each time. A one-shot timer made
+        // per refresh is never freed by swift-corelibs-foundation, and with them ferryd was
+        // seen refreshing 43 times a second after a few minutes with 5,000 stores (once a
+        // second with this one).
+        let timer = statusRefreshTimer ?? {
+            let timer = Timer(fire: .distantFuture, interval: 365 * 86_400, repeats: true) { [weak self] _ in
+                self?.statusRefreshPending = false
+                self?.refreshStatus()
+            }
+            RunLoop.current.add(timer, forMode: .default)
+            timers.append(timer)
+            statusRefreshTimer = timer
+            return timer
+        }()
+        timer.fireDate = Date(timeIntervalSinceNow: (due - now).seconds)
+    }
+
     private func refreshStatus() {
         guard case .running(let scheduler) = state else { return }
+        statusRefreshedAt = .now
         let snapshot = scheduler.snapshot
         let line = statusLine(snapshot)
         if line != lastStatus {
@@ -381,6 +425,10 @@ public final class Daemon: @unchecked Sendable {
 
     private static func pushStores(_ configuration: FerryConfiguration) -> Set<String> {
         Set(configuration.stores.filter(\.writeBack.push).map(\.name))
+    }
+
+    private static func accountStores(_ configuration: FerryConfiguration) -> Set<String> {
+        Set(configuration.stores.filter(\.kind.isAccount).map(\.name))
     }
 
     private static func storeHeartbeats(_ configuration: FerryConfiguration) -> [String: HeartbeatConfiguration] {

@@ -28,6 +28,9 @@ public final class Scheduler {
     private var ready = DueQueue<ReadyKey>()
     /// Passes handed to the environment and not yet completed.
     private var inFlight = 0
+    /// Stores whose pass is running (`running != nil`), so what concerns running passes costs
+    /// what runs, not every store configured.
+    private var runningStores: Set<String> = []
     private var backoff: Backoff
     private var stuckPassTimeout: Duration
     private var passCounter = 0
@@ -45,6 +48,9 @@ public final class Scheduler {
 
     /// Called after every pass (the daemon refreshes STATUS).
     public var onPassFinished: ((String, Result<PassReport, SyncError>) -> Void)?
+    /// Called as each pass that ran ends, with how long after it was due it began running
+    /// (metrics): the wait for the daemon and for a free slot.
+    public var onPassStartDelay: ((String, PassTrigger, Duration) -> Void)?
 
     /// A scheduler with every store of `configuration` due now. Nothing runs until ``start()``.
     public init(configuration: FerryConfiguration, environment: any SchedulerEnvironment, logger: Logger) {
@@ -94,10 +100,11 @@ public final class Scheduler {
         for name in schedules.keys.sorted() where incoming[name] == nil {
             schedules[name]?.running?.cancel()
             schedules[name] = nil
+            runningStores.remove(name)
             logger.notice("store \(name): removed from the configuration; its table stays in the database", metadata: ["store": "\(name)"])
         }
         for store in configuration.stores {
-            guard var schedule = schedules[store.name] else {
+            guard let schedule = schedules[store.name] else {
                 schedules[store.name] = StoreSchedule(configuration: store, dueAt: now, trigger: .onDemand)
                 enqueue(store.name)
                 logger.notice("store \(store.name): added", metadata: ["store": "\(store.name)"])
@@ -119,7 +126,6 @@ public final class Scheduler {
                               metadata: ["store": "\(store.name)"])
             }
             schedule.configuration = store
-            schedules[store.name] = schedule
         }
         dispatch()
     }
@@ -128,14 +134,12 @@ public final class Scheduler {
     /// remote's Retry-After; a store already syncing runs again once its pass ends.
     public func resyncAll() {
         for name in schedules.keys {
-            guard var schedule = schedules[name] else { continue }
+            guard let schedule = schedules[name] else { continue }
             if schedule.running != nil {
                 schedule.rerunRequested = true
-                schedules[name] = schedule
             } else {
                 schedule.nextDue = environment.now
                 schedule.trigger = .onDemand
-                schedules[name] = schedule
                 enqueue(name)
             }
         }
@@ -147,13 +151,11 @@ public final class Scheduler {
     /// first anyway, and a remote that fails is not asked more often because of local writes.
     public func passSoon(_ names: Set<String>) {
         for name in names.sorted() {
-            guard var schedule = schedules[name], schedule.consecutiveFailures == 0 else { continue }
+            guard let schedule = schedules[name], schedule.consecutiveFailures == 0 else { continue }
             if schedule.running != nil {
                 schedule.rerunRequested = true
-                schedules[name] = schedule
             } else if schedule.nextDue > environment.now {
                 schedule.nextDue = environment.now
-                schedules[name] = schedule
                 enqueue(name)
             }
         }
@@ -187,9 +189,8 @@ public final class Scheduler {
 
     /// Pushes `name` into the waiting queue under a new generation (older entries go stale).
     private func enqueue(_ name: String) {
-        guard var schedule = schedules[name] else { return }
+        guard let schedule = schedules[name] else { return }
         schedule.generation += 1
-        schedules[name] = schedule
         guard schedule.running == nil else { return }
         waiting.push(schedule.startsAt, store: name, generation: schedule.generation)
     }
@@ -225,8 +226,8 @@ public final class Scheduler {
     private func armWake(now: ContinuousClock.Instant) {
         var next: ContinuousClock.Instant?
         if inFlight < capacity, let top = waiting.peek(isCurrent: isCurrent) { next = top.key }
-        for schedule in schedules.values {
-            guard let running = schedule.running, running.isRunning else { continue }
+        for name in runningStores {
+            guard let schedule = schedules[name], let running = schedule.running, running.isRunning else { continue }
             let limit = (schedule.cancelledAsStuck ?? running.lastAdvance) + stuckPassTimeout
             next = min(next ?? limit, limit)
         }
@@ -234,7 +235,7 @@ public final class Scheduler {
     }
 
     private func startPass(_ name: String, now: ContinuousClock.Instant) {
-        guard var schedule = schedules[name] else { return }
+        guard let schedule = schedules[name] else { return }
         passCounter += 1
         let number = passCounter
         let reconcile = schedule.needsReconciliation(now: now)
@@ -245,8 +246,9 @@ public final class Scheduler {
         schedule.cancelledAsStuck = nil
         schedule.generation += 1
         inFlight += 1
-        // Stored before starting, so a completion can never find the store idle.
-        schedules[name] = schedule
+        schedule.runningDue = (schedule.startsAt, schedule.trigger)
+        // Marked running before starting, so a completion can never find the store idle.
+        runningStores.insert(name)
         let pass = environment.startPass(request) { [weak self] result in
             self?.passFinished(name, number: number, result: result)
         }
@@ -259,12 +261,17 @@ public final class Scheduler {
             if case .stopping = life, inFlight == 0 { finishStopping(drained: true) }
         }
         // A pass of a store removed, or restarted by a reload, since it began.
-        guard var schedule = schedules[name], schedule.runningNumber == number else {
+        guard let schedule = schedules[name], schedule.runningNumber == number else {
             dispatch()
             return
         }
         let now = environment.now
+        if let due = schedule.runningDue, let started = schedule.running?.startedAt {
+            onPassStartDelay?(name, due.trigger, started - due.instant)
+        }
+        schedule.runningDue = nil
         schedule.running = nil
+        runningStores.remove(name)
         schedule.runningNumber = nil
         schedule.lastFinished = now
         var outcome = result
@@ -278,7 +285,7 @@ public final class Scheduler {
         schedule.cancelledAsStuck = nil
         switch outcome {
         case .success(let report):
-            schedule.lastReport = report
+            schedule.recordCount = report.recordCount
             schedule.gaps = report.gaps
             schedule.consecutiveFailures = 0
             schedule.lastError = nil
@@ -320,7 +327,6 @@ public final class Scheduler {
             schedule.nextDue = min(schedule.nextDue, now)
             schedule.trigger = .onDemand
         }
-        schedules[name] = schedule
         enqueue(name)
         onPassFinished?(name, outcome)
         dispatch()
@@ -329,8 +335,8 @@ public final class Scheduler {
     /// Cancels passes that made no progress for the stuck-pass timeout; the cancellation then
     /// counts as the store's failure, and other stores go on.
     private func cancelStuckPasses(now: ContinuousClock.Instant) {
-        for (name, schedule) in schedules {
-            guard let running = schedule.running, running.isRunning, schedule.cancelledAsStuck == nil,
+        for name in runningStores.sorted() {
+            guard let schedule = schedules[name], let running = schedule.running, running.isRunning, schedule.cancelledAsStuck == nil,
                   now - running.lastAdvance >= stuckPassTimeout else { continue }
             logger.error("store \(name): pass made no progress for \(ConfigurationUnits.format(stuckPassTimeout)) (stuck-pass-timeout); cancelling it", metadata: [
                 "store": "\(name)",
@@ -401,7 +407,7 @@ public final class Scheduler {
                         snapshot.unrecordedFailures[name] = .init(at: at, message: problem + error.description)
                     }
                 }
-            } else if schedule.lastReport == nil {
+            } else if schedule.recordCount == nil {
                 snapshot.neverSynced.append(name)
             } else if let gaps = ReplicaGap.summary(schedule.gaps) {
                 snapshot.incomplete[name] = gaps
@@ -415,7 +421,7 @@ public final class Scheduler {
             if let finished = schedule.lastFinished, finished > (snapshot.lastPassFinished ?? finished - .seconds(1)) {
                 snapshot.lastPassFinished = finished
             }
-            snapshot.records += schedule.lastReport?.recordCount ?? 0
+            snapshot.records += schedule.recordCount ?? 0
         }
         snapshot.failing.sort()
         snapshot.neverSynced.sort()

@@ -21,6 +21,9 @@ public protocol ScheduledPass: AnyObject {
     var lastAdvance: ContinuousClock.Instant { get }
     /// Whether the pass is running rather than waiting for a slot.
     var isRunning: Bool { get }
+    /// When the pass began running; nil while it waits for a slot, and for a pass cancelled
+    /// before it ran.
+    var startedAt: ContinuousClock.Instant? { get }
 }
 
 /// What the ``Scheduler`` needs from the world: the time, randomness, a wake-up call and a way

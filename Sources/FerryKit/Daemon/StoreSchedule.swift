@@ -2,7 +2,11 @@ import Foundation
 
 /// The scheduler's view of one store: when it is due, how it has been failing, and its
 /// running pass. Owned by the scheduler on its thread.
-struct StoreSchedule {
+///
+/// A class: the scheduler reads every store's schedule for STATUS= and `ferry status`, and
+/// copying a struct holding a configuration and a pass report retains each of their fields
+/// (with 5,000 stores, most of ferryd's CPU).
+final class StoreSchedule {
     var configuration: StoreConfiguration
     var nextDue: ContinuousClock.Instant
     /// Why the next pass will run.
@@ -12,7 +16,10 @@ struct StoreSchedule {
     var notBefore: ContinuousClock.Instant?
     var consecutiveFailures = 0
     var lastError: SyncError?
-    var lastReport: PassReport?
+    /// Live records after the last successful pass; nil before one. (Not the whole report:
+    /// STATUS= reads this of every store, and copying a report out of the schedule costs
+    /// more than everything else it reads.)
+    var recordCount: Int?
     /// What the last finished pass left out (``ReplicaGap``); empty when the replica is whole.
     var gaps: [ReplicaGap] = []
     var lastFinished: ContinuousClock.Instant?
@@ -24,6 +31,8 @@ struct StoreSchedule {
     var running: (any ScheduledPass)?
     /// The number of the running pass, to match its completion.
     var runningNumber: Int?
+    /// When the running pass was due, and why it runs (its start delay is measured at its end).
+    var runningDue: (instant: ContinuousClock.Instant, trigger: PassTrigger)?
     /// A pass was requested while one ran: run again as soon as it ends.
     var rerunRequested = false
     /// When the running pass was cancelled for making no progress (its cancellation is then

@@ -26,6 +26,7 @@ open class AsyncOperation<Output: Sendable>: Operation, @unchecked Sendable {
 
     private let state = Mutex<State>(.ready)
     private let progressState = Mutex(OperationProgress())
+    private let beganAt = Mutex<ContinuousClock.Instant?>(nil)
 
     public override init() {
         super.init()
@@ -66,6 +67,12 @@ open class AsyncOperation<Output: Sendable>: Operation, @unchecked Sendable {
         progressState.withLock { update(&$0) }
     }
 
+    /// When ``start()`` began the work (nil before, and for an operation cancelled before it
+    /// began); safe to read from any thread.
+    public final var startedAt: ContinuousClock.Instant? {
+        beganAt.withLock { $0 }
+    }
+
     public final override func start() {
         // isCancelled is read under our lock and cancel() sets the flag before taking it, so a
         // cancellation racing start() is seen either here or by cancel() (never by neither).
@@ -81,6 +88,7 @@ open class AsyncOperation<Output: Sendable>: Operation, @unchecked Sendable {
             return true
         }
         if begins {
+            beganAt.withLock { $0 = .now }
             didChangeValue(forKey: "isExecuting")
             execute()
         } else {

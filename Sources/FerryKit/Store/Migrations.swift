@@ -227,6 +227,12 @@ enum Migrations {
                 PRIMARY KEY(store_id, page)
             ) WITHOUT ROWID;
             """),
+        // A digest of the table, typed columns and triggers `prepare` last made for the store
+        // (see ReplicaDatabase+Schema): a pass compares it instead of scanning sqlite_schema,
+        // which has no index and holds a row per table, index and trigger of every store.
+        Step(version: 10, sql: """
+            ALTER TABLE ferry_stores ADD COLUMN schema_fingerprint INTEGER;
+            """),
     ]
 
     static var currentVersion: Int { steps.last!.version }

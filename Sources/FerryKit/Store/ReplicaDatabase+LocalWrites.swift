@@ -123,12 +123,16 @@ extension ReplicaDatabase {
     /// replaces one whose text differs, drops those of the other mode. Inside
     /// ``prepare(_:)``'s transaction; costs no DDL when nothing changed, because DDL would expire
     /// every prepared statement on the connection.
-    func installLocalWriteTriggers(_ definition: StoreDefinition, storeID: Int64) throws(SQLiteError) {
+    /// `existing`: the store's triggers by name, when known (none on a table just made);
+    /// nil reads them from `sqlite_schema`.
+    func installLocalWriteTriggers(_ definition: StoreDefinition, storeID: Int64, existing known: [String: String]? = nil) throws(SQLiteError) {
         let wanted = Self.localWriteTriggers(for: definition, storeID: storeID)
-        var existing: [String: String] = [:]
-        let read = try connection.prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ?1 AND name LIKE 'ferry\\_%' ESCAPE '\\'")
-        try read.bind(definition.name, at: 1)
-        while try read.step() { existing[read.string(at: 0) ?? ""] = read.string(at: 1) ?? "" }
+        var existing = known ?? [:]
+        if known == nil {
+            let read = try connection.prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ?1 AND name LIKE 'ferry\\_%' ESCAPE '\\'")
+            try read.bind(definition.name, at: 1)
+            while try read.step() { existing[read.string(at: 0) ?? ""] = read.string(at: 1) ?? "" }
+        }
         for (name, sql) in existing where wanted[name] != sql {
             try connection.execute("DROP TRIGGER \(quoted(name))")
         }

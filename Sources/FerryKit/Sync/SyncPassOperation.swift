@@ -117,7 +117,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         let changes: [LocalChange]
         do {
             changes = try setup.database.write { database throws(StoreError) -> [LocalChange] in
-                try database.prepare(StoreDefinition(store))
+                try database.prepare(StoreDefinition(store), verifyingSchema: setup.resync)
                 try database.recordAttempt(of: store.name, at: Date())
                 guard store.writeBack.push else { return [] }
                 // Held conflicts somebody resolved are carried out before anything is pushed.
@@ -530,6 +530,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             // Restoring the pragmas cannot fail in a way that would change the outcome.
             if pass?.bulk == true { try? database.setBulkMode(false) }
             result = result.mapError { database.recordingFailure($0, of: store) }
+            database.release(store)
         }
         if case .success(var report) = result {
             report.duration = .now - started

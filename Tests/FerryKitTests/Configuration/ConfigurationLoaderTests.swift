@@ -401,7 +401,7 @@ import Testing
         let path = directory.path("big.conf")
         try Data(repeating: 0x61, count: ConfigurationLoader.maxFileBytes + 1).write(to: URL(fileURLWithPath: path))
         #expect(throws: ConfigurationErrors(problems: [.init(file: path, line: 0,
-            message: "is \(ConfigurationLoader.maxFileBytes + 1) bytes; a configuration larger than 1024 KiB is refused (is this the right file?)")])) {
+            message: "is \(ConfigurationLoader.maxFileBytes + 1) bytes; a configuration larger than 16384 KiB is refused (is this the right file?)")])) {
             try ConfigurationLoader.load(path: path, environment: [:])
         }
     }

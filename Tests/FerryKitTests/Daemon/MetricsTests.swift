@@ -163,6 +163,30 @@ struct MetricsTests {
         #expect(!metrics.render().contains(#"store="cards""#), "a store removed by a reload leaves the metrics")
     }
 
+    /// One histogram per trigger for the whole process (per store it would be thousands of
+    /// series): what tells an operator the daemon keeps its schedule.
+    @Test func startDelaysAreOneHistogramPerTrigger() {
+        let metrics = DaemonMetrics(databasePath: "/nonexistent/ferry.db")
+        metrics.retain(stores: ["quotes"])
+        #expect(!metrics.render().contains("ferry_pass_start_delay_seconds"), "no pass yet, no histogram")
+        metrics.passStarted(trigger: .scheduled, delay: .milliseconds(80))
+        metrics.passStarted(trigger: .scheduled, delay: .milliseconds(1500))
+        metrics.passStarted(trigger: .onDemand, delay: .seconds(40))
+        metrics.passStarted(trigger: .scheduled, delay: .milliseconds(-3))
+        let text = metrics.render()
+        for line in [
+            #"ferry_pass_start_delay_seconds_bucket{trigger="scheduled",le="0.1"} 2"#,
+            #"ferry_pass_start_delay_seconds_bucket{trigger="scheduled",le="1"} 2"#,
+            #"ferry_pass_start_delay_seconds_bucket{trigger="scheduled",le="2"} 3"#,
+            #"ferry_pass_start_delay_seconds_count{trigger="scheduled"} 3"#,
+            #"ferry_pass_start_delay_seconds_bucket{trigger="on-demand",le="30"} 0"#,
+            #"ferry_pass_start_delay_seconds_bucket{trigger="on-demand",le="60"} 1"#,
+        ] {
+            #expect(text.contains(line + "\n"), "missing: \(line)")
+        }
+        #expect(!text.contains(#"trigger="backfill""#))
+    }
+
     @Test func aRestartStartsFromWhatTheReplicaRecorded() {
         let metrics = DaemonMetrics(databasePath: "/nonexistent/ferry.db")
         var state = SyncState(store: "quotes", lastAttempt: Date(timeIntervalSince1970: 60), lastSuccess: Date(timeIntervalSince1970: 50), recordCount: 42)

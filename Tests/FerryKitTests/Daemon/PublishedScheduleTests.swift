@@ -66,6 +66,21 @@ import FerryTestSupport
         #expect(!FileManager.default.fileExists(atPath: directory.path(PublishedSchedule.fileName)))
     }
 
+    /// Written by hand (every second, for every store), byte for byte what the encoder
+    /// writes, whatever the names and causes hold.
+    @Test func theFileIsWhatJSONEncoderWrites() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000.25)
+        let schedule = PublishedSchedule(database: "/var/lib/ferry/odd \"name\"\\.db", pid: 812, stores: [
+            "well": .init(nextPass: now + 42, running: false, failures: 0, cause: nil),
+            "sick": .init(nextPass: now + 300, running: false, failures: 3, cause: "HTTP 503: \"down\"\n\tnow\u{1}/ é"),
+            "busy": .init(nextPass: nil, running: true, failures: 0, cause: nil),
+        ])
+        let encoded = String(decoding: try UnrecordedFailures.encoder().encode(schedule), as: UTF8.self) + "\n"
+        #expect(schedule.text == encoded)
+        #expect(try UnrecordedFailures.decoder().decode(PublishedSchedule.self, from: Data(schedule.text.utf8)) == schedule)
+        #expect(PublishedSchedule(database: "/d.db", pid: 1, stores: [:]).text == #"{"database":"/d.db","pid":1,"stores":{}}"# + "\n")
+    }
+
     /// A pid no process has: a child that has exited and been reaped.
     static func deadPID() throws -> Int32 {
         let child = Process()

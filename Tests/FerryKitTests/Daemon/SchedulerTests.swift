@@ -62,6 +62,36 @@ struct SchedulerTests {
         #expect(environment.started[1].request.trigger == .scheduled)
     }
 
+    /// Measured from the instant a pass was due to the instant it began running, reported at
+    /// its end; a pass that never began (cancelled while waiting for a slot) has no delay.
+    @Test func eachPassReportsHowLateItBeganRunning() throws {
+        let environment = FakeSchedulerEnvironment()
+        environment.unit = 0
+        let scheduler = Scheduler(configuration: Self.configuration([Self.store("a", interval: .seconds(60))]),
+                                  environment: environment, logger: Logger(label: "test"))
+        var delays: [(String, PassTrigger, Duration)] = []
+        scheduler.onPassStartDelay = { delays.append(($0, $1, $2)) }
+        scheduler.start()
+        let start = environment.now
+        environment.started[0].startedAt = start + .milliseconds(300)
+        environment.started[0].finish(.success(Self.report("a")))
+        #expect(delays.count == 1)
+        #expect(delays.first?.1 == .onDemand)
+        #expect(delays.first?.2 == .milliseconds(300))
+        // Due at start + 60 s; the daemon got to it 2 s late and a slot freed 0.5 s later.
+        environment.advance(by: .seconds(62), scheduler)
+        #expect(environment.started.count == 2)
+        environment.started[1].startedAt = environment.now + .milliseconds(500)
+        environment.started[1].finish(.success(Self.report("a")))
+        #expect(delays.count == 2)
+        #expect(delays.last?.1 == .scheduled)
+        #expect(delays.last?.2 == .milliseconds(2500))
+        environment.advance(by: .seconds(60), scheduler)
+        environment.started[2].startedAt = nil
+        environment.started[2].finish(.failure(SyncError(.cancelled, store: "a", message: "pass cancelled before it started")))
+        #expect(delays.count == 2)
+    }
+
     @Test func failuresBackOffExponentially_andPermanentOnesWaitLong() throws {
         let environment = FakeSchedulerEnvironment()
         environment.unit = 0

@@ -60,14 +60,57 @@ struct LocalWriteGuardTests {
         #expect(rows.keys.sorted() == ["q0", "q2"])
     }
 
-    @Test func aRewordedGuardIsReplaced() throws {
+    @Test func aGuardAnOlderFerryWordedOtherwiseIsReplaced() throws {
         let directory = try TemporaryDirectory()
         let replica = try Self.seeded(in: directory)
         defer { replica.close() }
         let name = ReplicaDatabase.localWriteGuardName(store: "quotes", operation: "UPDATE")
+        // As an older Ferry left it: its own words, and the fingerprint of its own schema.
         try replica.connection.execute("DROP TRIGGER \(quoted(name)); CREATE TRIGGER \(quoted(name)) BEFORE UPDATE ON quotes BEGIN SELECT RAISE(ABORT, 'old words'); END")
+        try replica.connection.execute("UPDATE ferry_stores SET schema_fingerprint = 1 WHERE name = 'quotes'")
         try replica.prepare(StoreDefinition(name: "quotes"))
         let sql = try replica.connection.scalarText("SELECT sql FROM sqlite_schema WHERE name = \(literal(name))")
         #expect(sql == ReplicaDatabase.localWriteGuard(store: "quotes", operation: "UPDATE"))
+        let recorded = try replica.connection.scalarInt("SELECT schema_fingerprint FROM ferry_stores WHERE name = 'quotes'")
+        #expect(recorded == ReplicaDatabase.schemaFingerprint(of: StoreDefinition(name: "quotes"), storeID: 1))
+    }
+
+    /// A pass trusts the recorded fingerprint; `ferry resync` checks sqlite_schema itself.
+    @Test func aGuardAnotherProgramDroppedComesBackWithAVerifyingPrepare() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.seeded(in: directory)
+        defer { replica.close() }
+        let name = ReplicaDatabase.localWriteGuardName(store: "quotes", operation: "DELETE")
+        try replica.connection.execute("DROP TRIGGER \(quoted(name))")
+        try replica.prepare(StoreDefinition(name: "quotes"), verifyingSchema: true)
+        let sql = try replica.connection.scalarText("SELECT sql FROM sqlite_schema WHERE name = \(literal(name))")
+        #expect(sql == ReplicaDatabase.localWriteGuard(store: "quotes", operation: "DELETE"))
+    }
+
+    @Test func aTableDroppedBehindFerrysBackIsMadeAgainByTheNextPrepare() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.seeded(in: directory)
+        defer { replica.close() }
+        try replica.connection.execute("DROP TABLE quotes")
+        try replica.prepare(StoreDefinition(name: "quotes"))
+        _ = try replica.apply(ChangeBatch(changes: [record("q9", version: "1")], cursor: "c2"), to: "quotes")
+        #expect(try replica.rows(of: "quotes").keys.sorted() == ["q9"])
+        let guards = try replica.connection.scalarInt("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'quotes'")
+        #expect(guards == 3)
+    }
+
+    /// A pass's end lets its statements go; what it prepared is not used again unprepared.
+    @Test func aReleasedStoreMustBePreparedAgain() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.seeded(in: directory)
+        defer { replica.close() }
+        replica.release("quotes")
+        let error = #expect(throws: StoreError.self) {
+            try replica.apply(ChangeBatch(changes: [record("q9", version: "1")], cursor: "c2"), to: "quotes")
+        }
+        #expect(error?.message.contains("not prepared") == true)
+        try replica.prepare(StoreDefinition(name: "quotes"))
+        _ = try replica.apply(ChangeBatch(changes: [record("q9", version: "1")], cursor: "c2"), to: "quotes")
+        #expect(try replica.rows(of: "quotes").count == 4)
     }
 }

@@ -197,10 +197,17 @@ struct MigrationTests {
                 deleted INTEGER NOT NULL, UNIQUE(store_id, id));
 
             """
+        let digests = """
+            CREATE TABLE ferry_page_digests(
+                store_id INTEGER NOT NULL, page INTEGER NOT NULL, digest INTEGER NOT NULL,
+                PRIMARY KEY(store_id, page)) WITHOUT ROWID;
+
+            """
         let base = baseSchemas[6]!.replacingOccurrences(of: six, with: "")
         return [
             7: base + collections + "INSERT INTO ferry_meta VALUES ('schema_version', '7');",
             8: base + collections + staging + "INSERT INTO ferry_meta VALUES ('schema_version', '8');",
+            9: base + collections + staging + digests + "INSERT INTO ferry_meta VALUES ('schema_version', '9');",
         ]
     }()
 

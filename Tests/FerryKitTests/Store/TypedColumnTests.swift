@@ -35,6 +35,20 @@ struct TypedColumnTests {
         #expect(try replica.integrityCheck() == "ok")
     }
 
+    /// The table goes with its columns and index; the next prepare makes all of them again.
+    @Test func aTableDroppedBehindFerrysBackComesBackWithItsColumns() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        let definition = StoreDefinition(name: "people", columns: [TypedColumn(name: "email", type: .text, path: "$.email")])
+        try replica.prepare(definition)
+        _ = try replica.apply(ChangeBatch(changes: [Self.person("p1", email: "a@example.org", age: 3)], cursor: nil), to: "people")
+        try replica.connection.execute("DROP TABLE people")
+        try replica.prepare(definition)
+        _ = try replica.apply(ChangeBatch(changes: [Self.person("p2", email: "b@example.org", age: 4)], cursor: nil), to: "people")
+        #expect(try replica.connection.scalarText("SELECT id FROM people WHERE email = 'b@example.org'") == "p2")
+        #expect(try replica.connection.scalarInt("SELECT count(*) FROM sqlite_schema WHERE name = 'people_email_idx'") == 1)
+    }
+
     @Test func changedAndRemovedColumnsAreRebuilt() throws {
         let directory = try TemporaryDirectory()
         let replica = try ReplicaDatabase(path: directory.path("replica.db"))

@@ -26,4 +26,22 @@ import FerryTestSupport
         #expect(InternetTimestamp.date(from: "2026-11-24T23:32:40+01:00") == Date(timeIntervalSince1970: 1_795_559_560))
         #expect(InternetTimestamp.date(from: "yesterday") == nil)
     }
+
+    /// The lookback of a Parse pass: its cursor's updatedAt moved back, in Parse's form.
+    @Test func parseLooksBackFromItsCursorInItsOwnForm() {
+        #expect(ParseSource.stamp("2024-05-01T12:00:00.000Z", minus: .seconds(2)) == "2024-05-01T11:59:58.000Z")
+        #expect(ParseSource.stamp("2024-01-01T00:00:00.250Z", minus: .milliseconds(500)) == "2023-12-31T23:59:59.750Z")
+        #expect(ParseSource.stamp("not a date", minus: .seconds(2)) == nil)
+    }
+
+    /// Every string survives a round trip through the JSON Foundation reads, control
+    /// characters and quotes included.
+    @Test func jsonTextQuotesWhatJSONSerializationReadsBack() throws {
+        for text in ["", "plain", "quote \" and \\ backslash", "lines\n\r\ttabs", "\u{0}\u{1}\u{1f}", "ünïcødé ✓ 🚀", "a/b"] {
+            let quoted = JSONText.quoted(text)
+            let read = try JSONSerialization.jsonObject(with: Data("[\(quoted)]".utf8)) as? [String]
+            #expect(read == [text], "\(quoted)")
+        }
+        #expect(JSONText.quoted("\u{1}") == #""\u0001""#)
+    }
 }

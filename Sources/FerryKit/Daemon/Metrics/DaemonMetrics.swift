@@ -57,6 +57,10 @@ public final class DaemonMetrics: Sendable {
     /// first sync of a large store minutes.
     static let durationBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900]
 
+    /// Upper bounds of the start-delay histogram: a scheduled pass should start within a
+    /// second or two of its time; minutes mean the daemon cannot keep up.
+    static let startDelayBounds: [Double] = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300]
+
     struct StoreFigures {
         let tally = TransferTally()
         var passes: [Outcome: UInt64] = [:]
@@ -81,6 +85,8 @@ public final class DaemonMetrics: Sendable {
     private struct State {
         var stores: [String: StoreFigures] = [:]
         var activity = Activity()
+        /// By trigger, for the whole process: per store it would be thousands of series.
+        var startDelay: [PassTrigger: PrometheusExposition.Histogram] = [:]
     }
 
     private let state = Mutex(State())
@@ -166,6 +172,14 @@ public final class DaemonMetrics: Sendable {
         }
     }
 
+    /// A pass began running `delay` after the instant it was due (its interval's end, a
+    /// retry's, or when it was asked for), having waited for a free slot or a busy daemon.
+    public func passStarted(trigger: PassTrigger, delay: Duration) {
+        state.withLock { state in
+            state.startDelay[trigger, default: PrometheusExposition.Histogram(bounds: Self.startDelayBounds)].observe(max(0, delay.seconds))
+        }
+    }
+
     /// Takes what the scheduler says now (each pass's end, and every few seconds).
     public func refresh(_ activity: Activity) {
         state.withLock { $0.activity = activity }
@@ -182,8 +196,8 @@ public final class DaemonMetrics: Sendable {
 
     /// The exposition a scrape answers with.
     public func render(at now: Date = Date()) -> String {
-        let (stores, activity) = state.withLock { state in
-            (state.stores.sorted { $0.key < $1.key }, state.activity)
+        let (stores, activity, startDelay) = state.withLock { state in
+            (state.stores.sorted { $0.key < $1.key }, state.activity, state.startDelay)
         }
         var out = PrometheusExposition()
         out.family("ferry_build_info", .gauge, help: "Ferry's version; always 1.") { $0.add([("version", version)], 1) }
@@ -193,6 +207,12 @@ public final class DaemonMetrics: Sendable {
         out.family("ferry_stores", .gauge, help: "Stores in the running configuration.") { $0.add([], Double(stores.count)) }
         out.family("ferry_passes_running", .gauge, help: "Passes running now.") { $0.add([], Double(activity.running)) }
         out.family("ferry_passes_waiting", .gauge, help: "Passes due and waiting for a free slot.") { $0.add([], Double(activity.waiting)) }
+        out.family("ferry_pass_start_delay_seconds", .histogram,
+                   help: "How long after it was due each pass started, by trigger (scheduled, on-demand, backfill).") { samples in
+            for trigger in [PassTrigger.scheduled, .onDemand, .backfill] {
+                if let histogram = startDelay[trigger] { samples.histogram([("trigger", trigger.rawValue)], histogram) }
+            }
+        }
         let replica = Self.fileSize(databasePath)
         let wal = Self.fileSize(databasePath + "-wal")
         out.family("ferry_replica_size_bytes", .gauge, help: "Size of the replica's database file.") { samples in

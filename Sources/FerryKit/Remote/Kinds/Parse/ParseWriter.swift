@@ -336,9 +336,7 @@ final class ParseWriter: RemoteWriter {
             default: false
             }
         }
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        condition["createdAt"] = .object(["$gte": .object(["__type": .string("Date"), "iso": .string(formatter.string(from: date.addingTimeInterval(-Self.lookupSkew)))])])
+        condition["createdAt"] = .object(["$gte": .object(["__type": .string("Date"), "iso": .string(InternetTimestamp.string(from: date.addingTimeInterval(-Self.lookupSkew)))])])
         let url = endpoint.classURL + "?where=" + URLQuery.encode(String(decoding: ParseFieldMerge.encode(condition), as: UTF8.self)) + "&limit=2"
         query(url) { found in then(found.count == 1 ? found[0] : nil) }
     }

@@ -111,6 +111,7 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
                 // New collections only: a known one's table exists, and its own pass prepares it.
                 for item in chosen where !synced.contains(item.table) {
                     try database.prepare(StoreDefinition(options.collectionStore(of: store, item)))
+                    database.release(item.table)
                 }
                 let now = Date()
                 try database.recordCollections(chosen, of: store.name, at: now)
@@ -142,6 +143,7 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
     private func letGo(_ collection: KnownCollection, filteredOut: Bool, in database: ReplicaDatabase, at date: Date) throws(StoreError) -> ReplicaGap? {
         let collectionStore = options.collectionStore(of: setup.store, collection.discovered)
         try database.prepare(StoreDefinition(collectionStore))
+        defer { database.release(collection.store) }
         try database.beginReconciliation(of: collection.store)
         // Filtered out on purpose: every row goes. Gone from the server: only as far as the
         // account's max-delete-share lets a sweep go.

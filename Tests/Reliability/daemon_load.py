@@ -1,0 +1,293 @@
+"""daemon_suite.py part "load": many stores in one ferryd, each on its schedule.
+
+Three runs of ferryd, each against one parse_server.py on 127.0.0.1 with a class per store:
+
+1. baseline: --baseline-stores stores at --interval, measured for --baseline-duration s after
+   its warm-up: ferryd's CPU per pass with few stores.
+2. load: --stores stores at the same interval, measured for --duration s after its warm-up,
+   while one store's class a second is mutated (update, delete, create) so real merges are in
+   the mix. The warm-up lasts until every store has finished its first pass, plus one interval
+   plus five seconds: first syncs all start at once, so the first scheduled passes inherit
+   their queue; what is measured after it is the steady state. Sampled every second from
+   /proc/<pid> and, at both ends of the window, from ferryd's own metrics endpoint.
+3. idle: the same ferryd reloaded with interval = 1h (every store resyncs once), then
+   --idle-seconds with nothing due.
+
+Bounds (the figures are printed either way):
+- every scheduled pass of the window began within 2 s of its due instant (p99 of
+  ferry_pass_start_delay_seconds{trigger="scheduled"}, counted between the window's ends);
+- CPU per pass in the window <= 1.2x the baseline's (a pass may not cost more because more
+  stores are configured);
+- idle: < 1% of a core;
+- descriptors and threads bounded by the passes running, not the stores: every sample within
+  the idle floor + 4 per pass slot, floors not creeping; RSS growth between the window's first
+  and last third < max(20, 15 + 3/min) MB; RSS below --max-rss MB (300: what 5,000 stores may
+  hold);
+- STATUS= a summary ("N stores: ...", under 300 characters), not a list of every store;
+- every store finished >= 50% of the passes its interval allows and is ok in `ferry status`
+  with a recent last success; the mutated stores equal the server at the end; integrity ok;
+  ferryd exits 0 on SIGTERM.
+
+CI runs 1,000 stores at interval 20 s (debug build); the documented long run is
+`--stores 5000 --interval 60 --duration 3600` against the release build
+(FERRY_BIN_DIR=.build/release).
+"""
+
+import os
+import re
+import shutil
+import socket
+import time
+import urllib.request
+
+from daemon_harness import (Ferryd, ParseServer, SuiteError, cpu_seconds, integrity, log,
+                            make_key_file, parse_store, proc_sample, read_rows, same_as_server,
+                            status_json, temporary_directory, write_config)
+
+# The default max-concurrent-passes: descriptors and threads may swing with each running pass.
+PASS_SLOTS = 4
+START_DELAY = re.compile(r'^ferry_pass_start_delay_seconds_bucket\{trigger="scheduled",le="([^"]+)"\} (\d+)$')
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class LoadRun:
+    """One ferryd with `count` Parse stores on one parse_server.py, serving its metrics."""
+
+    def __init__(self, label, count, interval, prefix):
+        self.label = label
+        self.interval = interval
+        self.work = temporary_directory("ferry-load-")
+        self.server = ParseServer()
+        self.daemon = None
+        self.port = free_port()
+        self.key = make_key_file(self.work)
+        self.database = os.path.join(self.work, "ferry.db")
+        self.config = os.path.join(self.work, "ferry.conf")
+        self.classes = ["%s%04d" % (prefix, i) for i in range(count)]
+        self.names = [c.lower() for c in self.classes]
+        for cls in self.classes:
+            self.server.seed(cls, 20)
+        self.write(interval="%ds" % interval)
+
+    def write(self, interval):
+        stores = [parse_store(name, self.server.base, cls, self.key, interval=interval, jitter="500ms",
+                              page_size="100", reconcile_interval="%ds" % (3 * self.interval))
+                  for name, cls in zip(self.names, self.classes)]
+        write_config(self.config, self.database, stores, "metrics-listen = 127.0.0.1:%d\n" % self.port)
+
+    def start(self):
+        self.daemon = Ferryd(self.config, os.path.join(self.work, "run"), notify=True)
+        self.started = time.monotonic()
+
+    def finished_passes(self):
+        """(passes finished or failed, stores with at least one finished pass)."""
+        count, stores = 0, set()
+        for line in self.daemon.snapshot():
+            if line.store and ("pass finished" in line.text or "pass failed" in line.text):
+                count += 1
+                if "pass finished" in line.text:
+                    stores.add(line.store)
+        return count, stores
+
+    def scrape(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port, timeout=10) as response:
+            return response.read().decode()
+
+    def start_delays(self):
+        """{upper bound: cumulative count} of scheduled passes' start delays."""
+        buckets = {}
+        for line in self.scrape().splitlines():
+            match = START_DELAY.match(line)
+            if match:
+                buckets[float(match.group(1))] = int(match.group(2))
+        return buckets
+
+    def point(self):
+        """What the window's ends compare: time, CPU, passes, start delays."""
+        return {"t": time.monotonic(), "cpu": cpu_seconds(self.daemon.pid), "passes": self.finished_passes()[0],
+                "delays": self.start_delays()}
+
+    def warm_up(self, timeout):
+        """Waits for every store's first pass, then one interval and 5 s more."""
+        self.daemon.wait_for("every store's first pass", lambda: len(self.finished_passes()[1]) == len(self.names), timeout)
+        first = time.monotonic() - self.started
+        log("  %s: every store's first pass done %.0f s after start" % (self.label, first))
+        settle = time.monotonic() + self.interval + 5
+        while time.monotonic() < settle:
+            self.alive()
+            time.sleep(0.5)
+        return first
+
+    def alive(self):
+        if self.daemon.process.poll() is not None:
+            raise SuiteError("ferryd exited with %s during the %s run" % (self.daemon.process.returncode, self.label))
+
+    def stop(self):
+        code = self.daemon.stop() if self.daemon else None
+        self.daemon = None
+        return code
+
+    def close(self):
+        if self.daemon:
+            self.daemon.stop()
+        self.server.stop()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def window(begin, end):
+    """CPU per pass, passes, seconds and the start-delay p99 bound between two points."""
+    passes = end["passes"] - begin["passes"]
+    seconds = end["t"] - begin["t"]
+    cpu = end["cpu"] - begin["cpu"]
+    delays = {bound: count - begin["delays"].get(bound, 0) for bound, count in end["delays"].items()}
+    total = delays.get(float("inf"), 0)
+    p99 = None
+    for bound in sorted(delays):
+        if total and delays[bound] >= 0.99 * total:
+            p99 = bound
+            break
+    late = total - delays.get(2.0, 0)
+    return {"passes": passes, "seconds": seconds, "cpu": cpu, "cpu_per_pass": cpu / max(1, passes),
+            "scheduled": total, "p99": p99, "late": late}
+
+
+def run_baseline(args):
+    run = LoadRun("baseline", args.baseline_stores, args.interval, "Base")
+    try:
+        log("load: baseline, %d stores at interval %d s" % (args.baseline_stores, args.interval))
+        run.start()
+        run.warm_up(timeout=120 + args.baseline_stores)
+        begin = run.point()
+        time.sleep(args.baseline_duration)
+        run.alive()
+        figures = window(begin, run.point())
+        log("  baseline: %d passes in %.0f s, %.1f%% of a core, %.2f ms of CPU per pass" % (
+            figures["passes"], figures["seconds"], 100 * figures["cpu"] / figures["seconds"], 1000 * figures["cpu_per_pass"]))
+        return figures
+    finally:
+        run.close()
+
+
+def run_load(args, check):
+    baseline = run_baseline(args) if args.baseline_stores else None
+    run = LoadRun("load", args.stores, args.interval, "Load")
+    try:
+        log("load: %d stores on one parse_server.py, interval %d s + jitter 0.5 s, %.0f s measured after the warm-up" % (
+            args.stores, args.interval, args.duration))
+        run.start()
+        first_sync = run.warm_up(timeout=300 + args.stores / 5)
+        begin = run.point()
+        samples = []  # (t, fds, threads, rss KiB)
+        mutated = set()
+        next_mutation = time.monotonic()
+        while time.monotonic() - begin["t"] < args.duration:
+            run.alive()
+            now = time.monotonic()
+            samples.append((now - begin["t"], *proc_sample(run.daemon.pid)))
+            if args.verbose and len(samples) % 10 == 0:
+                log("  t=%4.0f s fds %d threads %d RSS %.1f MB" % (samples[-1][0], samples[-1][1],
+                                                                  samples[-1][2], samples[-1][3] / 1024))
+            if now >= next_mutation:
+                index = len(mutated) * 7 % args.stores
+                run.server.mutate(run.classes[index], update=3, delete=1, create=2)
+                mutated.add(index)
+                next_mutation = now + 1
+            time.sleep(max(0, 1 - (time.monotonic() - now)))
+        end = run.point()
+        lines = run.daemon.snapshot()
+        figures = window(begin, end)
+        elapsed = end["t"] - run.started
+        states = status_json(run.config)[0]
+        statuses = run.daemon.statuses()
+        # Deletions need a sweep (every 3 intervals): let the last mutations land.
+        wrong = []
+        deadline = time.monotonic() + 3 * args.interval + 15
+        while True:
+            wrong = [run.names[i] for i in sorted(mutated)
+                     if not same_as_server(read_rows(run.database, run.names[i]), run.server.dump(run.classes[i]))]
+            if not wrong or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+
+        idle = measure_idle(run, args)
+        code = run.stop()
+
+        log("  window: %d passes in %.0f s (%.1f/s), %.1f%% of a core, %.2f ms of CPU per pass%s" % (
+            figures["passes"], figures["seconds"], figures["passes"] / figures["seconds"],
+            100 * figures["cpu"] / figures["seconds"], 1000 * figures["cpu_per_pass"],
+            " (baseline %.2f ms: %.2fx)" % (1000 * baseline["cpu_per_pass"], figures["cpu_per_pass"] / baseline["cpu_per_pass"])
+            if baseline else ""))
+        log("  scheduled passes begun in the window: %d, %d more than 2 s late; p99 start delay <= %s s" % (
+            figures["scheduled"], figures["late"], figures["p99"]))
+        fds = [s[1] for s in samples]
+        threads = [s[2] for s in samples]
+        third = max(1, len(samples) // 3)
+        first, last = samples[:third], samples[-third:]
+        rss_first = sum(s[3] for s in first) / len(first) / 1024
+        rss_last = sum(s[3] for s in last) / len(last) / 1024
+        rss_peak = max(s[3] for s in samples) / 1024
+        log("  window (%d samples): fds %d..%d, threads %d..%d, RSS %.1f MB (first third) -> %.1f MB (last third), peak %.1f MB" % (
+            len(samples), min(fds), max(fds), min(threads), max(threads), rss_first, rss_last, rss_peak))
+
+        check.expect(figures["p99"] is not None and figures["p99"] <= 2,
+                     "p99 start delay of %d scheduled passes <= 2 s (bucket bound %s)" % (figures["scheduled"], figures["p99"]))
+        if baseline:
+            ratio = figures["cpu_per_pass"] / baseline["cpu_per_pass"]
+            check.expect(ratio <= 1.2, "CPU per pass with %d stores %.2f ms <= 1.2x %d stores' %.2f ms (%.2fx)" % (
+                args.stores, 1000 * figures["cpu_per_pass"], args.baseline_stores, 1000 * baseline["cpu_per_pass"], ratio))
+        check.expect(idle < 0.01, "idle with %d stores and none due: %.2f%% of a core < 1%%" % (args.stores, 100 * idle))
+        fd_floor_first, fd_floor_last = min(s[1] for s in first), min(s[1] for s in last)
+        thread_floor_first, thread_floor_last = min(s[2] for s in first), min(s[2] for s in last)
+        check.expect(max(fds) <= fd_floor_first + 4 * PASS_SLOTS and fd_floor_last <= fd_floor_first + 2,
+                     "open fds bounded: max %d <= idle floor %d + 4 x %d slots; floor %d -> %d (<= +2)"
+                     % (max(fds), fd_floor_first, PASS_SLOTS, fd_floor_first, fd_floor_last))
+        check.expect(max(threads) <= thread_floor_first + 2 * PASS_SLOTS and thread_floor_last <= thread_floor_first + 1,
+                     "threads bounded: max %d <= idle floor %d + 2 x %d slots; floor %d -> %d (<= +1)"
+                     % (max(threads), thread_floor_first, PASS_SLOTS, thread_floor_first, thread_floor_last))
+        limit = max(20.0, 15 + 3 * args.duration / 60)
+        check.expect(rss_last - rss_first < limit, "RSS growth between the first and last third %.1f MB < %.0f MB"
+                     % (rss_last - rss_first, limit))
+        check.expect(rss_peak < args.max_rss, "RSS peak %.1f MB < %d MB" % (rss_peak, args.max_rss))
+        summary = statuses[-1] if statuses else ""
+        check.expect(summary.startswith("%d stores: " % args.stores) and len(summary) < 300,
+                     "STATUS= is a summary (%d characters): %s" % (len(summary), summary[:160]))
+        check.expect(code == 0, "ferryd exits 0 on SIGTERM after the run (got %s)" % code)
+        expected = (elapsed - first_sync) / (args.interval + 0.25)
+        counts = {}
+        for line in lines:
+            if line.store and "pass finished" in line.text:
+                counts[line.store] = counts.get(line.store, 0) + 1
+        behind = [n for n in run.names if counts.get(n, 0) < 0.5 * expected]
+        check.expect(not behind, "every store passed >= 50%% of %.0f expected passes (%d behind%s)"
+                     % (expected, len(behind), (": " + ", ".join(behind[:5])) if behind else ""))
+        limit_age = 3 * args.interval + 5
+        stale = [n for n in run.names if states.get(n, {}).get("last_success_age_seconds") is None
+                 or states[n]["last_success_age_seconds"] > limit_age or states[n].get("state") != "ok"]
+        check.expect(not stale, "ferry status: every store ok with a last success under %d s old (%d not%s)"
+                     % (limit_age, len(stale), (": " + ", ".join(stale[:5])) if stale else ""))
+        check.expect(not wrong, "%d stores mutated during the run equal the server (ids, versions, bodies)%s"
+                     % (len(mutated), (": differ " + ", ".join(wrong)) if wrong else ""))
+        check.expect(integrity(run.database) == "ok", "integrity_check ok after the run")
+    finally:
+        run.close()
+
+
+def measure_idle(run, args):
+    """Reloads every store to interval = 1h; once the resync the reload starts is over, the
+    share of a core ferryd uses over --idle-seconds."""
+    run.write(interval="1h")
+    before = run.finished_passes()[0]
+    run.daemon.reload()
+    # Every store passes once more (a reload resyncs); then nothing is due for an hour.
+    run.daemon.wait_for("the reload's resync", lambda: run.finished_passes()[0] >= before + len(run.names), 300 + len(run.names) / 5)
+    time.sleep(3)
+    start_cpu, start = cpu_seconds(run.daemon.pid), time.monotonic()
+    time.sleep(args.idle_seconds)
+    share = (cpu_seconds(run.daemon.pid) - start_cpu) / (time.monotonic() - start)
+    log("  idle: %d stores, none due: %.2f%% of a core over %.0f s" % (len(run.names), 100 * share, args.idle_seconds))
+    return share
