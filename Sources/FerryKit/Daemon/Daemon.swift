@@ -139,7 +139,14 @@ public final class Daemon: @unchecked Sendable {
             if let scheduler { self?.accountPassFinished(store, outcome, scheduler: scheduler) }
             if let scheduler { self?.countPass(store, outcome, scheduler: scheduler) }
             self?.pingStoreHeartbeat(store, outcome)
-            self?.refreshStatusSoon()
+            // A store that starts failing shows at once (STATUS=, and `ferry status` through
+            // the failures a full or read-only replica could not record); the rest can wait
+            // for the next refresh.
+            if case .failure(let error) = outcome, error.kind != .cancelled, scheduler?.nextPass(of: store)?.failures == 1 {
+                self?.refreshStatus()
+            } else {
+                self?.refreshStatusSoon()
+            }
         }
         scheduler.onPassStartDelay = { [metrics] _, trigger, delay in metrics.passStarted(trigger: trigger, delay: delay) }
         state = .running(scheduler)
