@@ -70,9 +70,13 @@ class LoadRun:
         self.config = os.path.join(self.work, "ferry.conf")
         self.classes = ["%s%04d" % (prefix, i) for i in range(count)]
         self.names = [c.lower() for c in self.classes]
-        for cls in self.classes:
-            self.server.seed(cls, 20)
-        self.write(interval="%ds" % interval)
+        try:
+            for cls in self.classes:
+                self.server.seed(cls, 20)
+            self.write(interval="%ds" % interval)
+        except BaseException:
+            self.close()
+            raise
 
     def write(self, interval):
         stores = [parse_store(name, self.server.base, cls, self.key, interval=interval, jitter="500ms",
