@@ -27,7 +27,7 @@ struct ParseEndpoint {
     func objectsURL(_ ids: [String]) -> String { Self.objectsURL(classURL: classURL, ids) }
 
     static func objectsURL(classURL: String, _ ids: [String]) -> String {
-        let condition = #"{"objectId":{"$in":["# + ids.map(ParseSource.jsonString).joined(separator: ",") + "]}}"
+        let condition = #"{"objectId":{"$in":["# + ids.map(JSONText.quoted).joined(separator: ",") + "]}}"
         return classURL + "?where=" + URLQuery.encode(condition) + "&limit=\(ids.count)"
     }
 

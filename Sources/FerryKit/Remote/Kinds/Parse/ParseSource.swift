@@ -104,9 +104,9 @@ public final class ParseSource: RemoteSource {
     func changesRequest(after: ParseCursor?, firstPage: Bool) -> HTTPRequest {
         var query = ["order=updatedAt,objectId", "limit=\(pageSize)"]
         if let after {
-            let date = #"{"__type":"Date","iso":"# + Self.jsonString(after.updatedAt) + "}"
+            let date = #"{"__type":"Date","iso":"# + JSONText.quoted(after.updatedAt) + "}"
             let condition = #"{"$or":[{"updatedAt":{"$gt":"# + date + #"}},{"updatedAt":"# + date
-                + #","objectId":{"$gt":"# + Self.jsonString(after.objectId) + "}}]}"
+                + #","objectId":{"$gt":"# + JSONText.quoted(after.objectId) + "}}]}"
             query.insert("where=" + URLQuery.encode(filtered(condition)), at: 0)
         } else if let filter {
             query.insert("where=" + URLQuery.encode(filter), at: 0)
@@ -119,7 +119,7 @@ public final class ParseSource: RemoteSource {
     /// Objects by id: `where={"objectId":{"$in":[...]}}`.
     func idsRequest(_ ids: [String]) -> HTTPRequest {
         guard filter != nil else { return HTTPRequest(url: ParseEndpoint.objectsURL(classURL: classURL, ids), headers: headers) }
-        let condition = #"{"objectId":{"$in":["# + ids.map(Self.jsonString).joined(separator: ",") + "]}}"
+        let condition = #"{"objectId":{"$in":["# + ids.map(JSONText.quoted).joined(separator: ",") + "]}}"
         return HTTPRequest(url: classURL + "?where=" + URLQuery.encode(filtered(condition)) + "&limit=\(ids.count)", headers: headers)
     }
 
@@ -129,7 +129,7 @@ public final class ParseSource: RemoteSource {
     func listingRequest(after: String?) -> HTTPRequest {
         var query = ["keys=objectId", "order=objectId", "limit=\(pageSize)"]
         if let after {
-            query.insert("where=" + URLQuery.encode(filtered(#"{"objectId":{"$gt":"# + Self.jsonString(after) + "}}")), at: 0)
+            query.insert("where=" + URLQuery.encode(filtered(#"{"objectId":{"$gt":"# + JSONText.quoted(after) + "}}")), at: 0)
         } else if let filter {
             query.insert("where=" + URLQuery.encode(filter), at: 0)
         }
@@ -152,10 +152,6 @@ public final class ParseSource: RemoteSource {
         loader.load(listingRequest(after: after)) { [weak self] result in
             self?.receivedListing(result)
         }
-    }
-
-    static func jsonString(_ text: String) -> String {
-        JSONText.quoted(text)
     }
 
     // MARK: Responses
