@@ -208,9 +208,11 @@ def run_load(args, check):
         elapsed = end["t"] - run.started
         states = status_json(run.config)[0]
         statuses = run.daemon.statuses()
-        # Deletions need a sweep (every 3 intervals): let the last mutations land.
+        # Deletions need a sweep: on the first pass at least 3 intervals after the last one,
+        # which with jitter can be the fourth (a pass 0.1 s early waits a whole interval more).
+        # Let the last mutations land.
         wrong = []
-        deadline = time.monotonic() + 3 * args.interval + 15
+        deadline = time.monotonic() + 4 * args.interval + 15
         while True:
             wrong = [run.names[i] for i in sorted(mutated)
                      if not same_as_server(read_rows(run.database, run.names[i]), run.server.dump(run.classes[i]))]

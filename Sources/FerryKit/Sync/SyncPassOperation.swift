@@ -6,7 +6,8 @@ import Logging
 ///
 /// Each batch commits with its cursor in one transaction, so a pass interrupted at any
 /// instant (cancel, SIGKILL, a full disk) leaves the replica at the last committed batch, and
-/// the next pass resumes from there. The source starts fetching page N+1 before it hands over
+/// the next pass resumes from there. A first sync into an empty table holds its batches and
+/// merges them in id order instead (``SpooledFirstSync``), with the same rows and cursor. The source starts fetching page N+1 before it hands over
 /// page N, so the network and the merge overlap.
 public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSourceSink, RemoteWriterSink, @unchecked Sendable {
     /// Everything a pass needs; the scheduler builds it from the running configuration.
@@ -78,6 +79,8 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         var staging = false
         /// The staged batches' records that could not be turned into changes, for the switch.
         var stagedProblems: [RecordProblem] = []
+        /// A first sync into an empty table: batches are held and merged in id order.
+        var spooled: SpooledFirstSync?
     }
 
     public let setup: Setup
@@ -166,8 +169,9 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         }
         let plan: PassPlan
         let rowsBefore: Int?
+        let emptyTable: Bool
         do {
-            (plan, rowsBefore) = try setup.database.write { database throws(StoreError) in
+            (plan, rowsBefore, emptyTable) = try setup.database.write { database throws(StoreError) in
                 let state = try database.syncState(of: store.name)
                 // Rows synced from another URL, class or filter, or a rebuild asked for: the
                 // stored cursor means nothing here; everything is read again and what the
@@ -202,7 +206,8 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 } else {
                     plan.pageDigests = try database.pageDigests(of: store.name)
                 }
-                return (plan, reconcile && !store.kind.reportsDeletions ? try database.liveRecordCount(of: store.name) : nil)
+                let rowsBefore = reconcile && !store.kind.reportsDeletions ? try database.liveRecordCount(of: store.name) : nil
+                return (plan, rowsBefore, cursor == nil && !reconcile ? !(try database.hasRecords(in: store.name)) : false)
             }
         } catch {
             end(.failure(SyncError(error, store: store.name)))
@@ -223,8 +228,12 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         if plan.cursor == nil {
             // A first sync writes the whole store: tune the connection for it.
             do {
-                try setup.database.write { database throws(StoreError) in try database.setBulkMode(true) }
+                let spooling = emptyTable && !pass.staging
+                try setup.database.write { database throws(StoreError) in try database.setBulkMode(true, cacheMiB: spooling ? 16 : 64) }
                 pass.bulk = true
+                if spooling {
+                    pass.spooled = SpooledFirstSync(replicaPath: setup.database.path, store: store.name, origin: store.url.redactingUserInfo)
+                }
             } catch {
                 end(.failure(SyncError(error, store: store.name)))
                 return
@@ -260,7 +269,18 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             try write(url: batch.origin) { database throws(StoreError) in try database.stage(batch, for: store) }
             pass.stagedProblems += batch.problems
             state = .syncing(pass)
+        } else if let spooled = pass.spooled, SpooledFirstSync.accepts(batch, maxRecordBytes: setup.store.maxRecordBytes) {
+            let due: Bool
+            do { due = try spooled.hold(batch) } catch {
+                let failure = SyncError(error, store: store, url: batch.origin)
+                end(.failure(failure))
+                throw failure
+            }
+            if due { try drain(spooled) }
         } else {
+            // Held batches go first: a batch the merge may refuse records of meets the rows in
+            // the remote's order.
+            if let spooled = pass.spooled { try drain(spooled) }
             let counts = try write(url: batch.origin) { database throws(StoreError) in try database.apply(batch, to: store) }
             noteApplied(counts, origin: batch.origin)
         }
@@ -288,6 +308,14 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     public func source(_ source: any RemoteSource, didList ids: [String]) throws {
         guard case .syncing(var pass) = state else { return }
         let store = setup.store.name
+        // Marks count the rows a pass merged: held batches are merged first, and the rest of
+        // the pass merges as it goes.
+        if let spooled = pass.spooled {
+            try drain(spooled)
+            spooled.close()
+            pass.spooled = nil
+            state = .syncing(pass)
+        }
         let beginning = !pass.marking
         let rowsBefore = try write { database throws(StoreError) in
             var rows = pass.rowsBefore
@@ -312,6 +340,9 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         report.requests = outcome.requests
         report.unchanged = outcome.unchanged
         var gaps = outcome.gaps
+        if let spooled = pass.spooled {
+            do throws(SyncError) { try drain(spooled) } catch { return }
+        }
         do {
             try setup.database.write { database throws(StoreError) in
                 var cursor = pass.heldCursor
@@ -502,6 +533,31 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         }
     }
 
+    /// Merges a first sync's held batches, a chunk per transaction, each under the shared lock
+    /// on its own, so other stores' passes interleave with a long drain. A failure ends the pass.
+    private func drain(_ spooled: SpooledFirstSync) throws(SyncError) {
+        guard !spooled.isEmpty else { return }
+        let store = setup.store.name
+        let held = spooled.heldRecords
+        let large = !spooled.isInMemory
+        let start = ContinuousClock.now
+        defer {
+            // A large first sync's table fills at its drains: say when, for whoever watches it.
+            let text = "store \(store): merged \(held) fetched records in id order in \(String(format: "%.1f", (ContinuousClock.now - start).seconds)) s"
+            if large { journal.logger.info("\(text)") } else { journal.logger.debug("\(text)") }
+        }
+        do {
+            try spooled.drain { batch throws(SyncError) in
+                let counts = try write(url: batch.origin) { database throws(StoreError) in try database.apply(batch, to: store) }
+                noteApplied(counts, origin: batch.origin)
+                updateProgress { $0.lastAdvance = .now }
+            }
+        } catch {
+            end(.failure(error))
+            throw error
+        }
+    }
+
     /// `text` without any of the store's secrets (a URL a server sent back may hold one).
     private func redacted(_ text: String) -> String {
         text.redacting(setup.store.secrets.map(\.value))
@@ -522,6 +578,18 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         state = .done
         TransferTally.uninstall()
         let store = setup.store.name
+        if let spooled = pass?.spooled {
+            // What a failing first sync fetched is merged, as merging batch by batch would have
+            // kept it. A cancelled pass (a shutdown, a stall) merges it only when it is all in
+            // memory, a second's work: a shutdown does not wait for runs on disk, which the
+            // next pass fetches again.
+            if case .failure(let failure) = result, failure.kind != .cancelled || spooled.isInMemory, !spooled.isDraining {
+                do throws(SyncError) { try drain(spooled) } catch {
+                    journal.logger.warning("store \(store): could not merge what the failed first sync fetched: \(redacted(error.description))")
+                }
+            }
+            spooled.close()
+        }
         setup.database.write { database in
             if pass?.marking == true { database.cancelReconciliation(of: store) }
             // A failed rebuild's records kept aside are not worth their disk space: the next
