@@ -34,8 +34,9 @@ final class SpooledFirstSync {
     private var unchangedRecords = 0
     /// Batches held so far, which numbers them.
     private var batches: UInt32 = 0
-    /// A drain is under way (a failure inside it must not start another).
-    private(set) var isDraining = false
+    /// False while a drain runs and after one failed: what is held is then partly merged, and
+    /// a second drain (the failing pass's own) would only merge the same runs again.
+    private(set) var mayDrain = true
 
     init(replicaPath: String, store: String, origin: String, drainBytes: Int = drainBytes, runBytes: Int = 32 << 20) {
         spool = SortedSpool(directory: (replicaPath as NSString).deletingLastPathComponent, replicaPath: replicaPath, store: store,
@@ -83,8 +84,8 @@ final class SpooledFirstSync {
     /// last with the held cursor and page digests. Afterwards nothing is held.
     func drain(_ apply: (ChangeBatch) throws(SyncError) -> Void) throws(SyncError) {
         guard !isEmpty else { return }
-        isDraining = true
-        defer { isDraining = false }
+        precondition(mayDrain, "drain of a spool whose last drain failed or is running")
+        mayDrain = false
         let spoolFailure = { (error: StoreError) in SyncError(error, store: self.store) }
         let merge: SpoolMerge
         do { merge = try spool.merged() } catch { throw spoolFailure(error) }
@@ -112,6 +113,7 @@ final class SpooledFirstSync {
         lastPage = nil
         unchangedRecords = 0
         do { try spool.reset() } catch { throw spoolFailure(error) }
+        mayDrain = true
     }
 
     /// Lets go of what is held (the file's blocks go with it).

@@ -583,7 +583,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             // kept it. A cancelled pass (a shutdown, a stall) merges it only when it is all in
             // memory, a second's work: a shutdown does not wait for runs on disk, which the
             // next pass fetches again.
-            if case .failure(let failure) = result, failure.kind != .cancelled || spooled.isInMemory, !spooled.isDraining {
+            if case .failure(let failure) = result, failure.kind != .cancelled || spooled.isInMemory, spooled.mayDrain {
                 do throws(SyncError) { try drain(spooled) } catch {
                     journal.logger.warning("store \(store): could not merge what the failed first sync fetched: \(redacted(error.description))")
                 }

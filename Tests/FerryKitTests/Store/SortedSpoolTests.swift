@@ -139,6 +139,22 @@ struct SortedSpoolTests {
         #expect(try spooled.syncState(of: "items")?.cursor == "page \(batches.count - 1)")
     }
 
+    @Test func aDrainThatFailsIsNotStartedAgain_onlyTheFailureIsReported() throws {
+        let directory = try TemporaryDirectory()
+        let first = SpooledFirstSync(replicaPath: directory.path("replica.db"), store: "items", origin: "test", runBytes: 4 << 10)
+        defer { first.close() }
+        _ = try first.hold(ChangeBatch(changes: (0 ..< 25_000).map { record("id\($0)", version: "1") }, cursor: "end"))
+        var chunks = 0
+        func failSecond(_ batch: ChangeBatch) throws(SyncError) {
+            chunks += 1
+            if chunks == 2 { throw SyncError(StoreError(.full, path: "replica.db", message: "full"), store: "items") }
+        }
+        #expect(throws: SyncError.self) { try first.drain(failSecond) }
+        #expect(chunks == 2)
+        // Half merged: the pass's way out must not merge the same runs again.
+        #expect(!first.mayDrain)
+    }
+
     @Test func aBatchWithARecordTheMergeRefusesIsNotHeld() {
         let fine = ChangeBatch(changes: [record("a", version: "1")], cursor: nil)
         #expect(SpooledFirstSync.accepts(fine, maxRecordBytes: 100))
