@@ -20,6 +20,10 @@ public enum ReplicaGap: Sendable, Equatable, CustomStringConvertible {
     /// ran, or put off: a create whose fate a crash left in doubt), held in a conflict until
     /// somebody resolves it, or refused by the remote (`reason`: the newest refusal's words).
     case localChangesNotPushed(queued: Int, held: Int, refused: Int, reason: String?)
+    /// Records the remote lists, on pages whose digests said they were merged, have no row:
+    /// rows removed behind Ferry's back. The page digests are forgotten, and the next pass
+    /// reads every record again.
+    case listedRecordsMissing(count: Int)
     /// A collection of a `dav-account` store that the server no longer lists, whose rows are
     /// kept: deleting all of them is more than `max-delete-share`, or local writes of it wait.
     case collectionKept(store: String, url: String, rows: Int, reason: String)
@@ -42,6 +46,8 @@ public enum ReplicaGap: Sendable, Equatable, CustomStringConvertible {
               held > 0 ? "\(held) local change\(held == 1 ? "" : "s") held in conflict (ferry conflicts)" : nil,
               refused > 0 ? "\(refused) local change\(refused == 1 ? "" : "s") refused by the remote" + (reason.map { ": \($0)" } ?? "") : nil]
                 as [String?]).compactMap { $0 }.joined(separator: "; ")
+        case .listedRecordsMissing(let count):
+            "\(count) record\(count == 1 ? "" : "s") the remote lists \(count == 1 ? "is" : "are") missing from the replica (removed outside Ferry?); the next pass reads every record again"
         case .collectionKept(let store, let url, let rows, let reason):
             "collection \(url) is no longer on the server; its \(rows) row\(rows == 1 ? " stays" : "s stay") in table \(store) (\(reason))"
         }
@@ -50,7 +56,7 @@ public enum ReplicaGap: Sendable, Equatable, CustomStringConvertible {
     /// Whether a later pass must list every id again to close the gap.
     var needsSweep: Bool {
         switch self {
-        case .sweepSkipped, .sweepRefused, .paginationEndedEarly: true
+        case .sweepSkipped, .sweepRefused, .paginationEndedEarly, .listedRecordsMissing: true
         case .recordsSkipped(_, _, let rereadAll): rereadAll
         case .firstSyncUnfinished, .localChangesNotPushed, .collectionKept: false
         }

@@ -4,7 +4,7 @@ final class PreparedStore {
     let definition: StoreDefinition
     let select: Statement
     let insert: Statement
-    /// Insert-first probe for batches of mostly new ids (see ``preferInsert``).
+    /// Insert-first probe for batches of mostly new ids (see ``probe``).
     let insertIfAbsent: Statement
     let update: Statement
     /// Update-first probe for batches of mostly known ids: changes a live row only when the
@@ -13,11 +13,11 @@ final class PreparedStore {
     let delete: Statement
     let tombstone: Statement
     let changeLog: ChangeLogBuffer
-    /// Whether the last batch was mostly new ids. Then each upsert first tries
-    /// `INSERT ... ON CONFLICT DO NOTHING` (one index descent, like a raw upsert) and only reads
-    /// the stored version when the id exists; otherwise it first tries ``updateIfNewer``. A first
-    /// sync is all inserts, an incremental pass mostly updates, so this follows the store's phase.
-    var preferInsert = true
+    /// Which statement an upsert tries first: one statement, one index descent, when the guess
+    /// is right. Set from the previous batch's mix (``Probe/after(_:)``), so it follows the
+    /// store's phase: a first sync is all inserts, an incremental pass mostly updates, a sweep
+    /// re-reads records that are mostly unchanged.
+    var probe = Probe.insert
     /// Kept from batch to batch, so its table is allocated once per store.
     var deduplicator = BatchDeduplicator()
     /// The store's id in `ferry_stores` (change log, pending records).
@@ -49,5 +49,23 @@ final class PreparedStore {
         let pending = try connection.prepare("SELECT count(*) FROM ferry_pending_records WHERE store_id = ?1")
         try pending.bind(self.storeID, at: 1)
         pendingCount = try pending.step() ? Int(pending.int64(at: 0)) : 0
+    }
+}
+
+/// The first statement of an upsert in ``ReplicaDatabase/apply(_:to:)``; when it changes
+/// nothing, the stored row is read and ``MergePlan`` decides.
+enum Probe: Equatable {
+    /// `INSERT ... ON CONFLICT DO NOTHING`, as a raw upsert does.
+    case insert
+    /// `UPDATE ... WHERE` the incoming version wins.
+    case update
+    /// Straight to reading the stored version: an unchanged record then costs one lookup,
+    /// where a failed update and the read cost two.
+    case read
+
+    /// The probe for the next batch after one that did `counts`.
+    static func after(_ counts: MergeCounts) -> Probe {
+        if counts.inserted >= counts.updated + counts.unchanged { return .insert }
+        return counts.unchanged > counts.updated ? .read : .update
     }
 }

@@ -256,9 +256,9 @@ extension ReplicaDatabase {
     }
 
     /// After a complete listing: queued records the remote no longer lists were deleted there.
-    func meetSweep(_ prepared: PreparedStore, present: String, at now: Double) throws(SQLiteError) {
+    func meetSweep(_ prepared: PreparedStore, at now: Double) throws(SQLiteError) {
         let gone = try connection.prepare("""
-            SELECT id FROM ferry_outbox WHERE store_id = ?1 AND op <> 1 AND id NOT IN (\(present))
+            SELECT id FROM ferry_outbox WHERE store_id = ?1 AND op <> 1 AND \(ReconciliationState.notListed(prepared.storeID, column: "ferry_outbox.id"))
             """)
         try gone.bind(prepared.storeID, at: 1)
         var ids: [String] = []

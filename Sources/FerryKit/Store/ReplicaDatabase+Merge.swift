@@ -74,21 +74,11 @@ extension ReplicaDatabase {
                 current = ids[position]
                 if !queued.isEmpty, let entry = queued[current] {
                     try meet(changes[position], entry: entry, in: prepared, at: now, counts: &counts)
-                    if case .marking(_, let mark) = reconciliation, case .upsert = changes[position] {
-                        try mark.bind(current, at: 1)
-                        try mark.run()
-                    }
                     continue
                 }
                 switch changes[position] {
                 case .upsert(let record):
                     try upsert(record, into: prepared, at: now, counts: &counts)
-                    // A record the remote sent during a reconciliation pass exists remotely even
-                    // if the listing was taken before it appeared.
-                    if case .marking(_, let mark) = reconciliation {
-                        try mark.bind(record.id, at: 1)
-                        try mark.run()
-                    }
                 case .delete(let id):
                     try delete(id, from: prepared, at: now, counts: &counts)
                 }
@@ -108,7 +98,15 @@ extension ReplicaDatabase {
         } catch {
             throw StoreError(error, path: path, store: store, recordID: current.isEmpty ? nil : current)
         }
-        prepared.preferInsert = counts.inserted >= counts.updated + counts.unchanged
+        if reconciliation != nil {
+            // Marked once the batch is committed: a batch rolled back marks nothing.
+            let superseded = prepared.deduplicator.superseded
+            try markMerged(changes.indices.lazy.filter { position in
+                guard valid[position], !superseded[position], case .upsert = changes[position] else { return false }
+                return true
+            }.map { ids[$0] }, in: store)
+        }
+        prepared.probe = Probe.after(counts)
         counts.unchanged += batch.unchangedRecords
         return counts
     }
@@ -116,7 +114,8 @@ extension ReplicaDatabase {
     private func upsert(_ record: RemoteRecord, into store: PreparedStore, at now: Double, counts: inout MergeCounts) throws(SQLiteError) {
         // Fast paths: one statement, one index descent, as in a raw upsert. When they change
         // nothing (the id exists / is new / is stale / is a tombstone) the full path below decides.
-        if store.preferInsert {
+        switch store.probe {
+        case .insert:
             try bindRecord(record, to: store.insertIfAbsent, at: now)
             try store.insertIfAbsent.run(borrowingText: record.body, at: 3)
             if connection.changes > 0 {
@@ -124,7 +123,7 @@ extension ReplicaDatabase {
                 try store.changeLog.add(.insert, id: record.id)
                 return
             }
-        } else {
+        case .update:
             try bindRecord(record, to: store.updateIfNewer, at: now)
             try store.updateIfNewer.run(borrowingText: record.body, at: 3)
             if connection.changes > 0 {
@@ -132,6 +131,8 @@ extension ReplicaDatabase {
                 try store.changeLog.add(.update, id: record.id)
                 return
             }
+        case .read:
+            break
         }
         let select = store.select
         try select.bind(record.id, at: 1)

@@ -57,15 +57,36 @@ extension ReplicaDatabase {
 
     /// Inside a sweep's transaction: pending ids the complete listing did not name are gone
     /// from the remote, so nothing is missing for them any more.
-    func forgetPendingNotListed(_ prepared: PreparedStore, present: String) throws(SQLiteError) {
+    func forgetPendingNotListed(_ prepared: PreparedStore) throws(SQLiteError) {
         guard prepared.pendingCount > 0 else { return }
         let forget = try connection.prepare("""
-            DELETE FROM ferry_pending_records WHERE store_id = ?1 AND id NOT IN (\(present))
+            DELETE FROM ferry_pending_records WHERE store_id = ?1 AND \(ReconciliationState.notListed(prepared.storeID, column: "ferry_pending_records.id"))
             """)
         try forget.bind(prepared.storeID, at: 1)
         try forget.run()
         let count = try connection.prepare("SELECT count(*) FROM ferry_pending_records WHERE store_id = ?1")
         try count.bind(prepared.storeID, at: 1)
         prepared.pendingCount = try count.step() ? Int(count.int64(at: 0)) : 0
+    }
+
+    /// Inside a sweep's transaction, when its marks were only walked (``SweepScan``): pending
+    /// ids other than `listed` are gone from the remote.
+    func forgetPending(of prepared: PreparedStore, except listed: Set<String>) throws(SQLiteError) {
+        guard prepared.pendingCount > 0 else { return }
+        let read = try connection.prepare("SELECT id FROM ferry_pending_records WHERE store_id = ?1")
+        try read.bind(prepared.storeID, at: 1)
+        var gone: [String] = []
+        while try read.step() {
+            let id = read.string(at: 0) ?? ""
+            if !listed.contains(id) { gone.append(id) }
+        }
+        read.reset()
+        let forget = try connection.prepare("DELETE FROM ferry_pending_records WHERE store_id = ?1 AND id = ?2")
+        for id in gone {
+            try forget.bind(prepared.storeID, at: 1)
+            try forget.bind(id, at: 2)
+            try forget.run()
+        }
+        prepared.pendingCount -= gone.count
     }
 }

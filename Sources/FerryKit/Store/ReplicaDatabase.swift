@@ -25,6 +25,8 @@ public final class ReplicaDatabase {
     var stores: [String: PreparedStore] = [:]
     /// Stores between ``beginReconciliation(of:)`` and its finish or cancel.
     var reconciliations: [String: ReconciliationState] = [:]
+    /// The arena of each reconciliation's marks (tests make it small to put runs on disk).
+    var marksArenaBytes = ReconciliationState.marksArenaBytes
     /// `PRAGMA data_version` when ``storesWithLocalWrites(among:)`` last looked: it changes
     /// only when another connection commits, which is what a local write is.
     var lastDataVersion: Int64 = -1

@@ -1,7 +1,8 @@
 import Foundation
 
-/// Holds a first sync's changes and gives them back in id order, so the store's table and its
-/// id index are written front to back instead of at random.
+/// Holds a first sync's changes (or a sweep's listed ids) and gives them back in id order, so
+/// the store's table and its id index (or the sweep's marks) are written front to back instead
+/// of at random.
 ///
 /// Why: a first sync of a large collection arrives in the remote's order, which is random
 /// against the table's id index. Merged as it arrives, every 1,000 records dirtied about 1,000
@@ -71,8 +72,20 @@ final class SortedSpool {
         }
     }
 
+    /// Keeps an id alone (a reconciliation's mark): a delete record of batch 0, so the merge
+    /// gives each id back once however often it was added. The arena grows as ids come, not
+    /// reserved whole: most stores' sweeps hold a few thousand.
+    func add(id: String) throws(StoreError) {
+        let offset = arena.count
+        append(kind: 1, batch: 0, id: id, version: "", body: Data(), fields: nil)
+        keys.append((arena.withUnsafeBytes { SpoolRecord.idPrefix($0, at: offset) }, offset))
+        count += 1
+        if arena.count >= runBytes { try writeRun() }
+    }
+
     /// A merge of everything held, in id order; ``reset()`` once it is consumed.
-    func merged() throws(StoreError) -> SpoolMerge {
+    /// `keeping`: what is held stays, for another merge (the arena is then copied, not moved).
+    func merged(keeping: Bool = false) throws(StoreError) -> SpoolMerge {
         sortArena()
         var sources: [SpoolMerge.Source] = []
         if let file {
@@ -80,8 +93,10 @@ final class SortedSpool {
         }
         // The arena moves into the merge: one copy of it in memory, not two.
         if !keys.isEmpty { sources.append(.init(arena: arena, offsets: keys.map(\.offset))) }
-        arena = []
-        keys = []
+        if !keeping {
+            arena = []
+            keys = []
+        }
         return try SpoolMerge(sources: sources)
     }
 

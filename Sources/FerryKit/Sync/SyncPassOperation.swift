@@ -199,9 +199,10 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 var plan = PassPlan(cursor: cursor, reconcile: reconcile, pendingIDs: store.kind.fetchesByID ? pending : [],
                                     revalidate: setup.trigger == .onDemand, currentToken: report.push.isEmpty ? setup.currentToken : nil)
                 // Page digests vouch for pages merged since every record was last read: a pass
-                // that reads everything (a first sync, a rebuild, a sweep, one retrying records
-                // it could not store) reads every page's records and stores them anew.
-                if cursor == nil || reconcile || !pending.isEmpty {
+                // that reads everything (a first sync, a rebuild, one retrying records it could
+                // not store) reads every page's records and stores them anew. A sweep trusts them
+                // and lists an unchanged page's ids without merging its records.
+                if cursor == nil || !pending.isEmpty {
                     try database.forgetPageDigests(of: store.name)
                 } else {
                     plan.pageDigests = try database.pageDigests(of: store.name)
@@ -370,6 +371,14 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                             // Stored by the switch, or not at all.
                             cursor = nil
                         } else {
+                            // A sweep that trusted page digests checks what they vouched for.
+                            if report.pagesUnchanged > 0 {
+                                let missing = try database.listedRecordsMissing(from: store.name)
+                                if missing > 0 {
+                                    try database.forgetPageDigests(of: store.name)
+                                    gaps.append(.listedRecordsMissing(count: missing))
+                                }
+                            }
                             result = try database.finishReconciliation(of: store.name, maxDeleteShare: share, rowsBefore: pass.rowsBefore)
                             if case .swept(let deleted) = result { report.counts.deleted += deleted }
                         }

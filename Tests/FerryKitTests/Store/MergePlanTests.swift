@@ -67,6 +67,7 @@ struct MergePlanTests {
     @Test(arguments: [(VersionComparison.ordered, DeletionPolicy.hard), (.ordered, .tombstone), (.opaque, .hard), (.opaque, .tombstone)])
     func sqlMergeAgreesWithThePlan(comparison: VersionComparison, deletion: DeletionPolicy) throws {
         var generator = SeededGenerator(seed: 0x5EED + UInt64(comparison == .opaque ? 1 : 0) * 2 + UInt64(deletion == .tombstone ? 1 : 0))
+        var probes: [Probe] = []
         for round in 0..<20 {
             let directory = try TemporaryDirectory()
             let replica = try ReplicaDatabase(path: directory.path("replica.db"))
@@ -76,6 +77,7 @@ struct MergePlanTests {
             for batchNumber in 0..<12 {
                 let batch = Self.randomBatch(using: &generator, mostlyNew: batchNumber % 3 == 0)
                 let logBefore = try replica.changes(after: 0, limit: 100_000).last?.sequence ?? 0
+                if let probe = replica.stores["items"]?.probe, !probes.contains(probe) { probes.append(probe) }
                 let sql = try replica.apply(ChangeBatch(changes: batch, cursor: "c\(batchNumber)"), to: "items")
                 model.log = []
                 let planned = model.apply(batch)
@@ -87,6 +89,7 @@ struct MergePlanTests {
                 #expect(logged == model.log, "\(where_)")
             }
         }
+        #expect(Set(probes.map { "\($0)" }) == ["insert", "update", "read"], "every fast path ran")
     }
 
     static func randomBatch(using generator: inout SeededGenerator, mostlyNew: Bool) -> [RecordChange] {

@@ -106,28 +106,45 @@ struct MergeSemanticsTests {
         #expect(try replica.body(of: "u1", in: "contacts") == card)
     }
 
-    /// The merge switches between insert-first and read-first by the previous batch's mix; both
-    /// must give the same results and log entries.
-    @Test func insertFirstAndReadFirstAgree() throws {
+    /// The merge switches between insert-first, update-first and read-first by the previous
+    /// batch's mix; all three must give the same results and log entries.
+    @Test func insertFirstUpdateFirstAndReadFirstAgree() throws {
         let directory = try TemporaryDirectory()
         let replica = try ReplicaDatabase(path: directory.path("replica.db"))
         try replica.prepare(StoreDefinition(name: "items", deletion: .tombstone))
         // Mostly new: the next batch probes with an insert first.
         #expect(try replica.apply(ChangeBatch(changes: (0..<10).map { record("r\($0)", version: "1") }, cursor: nil), to: "items") == MergeCounts(inserted: 10))
-        #expect(replica.stores["items"]?.preferInsert == true)
+        #expect(replica.stores["items"]?.probe == .insert)
         // Updates, a stale one, a delete, one new id, through insert-first.
         let second = try replica.apply(ChangeBatch(changes: (0..<6).map { record("r\($0)", version: "2") } + [record("r6", version: "0"), .delete(id: "r7"), record("n1", version: "1")], cursor: nil), to: "items")
         #expect(second == MergeCounts(inserted: 1, updated: 6, deleted: 1, unchanged: 1))
-        #expect(replica.stores["items"]?.preferInsert == false)
-        // The same kinds of change through read-first, plus a resurrected tombstone.
+        #expect(replica.stores["items"]?.probe == .update)
+        // The same kinds of change through update-first, plus a resurrected tombstone.
         let third = try replica.apply(ChangeBatch(changes: [record("r0", version: "3"), record("r1", version: "1"), .delete(id: "r8"), record("n2", version: "1"), record("r7", version: "5")], cursor: nil), to: "items")
         #expect(third == MergeCounts(inserted: 2, updated: 1, deleted: 1, unchanged: 1))
+        // Mostly unchanged (a sweep reading everything again): the next batch reads first.
+        let fourth = try replica.apply(ChangeBatch(changes: [record("r2", version: "2"), record("r3", version: "2"), record("r4", version: "1"), record("r9", version: "3")], cursor: nil), to: "items")
+        #expect(fourth == MergeCounts(updated: 1, unchanged: 3))
+        #expect(replica.stores["items"]?.probe == .read)
+        let fifth = try replica.apply(ChangeBatch(changes: [record("r5", version: "9"), record("r6", version: "1"), record("n3", version: "1"), record("r8", version: "7"), .delete(id: "r9")], cursor: nil), to: "items")
+        #expect(fifth == MergeCounts(inserted: 2, updated: 1, deleted: 1, unchanged: 1))
         #expect(try replica.rows(of: "items") == [
-            "r0": "3", "r1": "2", "r2": "2", "r3": "2", "r4": "2", "r5": "2", "r6": "1", "r7": "5", "r8": "1†", "r9": "1", "n1": "1", "n2": "1",
+            "r0": "3", "r1": "2", "r2": "2", "r3": "2", "r4": "2", "r5": "9", "r6": "1", "r7": "5", "r8": "7", "r9": "3†", "n1": "1", "n2": "1", "n3": "1",
         ])
         let log = try replica.changes(after: 10, limit: 100).map { "\($0.operation) \($0.id)" }
         #expect(log == ["update r0", "update r1", "update r2", "update r3", "update r4", "update r5", "delete r7", "insert n1",
-                        "update r0", "delete r8", "insert n2", "insert r7"])
+                        "update r0", "delete r8", "insert n2", "insert r7",
+                        "update r9",
+                        "update r5", "insert n3", "insert r8", "delete r9"])
+    }
+
+    @Test func theProbeFollowsTheBatchesMix() {
+        #expect(Probe.after(MergeCounts(inserted: 10)) == .insert)
+        #expect(Probe.after(MergeCounts(inserted: 5, updated: 3, unchanged: 2)) == .insert)
+        #expect(Probe.after(MergeCounts(inserted: 1, updated: 6, unchanged: 1)) == .update)
+        #expect(Probe.after(MergeCounts(updated: 2, unchanged: 2)) == .update)
+        #expect(Probe.after(MergeCounts(updated: 1, unchanged: 3)) == .read)
+        #expect(Probe.after(MergeCounts()) == .insert)
     }
 
     @Test func applyToUnpreparedStoreFails() throws {

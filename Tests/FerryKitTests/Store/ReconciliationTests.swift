@@ -96,4 +96,96 @@ struct ReconciliationTests {
         #expect(throws: StoreError.self) { try replica.finishReconciliation(of: "items", maxDeleteShare: 1) }
         #expect(try replica.recordCount(of: "items") == 4)
     }
+
+    /// Marks are held sorted (in runs on disk once the arena is full) and reach the temp table
+    /// in id order: the sweep must be exactly that of marks kept in memory.
+    @Test func marksInManyRunsOnDisk_sweepExactlyTheUnlisted_inIDOrder_andLeaveNothingBehind() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.replica(directory, rows: 3_000)
+        defer { replica.close() }
+        replica.marksArenaBytes = 2 << 10
+        let logBefore = try replica.changeLogCount()
+        try replica.beginReconciliation(of: "items")
+        // r0..r2399 listed twice each, on pages of 100 in a shuffled order, with ids the
+        // replica does not hold; r2500..r2599 arrive as merged records instead of listed ones.
+        var generator = SeededGenerator(seed: 5)
+        let listed = ((0 ..< 2_400).map { "r\($0)" } + (0 ..< 2_400).map { "r\($0)" } + (0 ..< 300).map { "remote-only-\($0)" })
+            .shuffled(using: &generator)
+        for start in stride(from: 0, to: listed.count, by: 100) {
+            try replica.markPresent(Array(listed[start ..< min(start + 100, listed.count)]), in: "items")
+            if start == 1_000 {
+                _ = try replica.apply(ChangeBatch(changes: (2_500 ..< 2_600).map { record("r\($0)", version: "2") }, cursor: nil), to: "items")
+            }
+        }
+        guard case .marking(_, let marks, _) = replica.reconciliations["items"] else { Issue.record("not reconciling"); return }
+        #expect(marks.runs.count > 20)
+        #expect(try replica.finishReconciliation(of: "items", maxDeleteShare: 1) == .swept(deleted: 500))
+        let expected = Set((0 ..< 2_400).map { "r\($0)" } + (2_500 ..< 2_600).map { "r\($0)" })
+        #expect(Set(try replica.rows(of: "items").keys) == expected)
+        let log = try replica.changes(after: 0, limit: 10_000)
+        let deletes = log.filter { $0.operation == "delete" }
+        #expect(try replica.changeLogCount() == logBefore + 100 + 500)
+        #expect(Set(deletes.map(\.id)) == Set((2_400 ..< 2_500).map { "r\($0)" } + (2_600 ..< 3_000).map { "r\($0)" }))
+        #expect(deletes.map(\.id) == deletes.map(\.id).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) },
+                "sweeps are logged in id order")
+        #expect(try replica.connection.scalarInt("SELECT count(*) FROM temp.ferry_present") == 0)
+        #expect(replica.reconciliations.isEmpty)
+        #expect(marks.isEmpty && marks.runs.isEmpty, "the marks' spool is let go")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { !$0.hasPrefix("replica.db") }.isEmpty)
+    }
+
+    /// The walk of the marks beside the id index, which decides whether a sweep has anything
+    /// to do: live rows not listed, listed ids without a row, pending records listed.
+    @Test func theWalkOfMarksBesideTheIndexCountsWhatTheSweepWouldDo() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        defer { replica.close() }
+        try replica.prepare(StoreDefinition(name: "items", deletion: .tombstone, maxRecordBytes: 40))
+        let ids = SortedSpoolTests.awkwardIDs
+        _ = try replica.apply(ChangeBatch(changes: ids.map { record($0, version: "1") }, cursor: nil), to: "items")
+        _ = try replica.apply(ChangeBatch(changes: [.delete(id: "abcdefg")], cursor: nil), to: "items")
+        // Two records the replica cannot store (too large): pending.
+        let large = Data(String(repeating: "x", count: 50).utf8)
+        _ = try replica.apply(ChangeBatch(changes: ["p1", "p2"].map { .upsert(RemoteRecord(id: $0, version: "1", body: large)) }, cursor: nil), to: "items")
+        replica.marksArenaBytes = 64
+        try replica.beginReconciliation(of: "items")
+        // Listed: every other awkward id, the tombstone, one pending record, one id never stored.
+        let listed = ids.enumerated().filter { $0.offset % 2 == 0 }.map(\.element) + ["abcdefg", "p1", "never-stored"]
+        try replica.markPresent(listed.reversed(), in: "items")
+        let notListed = ids.enumerated().filter { $0.offset % 2 == 1 && $0.element != "abcdefg" }
+        #expect(try replica.sweepScan(of: "items") == SweepScan(liveNotListed: notListed.count, listedMissing: 1, listedPending: ["p1"]))
+        #expect(try replica.listedRecordsMissing(from: "items") == 1)
+        #expect(try replica.finishReconciliation(of: "items", maxDeleteShare: 1) == .swept(deleted: notListed.count))
+        #expect(try replica.pendingRecordIDs(of: "items") == ["p1"], "a pending record the listing no longer names is gone")
+
+        // Nothing to delete: the sweep ends at the walk, and still forgets a pending record not listed.
+        _ = try replica.apply(ChangeBatch(changes: [.upsert(RemoteRecord(id: "p3", version: "1", body: large))], cursor: nil), to: "items")
+        try replica.beginReconciliation(of: "items")
+        try replica.markPresent(listed + ["p3"], in: "items")
+        #expect(try replica.sweepScan(of: "items").liveNotListed == 0)
+        #expect(try replica.finishReconciliation(of: "items", maxDeleteShare: 1) == .swept(deleted: 0))
+        #expect(Set(try replica.pendingRecordIDs(of: "items")) == ["p1", "p3"])
+        try replica.beginReconciliation(of: "items")
+        try replica.markPresent(listed.filter { $0 != "p1" }, in: "items")
+        #expect(try replica.finishReconciliation(of: "items", maxDeleteShare: 1) == .swept(deleted: 0))
+        #expect(try replica.pendingRecordIDs(of: "items").isEmpty)
+    }
+
+    @Test func binaryOrderIsSQLitesOrder() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        defer { replica.close() }
+        let ids = SortedSpoolTests.awkwardIDs + ["", "abc\u{0}d", "ab\u{7F}", "ab\u{80}"]
+        try replica.connection.execute("CREATE TEMP TABLE ordered(id TEXT PRIMARY KEY)")
+        for id in ids {
+            let insert = try replica.connection.prepare("INSERT INTO ordered(id) VALUES (?1)")
+            try insert.bind(id, at: 1)
+            try insert.run()
+        }
+        let statement = try replica.connection.prepare("SELECT id FROM ordered ORDER BY id")
+        var sqlite: [String] = []
+        while try statement.step() { sqlite.append(statement.string(at: 0) ?? "") }
+        #expect(ids.sorted { ReplicaDatabase.binaryOrder($0, $1) < 0 } == sqlite)
+        #expect(ReplicaDatabase.binaryOrder("abc", "abc") == 0)
+    }
 }

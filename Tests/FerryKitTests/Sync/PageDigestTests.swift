@@ -5,8 +5,9 @@ import Testing
 import FerryTestSupport
 
 /// A pass that reads a whole JSON collection again skips the records of pages whose bytes are
-/// those it merged last time, and reads every record of a page that changed; sweeps, first
-/// syncs and stores that push read every record.
+/// those it merged last time, and reads every record of a page that changed; a sweep lists the
+/// ids of unchanged pages without merging their records; first syncs and stores that push read
+/// every record.
 @Suite(.serialized) struct PageDigestTests {
     /// Five pages of four records chained by `next`, as files.
     struct Collection {
@@ -60,9 +61,10 @@ import FerryTestSupport
         #expect(try collection.digests() == ["1", "2", "3", "4", "5"])
         let synced = try collection.query("SELECT id, last_synced FROM items ORDER BY id")
 
-        // The next ferry sync sweeps (none was done yet): it reads every record.
+        // The next ferry sync sweeps (none was done yet): it lists every id, and merges no
+        // record of a page that did not change.
         let sweep = try collection.sync(store)
-        #expect(sweep.reconciliation == .swept(deleted: 0) && sweep.pagesUnchanged == 0)
+        #expect(sweep.reconciliation == .swept(deleted: 0) && sweep.pagesUnchanged == 5)
 
         // Nothing changed: every page skipped, no row written.
         let again = try collection.sync(store)
@@ -93,14 +95,26 @@ import FerryTestSupport
         #expect(try collection.query("SELECT count(*) FROM items") == ["20"])
     }
 
-    @Test func sweepsAndPushingStoresReadEveryRecord() throws {
-        let collection = try Collection()
+    @Test func aSweepListsUnchangedPagesWithoutMergingThem_andSweepsWhatAChangedPageLost() throws {
+        var collection = try Collection()
         let store = try collection.store()
         _ = try collection.sync(store)
-        // A sweep lists every id: it reads every record, and stores the digests anew.
+        let synced = try collection.query("SELECT id, last_synced FROM items ORDER BY id")
+        // Nothing changed: the sweep lists every id from pages it does not merge, deletes
+        // nothing and writes no row.
         let swept = try collection.sync(store, sweep: true)
-        #expect(swept.reconciliation == .swept(deleted: 0) && swept.counts.unchanged == 20 && swept.pagesUnchanged == 0)
+        #expect(swept.reconciliation == .swept(deleted: 0) && swept.counts == MergeCounts(unchanged: 20) && swept.pagesUnchanged == 5)
+        #expect(try collection.query("SELECT id, last_synced FROM items ORDER BY id") == synced)
         #expect(try collection.digests().count == 5)
+
+        // Record 6 goes: page 2 and every page after it change (the records move up one), so
+        // they are merged; page 1 is still listed from its digest, and only r6 is swept.
+        collection.versions[6] = nil
+        try collection.write()
+        let after = try collection.sync(store, sweep: true)
+        #expect(after.reconciliation == .swept(deleted: 1) && after.pagesUnchanged == 1)
+        #expect(try collection.query("SELECT count(*) FROM items") == ["19"])
+        #expect(try collection.query("SELECT count(*) FROM items WHERE id = 'r6'") == ["0"])
 
         // A store that pushes keeps no digests.
         let pushing = try Collection()
@@ -108,6 +122,32 @@ import FerryTestSupport
         _ = try pushing.sync(pushStore)
         #expect(try pushing.sync(pushStore).pagesUnchanged == 0)
         #expect(try pushing.digests().isEmpty)
+    }
+
+    /// A sweep that trusted digests checks that every listed record has a row: a row removed
+    /// behind Ferry's back (its guards dropped) is reported, not papered over, and the next
+    /// pass reads every record again and brings it back.
+    @Test func aSweepFindsRowsRemovedBehindFerrysBack_andThePassAfterBringsThemBack() throws {
+        let collection = try Collection()
+        let store = try collection.store()
+        _ = try collection.sync(store)
+        _ = try collection.sync(store, sweep: true)
+        let triggers = try collection.query("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'items'")
+        #expect(!triggers.isEmpty)
+        _ = try collection.query(triggers.map { "DROP TRIGGER \"\($0)\";" }.joined() + "DELETE FROM items WHERE id IN ('r3', 'r11');")
+
+        let swept = try collection.sync(store, sweep: true)
+        #expect(swept.pagesUnchanged == 5)
+        #expect(swept.gaps == [.listedRecordsMissing(count: 2)])
+        #expect(!swept.isComplete)
+        #expect(try collection.digests().isEmpty, "the digests that vouched for the lost rows are forgotten")
+        #expect(try collection.query("SELECT incomplete IS NOT NULL FROM ferry_sync_state WHERE store = 'items'") == ["1"])
+
+        // The next pass sweeps (the gap asks for it) and reads every record.
+        let repaired = try collection.sync(store)
+        #expect(repaired.counts.inserted == 2 && repaired.pagesUnchanged == 0 && repaired.isComplete)
+        #expect(try collection.query("SELECT count(*) FROM items") == ["20"])
+        #expect(try collection.query("SELECT incomplete IS NULL FROM ferry_sync_state WHERE store = 'items'") == ["1"])
     }
 
     @Test func aPageWithARecordThatCannotBeStored_isReadAgainEachPass() throws {
@@ -118,8 +158,11 @@ import FerryTestSupport
         let first = try collection.sync(store)
         #expect(first.counts.skipped == 1)
         #expect(try collection.digests() == ["2", "3", "4", "5"])
-        // The record is fetched again by reading everything (this kind cannot fetch by id).
+        // The page is read again at every pass (this kind cannot fetch by id), the sweep of
+        // the second pass included; the other pages are skipped.
         let again = try collection.sync(store)
-        #expect(again.counts.skipped == 1 && again.pagesUnchanged == 0)
+        #expect(again.counts.skipped == 1 && again.pagesUnchanged == 4)
+        let third = try collection.sync(store)
+        #expect(third.counts.skipped == 1 && third.pagesUnchanged == 4)
     }
 }

@@ -200,6 +200,9 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         // The same bytes at the same place as when last merged: the same records, merged then.
         let unchanged = digest.map { setup.knownDigests[number] == $0.value } ?? false
         if !unchanged { changes.reserveCapacity(scanned.records.count) }
+        // A sweep still lists an unchanged page's ids (its records are what they were when
+        // merged, and a page with a record that could not be stored has no digest).
+        if unchanged, setup.reconcile { ids = scanned.records.compactMap(\.id) }
         for (position, record) in scanned.records.enumerated() where !unchanged {
             switch record.outcome(in: page.body, maxBytes: store.maxRecordBytes, position: position) {
             case .record(let remote):

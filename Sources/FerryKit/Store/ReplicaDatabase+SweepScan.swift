@@ -1,0 +1,110 @@
+import Foundation
+
+/// What a sweep's marks say against the store's table, from one walk of both in id order.
+struct SweepScan: Equatable {
+    /// Live rows the listing did not name: what the sweep would delete, before rows with a
+    /// queued local change are set aside.
+    var liveNotListed = 0
+    /// Listed ids with no row at all, records the replica could not store set aside.
+    var listedMissing = 0
+    /// Records the replica could not store that the listing named; the others are gone.
+    var listedPending: Set<String> = []
+}
+
+extension ReplicaDatabase {
+    /// The scan of a reconciling store's marks, walked once and kept until more marks come.
+    func sweepScan(of store: String) throws(StoreError) -> SweepScan {
+        guard case .marking(let storeID, let marks, let kept) = reconciliations[store] else {
+            throw StoreError(.other, path: path, store: store, message: "sweep without beginReconciliation")
+        }
+        if let kept { return kept }
+        let scan = try scanMarks(marks, of: try preparedStore(store), pending: try allPendingIDs(of: store))
+        reconciliations[store] = .marking(storeID: storeID, marks: marks, scan: scan)
+        return scan
+    }
+
+    /// Walks the marks (sorted, each once) beside the table's id index: both in SQLite's
+    /// BINARY order, so each side is read once, front to back, and no mark is written anywhere.
+    /// Only rows the listing did not name are looked up (for `deleted`). The marks stay held,
+    /// for the sweep's SQL when there is something to delete.
+    private func scanMarks(_ marks: SortedSpool, of prepared: PreparedStore, pending: Set<String>) throws(StoreError) -> SweepScan {
+        let store = prepared.definition.name
+        let merge = try marks.merged(keeping: true)
+        var chunk: [RecordChange] = []
+        var index = 0
+        func nextMark() throws(StoreError) -> String? {
+            if index == chunk.count {
+                chunk = try merge.next(limit: 10_000).changes
+                index = 0
+                if chunk.isEmpty { return nil }
+            }
+            defer { index += 1 }
+            return chunk[index].id
+        }
+        var scan = SweepScan()
+        func listedWithoutRow(_ id: String) {
+            if pending.contains(id) { scan.listedPending.insert(id) } else { scan.listedMissing += 1 }
+        }
+        do {
+            let table = quoted(store)
+            let rows = try connection.prepare("SELECT id FROM \(table) ORDER BY id")
+            let live = try connection.prepare("SELECT deleted = 0 FROM \(table) WHERE id = ?1")
+            var mark = try nextMark()
+            while try rows.step() {
+                let id = rows.string(at: 0) ?? ""
+                while let listed = mark, Self.binaryOrder(listed, id) < 0 {
+                    listedWithoutRow(listed)
+                    mark = try nextMark()
+                }
+                if let listed = mark, Self.binaryOrder(listed, id) == 0 {
+                    if pending.contains(listed) { scan.listedPending.insert(listed) }
+                    mark = try nextMark()
+                    continue
+                }
+                try live.bind(id, at: 1)
+                if try live.step(), live.int64(at: 0) != 0 { scan.liveNotListed += 1 }
+                live.reset()
+            }
+            while let listed = mark {
+                listedWithoutRow(listed)
+                mark = try nextMark()
+            }
+        } catch let error as SQLiteError {
+            throw StoreError(error, path: path, store: store)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            preconditionFailure("sweep scan threw \(error)")
+        }
+        return scan
+    }
+
+    /// Every id of the store's records the replica could not store (few, as a rule).
+    private func allPendingIDs(of store: String) throws(StoreError) -> Set<String> {
+        let prepared = try preparedStore(store)
+        guard prepared.pendingCount > 0 else { return [] }
+        do {
+            let statement = try connection.prepare("SELECT id FROM ferry_pending_records WHERE store_id = ?1")
+            try statement.bind(prepared.storeID, at: 1)
+            var ids: Set<String> = []
+            while try statement.step() { ids.insert(statement.string(at: 0) ?? "") }
+            return ids
+        } catch { throw StoreError(error, path: path, store: store) }
+    }
+
+    /// SQLite's BINARY collation: bytes as memcmp orders them, then the shorter first.
+    static func binaryOrder(_ left: String, _ right: String) -> Int {
+        var left = left
+        var right = right
+        return left.withUTF8 { a in
+            right.withUTF8 { b in
+                let common = min(a.count, b.count)
+                if common > 0, let x = a.baseAddress, let y = b.baseAddress {
+                    let order = memcmp(x, y, common)
+                    if order != 0 { return Int(order) }
+                }
+                return a.count - b.count
+            }
+        }
+    }
+}
