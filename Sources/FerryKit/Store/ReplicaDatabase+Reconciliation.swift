@@ -7,8 +7,9 @@ extension ReplicaDatabase {
     /// meanwhile count as present.
     ///
     /// Marks are held in a ``SortedSpool`` (memory stays bounded however large the store) and
-    /// copied in id order into the connection's one TEMP table, `ferry_present`, keyed by
-    /// store, when the sweep comes (``ReconciliationState``). The table is created when the
+    /// walked beside the table's id index when the sweep comes (``SweepScan``); only when rows
+    /// are to go are they copied, in id order, into the connection's one TEMP table,
+    /// `ferry_present`, keyed by store (``ReconciliationState``). That table is created when the
     /// connection opens, never per store nor dropped: creating or dropping a table changes the
     /// schema, which expires every prepared statement of every store on the shared connection
     /// (with a table per store, the first sweep of each of 5,000 stores cost ferryd 16% of its
