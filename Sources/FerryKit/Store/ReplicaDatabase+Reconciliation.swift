@@ -27,11 +27,10 @@ extension ReplicaDatabase {
 
     /// Records ids the remote listing contains. Call it page by page; it touches no table.
     public func markPresent(_ ids: [String], in store: String) throws(StoreError) {
-        guard case .marking(let storeID, let marks, _) = reconciliations[store] else {
+        guard case .marking = reconciliations[store] else {
             throw StoreError(.other, path: path, store: store, message: "markPresent without beginReconciliation")
         }
-        reconciliations[store] = .marking(storeID: storeID, marks: marks, scan: nil)
-        for id in ids { try marks.add(id: id) }
+        try markMerged(ids, in: store)
     }
 
     /// Marks records a merge stored while the store is reconciling: a record the remote sent
@@ -106,7 +105,8 @@ extension ReplicaDatabase {
             return try connection.transaction { () throws(SQLiteError) -> ReconcileOutcome in
                 var total = rowsBefore ?? 0
                 if rowsBefore == nil { total = Int(try connection.scalarInt("SELECT count(*) FROM \(table) WHERE deleted = 0") ?? 0) }
-                let wouldDelete = Int(try connection.scalarInt("SELECT count(*) \(missing)") ?? 0)
+                // The walk counted them already, unless queued local changes set some aside.
+                let wouldDelete = prepared.definition.writeBack.push ? Int(try connection.scalarInt("SELECT count(*) \(missing)") ?? 0) : scan.liveNotListed
                 if wouldDelete > 0, Double(wouldDelete) > maxDeleteShare * Double(total) {
                     return .refused(wouldDelete: wouldDelete, of: total)
                 }

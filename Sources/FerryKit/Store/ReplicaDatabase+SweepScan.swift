@@ -18,7 +18,10 @@ extension ReplicaDatabase {
             throw StoreError(.other, path: path, store: store, message: "sweep without beginReconciliation")
         }
         if let kept { return kept }
-        let scan = try scanMarks(marks, of: try preparedStore(store), pending: try allPendingIDs(of: store))
+        let prepared = try preparedStore(store)
+        // Records the replica could not store: few, as a rule.
+        let pending = prepared.pendingCount > 0 ? Set(try pendingRecordIDs(of: store, limit: .max)) : []
+        let scan = try scanMarks(marks, of: prepared, pending: pending)
         reconciliations[store] = .marking(storeID: storeID, marks: marks, scan: scan)
         return scan
     }
@@ -77,19 +80,6 @@ extension ReplicaDatabase {
             preconditionFailure("sweep scan threw \(error)")
         }
         return scan
-    }
-
-    /// Every id of the store's records the replica could not store (few, as a rule).
-    private func allPendingIDs(of store: String) throws(StoreError) -> Set<String> {
-        let prepared = try preparedStore(store)
-        guard prepared.pendingCount > 0 else { return [] }
-        do {
-            let statement = try connection.prepare("SELECT id FROM ferry_pending_records WHERE store_id = ?1")
-            try statement.bind(prepared.storeID, at: 1)
-            var ids: Set<String> = []
-            while try statement.step() { ids.insert(statement.string(at: 0) ?? "") }
-            return ids
-        } catch { throw StoreError(error, path: path, store: store) }
     }
 
     /// SQLite's BINARY collation: bytes as memcmp orders them, then the shorter first.

@@ -61,14 +61,10 @@ final class SortedSpool {
     func add(_ changes: some Sequence<RecordChange>, batch: UInt32) throws(StoreError) {
         for change in changes {
             if arena.isEmpty { arena.reserveCapacity(runBytes + runBytes / 8) }
-            let offset = arena.count
             switch change {
-            case .upsert(let record): append(kind: 0, batch: batch, id: record.id, version: record.version, body: record.body, fields: record.fields)
-            case .delete(let id): append(kind: 1, batch: batch, id: id, version: "", body: Data(), fields: nil)
+            case .upsert(let record): try keep(kind: 0, batch: batch, id: record.id, version: record.version, body: record.body, fields: record.fields)
+            case .delete(let id): try keep(kind: 1, batch: batch, id: id, version: "", body: Data(), fields: nil)
             }
-            keys.append((arena.withUnsafeBytes { SpoolRecord.idPrefix($0, at: offset) }, offset))
-            count += 1
-            if arena.count >= runBytes { try writeRun() }
         }
     }
 
@@ -76,8 +72,13 @@ final class SortedSpool {
     /// gives each id back once however often it was added. The arena grows as ids come, not
     /// reserved whole: most stores' sweeps hold a few thousand.
     func add(id: String) throws(StoreError) {
+        try keep(kind: 1, batch: 0, id: id, version: "", body: Data(), fields: nil)
+    }
+
+    /// Appends one record and its key; a full arena goes to disk as a sorted run.
+    private func keep(kind: UInt8, batch: UInt32, id: String, version: String, body: Data, fields: [String: String]?) throws(StoreError) {
         let offset = arena.count
-        append(kind: 1, batch: 0, id: id, version: "", body: Data(), fields: nil)
+        append(kind: kind, batch: batch, id: id, version: version, body: body, fields: fields)
         keys.append((arena.withUnsafeBytes { SpoolRecord.idPrefix($0, at: offset) }, offset))
         count += 1
         if arena.count >= runBytes { try writeRun() }
