@@ -9,14 +9,19 @@ import Foundation
 ///
 /// Records are ~370-byte JSON objects with random 16-hex ids, generated batch by batch from a
 /// seeded generator (so memory stays flat and both sides see identical rows); only the
-/// database work is timed. The goal is merge ≥ 0.9 × raw.
+/// database work is timed. The goal is merge ≥ 0.95 × raw.
 ///
-/// Measured (200k–1M records, this machine): the merge reaches 0.95–1.0× the raw loop when its
+/// Measured (200k–1M records, this machine): the merge reaches 0.96–1.0× the raw loop when its
 /// change-log writes are disabled; the change-log row every change must add (same
 /// transaction, by design) is what costs the rest. Schema v3's compact log (integer store and
 /// operation, no AUTOINCREMENT) moved the medians of 1M-record runs from 0.80× to 0.84× for
 /// inserts and from 0.81× to 0.87× for updates (single runs vary ±10% on this shared machine);
-/// 256-row log inserts instead of 64 did not help.
+/// 256-row log inserts instead of 64 did not help. Binding the log's ids from one buffer and the
+/// record's id, version and body where they lie, with no copy (`SQLITE_STATIC`), moved 500k-record
+/// runs from 0.87–0.91× to 0.92–0.95× (inserts) and from 0.86–0.87× to 0.90–0.95× (updates).
+/// SQLite itself needs about 0.2–0.3 µs to append a log row (an `INSERT ... SELECT` of 500k
+/// rows, no statement per row: 0.11–0.15 s), 5–8% of a raw update: the goal leaves the rest of
+/// the merge almost nothing.
 struct StoreBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "store",
@@ -90,8 +95,8 @@ struct StoreBenchmark: ParsableCommand {
         try replica.setBulkMode(false)
         replica.close()
         raw.close()
-        let ok = results.allSatisfy { $0.2 >= 0.9 * $0.1 }
-        print("goal merge ≥ 0.9× raw: \(ok ? "met" : "NOT met")")
+        let ok = results.allSatisfy { $0.2 >= 0.95 * $0.1 }
+        print("goal merge ≥ 0.95× raw: \(ok ? "met" : "NOT met")")
         print("peak RSS: \(Self.peakRSS())")
     }
 

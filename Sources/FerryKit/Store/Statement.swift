@@ -68,6 +68,13 @@ final class Statement {
         try SQLite.check(code, connection.handle, sql: sql)
     }
 
+    /// Binds UTF-8 bytes as TEXT without copying them (`SQLITE_STATIC`): the caller keeps them
+    /// alive and unchanged until this statement is reset (``run()`` ends with one).
+    func bindUnretained(text bytes: UnsafeRawBufferPointer, at index: Int32) throws(SQLiteError) {
+        let text = (bytes.baseAddress ?? UnsafeRawPointer(emptyText)).assumingMemoryBound(to: CChar.self)
+        try SQLite.check(sqlite3_bind_text(handle, index, text, Int32(bytes.count), nil), connection.handle, sql: sql)
+    }
+
     func bind(_ value: Data, at index: Int32) throws(SQLiteError) {
         let code = value.withUnsafeBytes { raw in
             sqlite3_bind_blob(handle, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), ferry_sqlite_transient())
@@ -108,25 +115,6 @@ final class Statement {
     func run() throws(SQLiteError) {
         defer { reset() }
         while try step() {}
-    }
-
-    /// Binds `data` as UTF-8 text without copying it (`SQLITE_STATIC`), then ``run()``s while
-    /// the bytes are borrowed. The reset at the end of the run clears the binding, so no pointer
-    /// outlives the borrow. The merge binds every record body this way: copying ~370 bytes per
-    /// row into SQLite (`SQLITE_TRANSIENT`) was a malloc, a memcpy and a free per record.
-    func run(borrowingText data: Data, at index: Int32) throws(SQLiteError) {
-        let outcome: Result<Void, SQLiteError> = data.withUnsafeBytes { raw in
-            let text = (raw.baseAddress ?? UnsafeRawPointer(emptyText)).assumingMemoryBound(to: CChar.self)
-            do throws(SQLiteError) {
-                try SQLite.check(sqlite3_bind_text(handle, index, text, Int32(raw.count), nil), connection.handle, sql: sql)
-                try run()
-                return .success(())
-            } catch {
-                reset()
-                return .failure(error)
-            }
-        }
-        try outcome.get()
     }
 
     // MARK: - Columns (0-based indexes, as in SQLite)

@@ -139,6 +139,26 @@ struct SyncStateTests {
         replica.close()
     }
 
+    /// Log entries are bound from one buffer of ids laid back to back: ids of every length,
+    /// non-ASCII ones among them, on both sides of a full multi-row statement, come back byte
+    /// for byte, in the batch's order, as the table holds them.
+    @Test func theLogKeepsEveryIdExactlyAcrossWideAndSingleWrites() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        try replica.prepare(StoreDefinition(name: "items"))
+        let ids = (0..<150).map { index in
+            String(repeating: ["a", "é", "日", "🚀"][index % 4], count: index % 37 + 1) + "-\(index)"
+        }
+        _ = try replica.apply(ChangeBatch(changes: ids.map { record($0, version: "1") }, cursor: nil), to: "items")
+        _ = try replica.apply(ChangeBatch(changes: ids.prefix(70).map { record($0, version: "2") } + [.delete(id: ids[149])], cursor: nil), to: "items")
+        let log = try replica.changes(after: 0, limit: 1000)
+        #expect(log.map(\.id) == ids + ids.prefix(70) + [ids[149]])
+        #expect(log.map(\.operation) == Array(repeating: "insert", count: 150) + Array(repeating: "update", count: 70) + ["delete"])
+        let stored = try replica.connection.textRows("SELECT id FROM items ORDER BY rowid")
+        #expect(stored == Array(ids.prefix(149)))
+        replica.close()
+    }
+
     @Test func bulkModeTunesAndRestoresPragmas() throws {
         let directory = try TemporaryDirectory()
         let replica = try ReplicaDatabase(path: directory.path("replica.db"))
