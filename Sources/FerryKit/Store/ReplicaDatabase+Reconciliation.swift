@@ -94,8 +94,21 @@ extension ReplicaDatabase {
             } catch { throw StoreError(error, path: path, store: store) }
             return .swept(deleted: 0)
         }
-        try copyMarks(marks, storeID: storeID, store: store)
         let table = quoted(store)
+        func liveRows() throws(SQLiteError) -> Int {
+            if let rowsBefore { return rowsBefore }
+            return Int(try connection.scalarInt("SELECT count(*) FROM \(table) WHERE deleted = 0") ?? 0)
+        }
+        // A store that does not push deletes exactly what the walk counted, so a refusal is
+        // decided before any mark is copied.
+        if !prepared.definition.writeBack.push {
+            do {
+                if let refusal = ReconcileOutcome.refusal(wouldDelete: scan.liveNotListed, of: try liveRows(), maxDeleteShare: maxDeleteShare) {
+                    return refusal
+                }
+            } catch { throw StoreError(error, path: path, store: store) }
+        }
+        try copyMarks(marks, storeID: storeID, store: store)
         // Records with a queued local change are not swept: a local create is not on the remote
         // yet, and a remote deletion of a record changed locally is a conflict (below).
         let queued = prepared.definition.writeBack.push ? " AND id NOT IN (SELECT id FROM ferry_outbox WHERE store_id = \(prepared.storeID))" : ""
@@ -103,12 +116,11 @@ extension ReplicaDatabase {
         let missing = "FROM \(table) WHERE deleted = 0 AND \(notListed)" + queued
         do {
             return try connection.transaction { () throws(SQLiteError) -> ReconcileOutcome in
-                var total = rowsBefore ?? 0
-                if rowsBefore == nil { total = Int(try connection.scalarInt("SELECT count(*) FROM \(table) WHERE deleted = 0") ?? 0) }
                 // The walk counted them already, unless queued local changes set some aside.
                 let wouldDelete = prepared.definition.writeBack.push ? Int(try connection.scalarInt("SELECT count(*) \(missing)") ?? 0) : scan.liveNotListed
-                if wouldDelete > 0, Double(wouldDelete) > maxDeleteShare * Double(total) {
-                    return .refused(wouldDelete: wouldDelete, of: total)
+                if prepared.definition.writeBack.push,
+                   let refusal = ReconcileOutcome.refusal(wouldDelete: wouldDelete, of: try liveRows(), maxDeleteShare: maxDeleteShare) {
+                    return refusal
                 }
                 // A listing trusted enough to sweep also says which locally changed records the
                 // remote deleted; a refused one says nothing of them either.

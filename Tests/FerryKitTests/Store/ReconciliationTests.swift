@@ -48,6 +48,18 @@ struct ReconciliationTests {
         #expect(try sweep(keeping: []) == .swept(deleted: 8), "a cancelled reconciliation leaves no marks behind")
     }
 
+    /// The refusal rule, read as a table: (would delete, live rows, share) → refused?
+    @Test func theRefusalRule() {
+        let cases: [(Int, Int, Double, Bool)] = [
+            (0, 0, 0, false), (0, 10, 0, false), (1, 10, 0, true), (5, 10, 0.5, false),
+            (6, 10, 0.5, true), (10, 10, 1, false), (1, 0, 1, true),
+        ]
+        for (wouldDelete, total, share, refused) in cases {
+            let outcome = ReconcileOutcome.refusal(wouldDelete: wouldDelete, of: total, maxDeleteShare: share)
+            #expect(outcome == (refused ? .refused(wouldDelete: wouldDelete, of: total) : nil), "\(wouldDelete) of \(total) at \(share)")
+        }
+    }
+
     @Test func refusesMassDeletion() throws {
         let directory = try TemporaryDirectory()
         let replica = try Self.replica(directory)
