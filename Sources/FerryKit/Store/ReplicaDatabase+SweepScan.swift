@@ -48,36 +48,36 @@ extension ReplicaDatabase {
         func listedWithoutRow(_ id: String) {
             if pending.contains(id) { scan.listedPending.insert(id) } else { scan.listedMissing += 1 }
         }
-        do {
-            let table = quoted(store)
-            let rows = try connection.prepare("SELECT id FROM \(table) ORDER BY id")
-            let live = try connection.prepare("SELECT deleted = 0 FROM \(table) WHERE id = ?1")
-            var mark = try nextMark()
-            while try rows.step() {
-                let id = rows.string(at: 0) ?? ""
-                while let listed = mark, Self.binaryOrder(listed, id) < 0 {
-                    listedWithoutRow(listed)
-                    mark = try nextMark()
-                }
-                if let listed = mark, Self.binaryOrder(listed, id) == 0 {
-                    if pending.contains(listed) { scan.listedPending.insert(listed) }
-                    mark = try nextMark()
-                    continue
-                }
-                try live.bind(id, at: 1)
-                if try live.step(), live.int64(at: 0) != 0 { scan.liveNotListed += 1 }
-                live.reset()
-            }
-            while let listed = mark {
+        // Marks throw StoreError (the spool), statements SQLiteError: each statement's error
+        // is given the store here, so the walk below throws one typed error.
+        func sql<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
+            do { return try body() } catch { throw StoreError(error, path: path, store: store) }
+        }
+        let table = quoted(store)
+        let rows = try sql { () throws(SQLiteError) in try connection.prepare("SELECT id FROM \(table) ORDER BY id") }
+        let live = try sql { () throws(SQLiteError) in try connection.prepare("SELECT deleted = 0 FROM \(table) WHERE id = ?1") }
+        var mark = try nextMark()
+        while try sql({ () throws(SQLiteError) in try rows.step() }) {
+            let id = rows.string(at: 0) ?? ""
+            while let listed = mark, Self.binaryOrder(listed, id) < 0 {
                 listedWithoutRow(listed)
                 mark = try nextMark()
             }
-        } catch let error as SQLiteError {
-            throw StoreError(error, path: path, store: store)
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            preconditionFailure("sweep scan threw \(error)")
+            if let listed = mark, Self.binaryOrder(listed, id) == 0 {
+                if pending.contains(listed) { scan.listedPending.insert(listed) }
+                mark = try nextMark()
+                continue
+            }
+            let isLive = try sql { () throws(SQLiteError) -> Bool in
+                defer { live.reset() }
+                try live.bind(id, at: 1)
+                return try live.step() && live.int64(at: 0) != 0
+            }
+            if isLive { scan.liveNotListed += 1 }
+        }
+        while let listed = mark {
+            listedWithoutRow(listed)
+            mark = try nextMark()
         }
         return scan
     }
