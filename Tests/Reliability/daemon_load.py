@@ -25,7 +25,8 @@ Bounds (the figures are printed either way):
   hold);
 - STATUS= a summary ("N stores: ...", under 300 characters), not a list of every store;
 - every store finished >= 50% of the passes its interval allows and is ok in `ferry status`
-  with a recent last success; the mutated stores equal the server at the end; integrity ok;
+  with a recent last success, which says of at most 1% that their next pass is more than 2 s
+  overdue; the mutated stores equal the server at the end; integrity ok;
   ferryd exits 0 on SIGTERM.
 
 CI runs 1,000 stores at interval 20 s (debug build); the documented long run is
@@ -276,6 +277,13 @@ def run_load(args, check):
                  or states[n]["last_success_age_seconds"] > limit_age or states[n].get("state") != "ok"]
         check.expect(not stale, "ferry status: every store ok with a last success under %d s old (%d not%s)"
                      % (limit_age, len(stale), (": " + ", ".join(stale[:5])) if stale else ""))
+        # What `ferry status` says of the schedule while ferryd runs: a snapshot, so up to 1%
+        # may be caught in the p99's tail; every store must carry the key.
+        unknown = [n for n in run.names if states.get(n, {}).get("overdue_seconds") is None]
+        late = [n for n in run.names if (states.get(n, {}).get("overdue_seconds") or 0) > 2]
+        check.expect(not unknown and len(late) <= len(run.names) // 100,
+                     "ferry status: overdue_seconds for every store, at most 1%% more than 2 s overdue (%d late, %d without%s)"
+                     % (len(late), len(unknown), (": " + ", ".join((late + unknown)[:5])) if late or unknown else ""))
         check.expect(not wrong, "%d stores mutated during the run equal the server (ids, versions, bodies)%s"
                      % (len(mutated), (": differ " + ", ".join(wrong)) if wrong else ""))
         check.expect(integrity(run.database) == "ok", "integrity_check ok after the run")

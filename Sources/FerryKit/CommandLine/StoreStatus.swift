@@ -7,17 +7,22 @@ import Foundation
 ///      "last_success_age_seconds":42,"last_attempt":"…","records":1000,"cursor":"…",
 ///      "last_error":null,"incomplete":null,"pending_records":0,"local_writes_queued":0,
 ///      "local_writes_refused":0,"conflicts":0,"next_pass":"2026-11-23T10:00:30Z",
-///      "next_pass_in_seconds":30,"syncing":false,"consecutive_failures":0,"backoff_cause":null}
+///      "next_pass_in_seconds":30,"syncing":false,"consecutive_failures":0,"backoff_cause":null,
+///      "overdue_seconds":0}
 ///
 /// `state` is `ok` (the last pass finished and left nothing out), `incomplete` (it finished,
 /// but the replica knowingly differs from the remote: `incomplete` says how; local writes not
 /// pushed yet, refused by the remote or held in a conflict count), `failing` (the
 /// last attempt failed), `never-synced`, `not-configured` (rows of a store no longer in the
-/// configuration) or `gone` (a collection a `dav-account` store no longer syncs, whose rows stay). The last five keys come from the running ferryd (``PublishedSchedule``) and
-/// are `null` when none runs for this database: `next_pass` is when the next pass may start
+/// configuration) or `gone` (a collection a `dav-account` store no longer syncs, whose rows stay).
+/// The keys from `next_pass` on come from the running ferryd (``PublishedSchedule``) and are
+/// `null` when none runs for this database: `next_pass` is when the next pass may start
 /// (`null` while one runs), `syncing` whether one runs now, `consecutive_failures` how many
 /// passes failed in a row (above 0 the store is backing off, and `next_pass` is the retry),
-/// `backoff_cause` the last failure in a few words while it backs off.
+/// `backoff_cause` the last failure in a few words while it backs off, `overdue_seconds` how
+/// long ago the next pass was due without starting (0 on time): `state` says what the last
+/// pass left, this says whether ferryd keeps up (an overloaded or hung daemon, whose published
+/// schedule then stops moving).
 public struct StoreStatus: Sendable, Equatable, Codable {
     public var store: String
     public var kind: String?
@@ -41,6 +46,7 @@ public struct StoreStatus: Sendable, Equatable, Codable {
     public var syncing: Bool?
     public var consecutiveFailures: Int?
     public var backoffCause: String?
+    public var overdueSeconds: Int?
 
     enum CodingKeys: String, CodingKey {
         case store, kind, state, records, cursor, incomplete
@@ -56,6 +62,7 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         case nextPassInSeconds = "next_pass_in_seconds"
         case consecutiveFailures = "consecutive_failures"
         case backoffCause = "backoff_cause"
+        case overdueSeconds = "overdue_seconds"
     }
 
     /// Every key, `null` included: scripts read a fixed shape.
@@ -80,6 +87,7 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         try container.encode(syncing, forKey: .syncing)
         try container.encode(consecutiveFailures, forKey: .consecutiveFailures)
         try container.encode(backoffCause, forKey: .backoffCause)
+        try container.encode(overdueSeconds, forKey: .overdueSeconds)
     }
 
     /// Joins the configured stores with what the database recorded, and with failures ferryd
@@ -113,6 +121,7 @@ public struct StoreStatus: Sendable, Equatable, Codable {
             rows[index].syncing = entry.running
             rows[index].consecutiveFailures = entry.failures
             rows[index].backoffCause = entry.failures > 0 ? entry.cause : nil
+            rows[index].overdueSeconds = entry.nextPass.map { max(0, Int(now.timeIntervalSince($0))) } ?? 0
         }
         return rows
     }
@@ -182,10 +191,15 @@ public struct StoreStatus: Sendable, Equatable, Codable {
     static func next(_ row: StoreStatus) -> String {
         if row.syncing == true { return "syncing" }
         guard let seconds = row.nextPassInSeconds else { return "-" }
-        let when = seconds == 0 ? "now" : "in " + age(seconds)
+        // The schedule is published about once a second: a pass a moment past due is "now".
+        let overdue = row.overdueSeconds ?? 0
+        let when = overdue >= lateAfterSeconds ? "late " + age(overdue) : seconds == 0 ? "now" : "in " + age(seconds)
         guard let failures = row.consecutiveFailures, failures > 0 else { return when }
         return when + " (retry \(failures))"
     }
+
+    /// Seconds past due from which the table says a pass is late rather than starting now.
+    static let lateAfterSeconds = 3
 
     static func shorten(_ text: String, to length: Int) -> String {
         text.count > length ? String(text.prefix(length - 3)) + "..." : text

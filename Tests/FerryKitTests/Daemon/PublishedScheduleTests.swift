@@ -36,21 +36,31 @@ import FerryTestSupport
             "well": .init(nextPass: now + 42, running: false, failures: 0, cause: nil),
             "sick": .init(nextPass: now + 300, running: false, failures: 3, cause: "HTTP 503"),
             "busy": .init(nextPass: nil, running: true, failures: 0, cause: nil),
+            "late": .init(nextPass: now - 94, running: false, failures: 0, cause: nil),
+            "prompt": .init(nextPass: now - 1, running: false, failures: 0, cause: nil),
         ]
         try PublishedSchedule(database: database, stores: stores).publish(directory: directory.path)
         let read = PublishedSchedule.read(directory: directory.path, database: database)
         #expect(read == stores, "this process wrote it and runs")
         #expect(PublishedSchedule.read(directory: directory.path, database: directory.path("other.db")).isEmpty, "another database's")
         let synced = SyncState(store: "well", lastAttempt: now - 10, lastSuccess: now - 10, recordCount: 5)
-        let rows = StoreStatus.collect(configuration: nil, states: [synced, SyncState(store: "sick"), SyncState(store: "busy")],
+        let late = SyncState(store: "late", lastAttempt: now - 154, lastSuccess: now - 154, recordCount: 5)
+        let rows = StoreStatus.collect(configuration: nil, states: [synced, SyncState(store: "sick"), SyncState(store: "busy"), late,
+                                                                    SyncState(store: "prompt")],
                                        schedule: read, now: now)
         let byName = Dictionary(uniqueKeysWithValues: rows.map { ($0.store, $0) })
         #expect(byName["well"]?.nextPassInSeconds == 42)
         #expect(byName["well"]?.syncing == false)
         #expect(byName["sick"]?.consecutiveFailures == 3 && byName["sick"]?.backoffCause == "HTTP 503")
         #expect(byName["busy"]?.syncing == true && byName["busy"]?.nextPass == nil)
+        // Whether ferryd keeps up: a pass due 94 s ago that has not started is late, whatever
+        // the last pass left (ok here); one a moment past due is starting now.
+        #expect(byName["well"]?.overdueSeconds == 0 && byName["busy"]?.overdueSeconds == 0)
+        #expect(byName["late"]?.state == "ok" && byName["late"]?.overdueSeconds == 94 && byName["late"]?.nextPassInSeconds == 0)
+        #expect(byName["prompt"]?.overdueSeconds == 1)
         let table = StoreStatus.table(rows)
-        #expect(table.contains("in 42s") && table.contains("in 5m (retry 3)") && table.contains("syncing"))
+        #expect(table.contains("in 42s") && table.contains("in 5m (retry 3)") && table.contains("syncing") && table.contains("late 94s"))
+        #expect(StoreStatus.next(byName["prompt"]!) == "now")
         let json = String(decoding: try StoreStatus.makeEncoder().encode(byName["sick"]!), as: UTF8.self)
         #expect(json.contains(#""backoff_cause":"HTTP 503""#) && json.contains(#""consecutive_failures":3"#) && json.contains(#""next_pass_in_seconds":300"#))
 
@@ -59,7 +69,7 @@ import FerryTestSupport
         #expect(PublishedSchedule.read(directory: directory.path, database: database).isEmpty)
         let without = StoreStatus.collect(configuration: nil, states: [synced], now: now)
         let bare = String(decoding: try StoreStatus.makeEncoder().encode(without[0]), as: UTF8.self)
-        for key in ["next_pass", "next_pass_in_seconds", "syncing", "consecutive_failures", "backoff_cause"] {
+        for key in ["next_pass", "next_pass_in_seconds", "syncing", "consecutive_failures", "backoff_cause", "overdue_seconds"] {
             #expect(bare.contains(#""\#(key)":null"#), "\(key) in \(bare)")
         }
         PublishedSchedule.withdraw(directory: directory.path)
