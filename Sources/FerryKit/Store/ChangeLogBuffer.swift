@@ -82,6 +82,8 @@ final class ChangeLogBuffer {
                 try write(ids)
                 return .success(())
             } catch {
+                // A bind that failed before its run leaves pointers into `idBytes` bound.
+                for statement in [wide, single, explicitSingle] { statement.reset() }
                 return .failure(error)
             }
         }
