@@ -32,6 +32,11 @@ public final class ReplicaDatabase {
     var lastDataVersion: Int64 = -1
     /// The pragmas ``setBulkMode(_:)`` replaced, to restore them.
     var savedPragmas: (cacheSize: Int64, autocheckpoint: Int64)?
+    /// Checkpoints the WAL beside the writer while bulk mode is on.
+    var checkpointer: WALCheckpointer?
+    /// When bulk mode's checkpointer copies and when the writer waits for it (tests make
+    /// them small).
+    var bulkCheckpointLimits = WALCheckpointer.Limits()
 
     /// Opens (creating if missing) the replica read-write, switches it to WAL and migrates it.
     ///
@@ -239,10 +244,14 @@ public final class ReplicaDatabase {
     /// Closes the connection. Unfinished reconciliations are dropped with it. Any later call is
     /// a programming error (SQLite reports misuse, which traps).
     public func close() {
+        stopCheckpointer()
         stores.removeAll()
         reconciliations.removeAll()
         connection.close()
     }
+
+    // A checkpointer's thread would otherwise outlive a replica dropped in bulk mode.
+    deinit { stopCheckpointer() }
 
     /// `PRAGMA integrity_check`: "ok" when the file is sound, otherwise SQLite's findings.
     public func integrityCheck() throws(StoreError) -> String {
@@ -264,29 +273,47 @@ public final class ReplicaDatabase {
         } catch { throw StoreError(error, path: path, store: store) }
     }
 
-    /// Tunes the connection for a big first sync: a page cache of `cacheMiB` and checkpoints
-    /// every 20,000 pages instead of 1,000. Merged in the remote's order, random ids touch
-    /// random index pages: 64 MB (the default) there; 128 MB bought ~5% more rows/s over 1M
-    /// random ids and cost ~65 MB more peak memory (a 1M-record pass must stay under 150 MB).
-    /// Merged in id order (``SortedSpool``), pages are touched front to back and a small cache
-    /// does. Turning it off restores the previous values and checkpoints so the WAL does not
-    /// stay large.
+    /// Tunes the connection for a big first sync: a page cache of `cacheMiB`, and the WAL
+    /// copied into the database by a ``WALCheckpointer`` beside the writer instead of inside
+    /// its commits. Merged in the remote's order, random ids touch random index pages: 64 MB
+    /// (the default) there; 128 MB bought ~5% more rows/s over 1M random ids and cost ~65 MB
+    /// more peak memory (a 1M-record pass must stay under 150 MB). Merged in id order
+    /// (``SortedSpool``), pages are touched front to back and a small cache does. Turning it
+    /// off stops the checkpointer, restores the previous values and checkpoints so the WAL
+    /// does not stay large.
     public func setBulkMode(_ on: Bool, cacheMiB: Int = 64) throws(StoreError) {
         do {
             if on {
                 guard savedPragmas == nil else { return }
                 let cache = try connection.scalarInt("PRAGMA cache_size") ?? -2000
                 let checkpoint = try connection.scalarInt("PRAGMA wal_autocheckpoint") ?? 1000
-                try connection.execute("PRAGMA cache_size = -\(cacheMiB * 1024); PRAGMA wal_autocheckpoint = 20000")
+                try connection.execute("PRAGMA cache_size = -\(cacheMiB * 1024)")
                 savedPragmas = (cache, checkpoint)
+                let started = WALCheckpointer(path: path, limits: bulkCheckpointLimits)
+                checkpointer = started
+                let writer = connection
+                connection.setCommitHook { [unowned writer] frames in
+                    // Without a connection of the checkpointer's own (no descriptor left, say),
+                    // the writer copies, as SQLite's automatic checkpoint would have.
+                    if !started.committed(walFrames: frames) { _ = try? writer.checkpointPassively() }
+                }
             } else {
                 guard let saved = savedPragmas else { return }
+                stopCheckpointer()
                 try connection.execute("PRAGMA cache_size = \(saved.cacheSize); PRAGMA wal_autocheckpoint = \(saved.autocheckpoint)")
                 savedPragmas = nil
                 // PASSIVE never waits for readers; the next autocheckpoint finishes what is left.
                 _ = try connection.textRows("PRAGMA wal_checkpoint(PASSIVE)")
             }
         } catch { throw StoreError(error, path: path) }
+    }
+
+    /// Ends bulk mode's checkpointer, if one runs; the writer's connection checkpoints again.
+    func stopCheckpointer() {
+        guard let running = checkpointer else { return }
+        connection.setCommitHook(nil)
+        running.stop()
+        checkpointer = nil
     }
 
     /// Traps on a write through a read-only handle: that is a bug in the caller, not a runtime

@@ -19,6 +19,8 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
     private var isClosed = false
+    /// The hook ``setCommitHook(_:)`` installed, kept alive while SQLite may call it.
+    var commitHook: CommitHookBox?
 
     /// Opens `path`. Extended result codes are enabled so errors can say `SQLITE_IOERR_WRITE`
     /// rather than `SQLITE_IOERR`; the busy timeout makes a locked writer wait instead of

@@ -81,7 +81,9 @@ final class SpooledFirstSync {
     }
 
     /// Merges everything held, in id order: `apply` gets chunks of ``chunkSize`` changes, the
-    /// last with the held cursor and page digests. Afterwards nothing is held.
+    /// last with the held cursor and page digests. Afterwards nothing is held. A drain of more
+    /// than one chunk builds the next chunks on a thread of its own (``MergeReadAhead``) while
+    /// `apply` runs.
     func drain(_ apply: (ChangeBatch) throws(SyncError) -> Void) throws(SyncError) {
         guard !isEmpty else { return }
         precondition(mayDrain, "drain of a spool whose last drain failed or is running")
@@ -89,12 +91,19 @@ final class SpooledFirstSync {
         let spoolFailure = { (error: StoreError) in SyncError(error, store: self.store) }
         let merge: SpoolMerge
         do { merge = try spool.merged() } catch { throw spoolFailure(error) }
-        var chunk: (changes: [RecordChange], superseded: Int)
-        do { chunk = try merge.next(limit: Self.chunkSize) } catch { throw spoolFailure(error) }
+        // A drain of one chunk has nothing to overlap: no thread for it (a daemon's many small
+        // first syncs).
+        let ahead = spool.count > Self.chunkSize ? MergeReadAhead(merge, limit: Self.chunkSize) : nil
+        defer { ahead?.finish() }
+        let next = { () throws(StoreError) -> MergeReadAhead.Chunk in
+            if let ahead { try ahead.next() } else { try merge.next(limit: Self.chunkSize) }
+        }
+        var chunk: MergeReadAhead.Chunk
+        do { chunk = try next() } catch { throw spoolFailure(error) }
         while true {
-            var following: (changes: [RecordChange], superseded: Int) = ([], 0)
+            var following: MergeReadAhead.Chunk = ([], 0)
             if !chunk.changes.isEmpty {
-                do { following = try merge.next(limit: Self.chunkSize) } catch { throw spoolFailure(error) }
+                do { following = try next() } catch { throw spoolFailure(error) }
             }
             var batch = ChangeBatch(changes: chunk.changes, cursor: nil, origin: origin)
             batch.unchangedRecords = chunk.superseded
@@ -108,6 +117,8 @@ final class SpooledFirstSync {
             if following.changes.isEmpty { break }
             chunk = following
         }
+        // The reading thread is done with the spool before it is reset.
+        ahead?.finish()
         cursor = nil
         digests = []
         lastPage = nil

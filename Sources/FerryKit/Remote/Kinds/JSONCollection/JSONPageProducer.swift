@@ -191,14 +191,41 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             return end(with: .failed(SyncError(.configuration, store: store.name, url: page.request.url, position: "page 1", message: problem)))
         }
 
+        let nextURL: String?
+        switch nextPage(after: page, scanned) {
+        case .failure(let error): return end(with: .failed(error))
+        case .success(let url): nextURL = url
+        }
+        let exhausted = nextURL != nil && HTTPStatusClassifier.isRateLimitExhausted(page.head.headers)
+        let rateLimit = exhausted
+            ? SyncError(.rateLimited, store: store.name, url: page.request.url, position: "page \(number)",
+                        message: "rate limit exhausted (X-RateLimit-Remaining: 0)",
+                        retryAfter: HTTPStatusClassifier.retryAfter(page.head.headers))
+            : nil
+        let digest = setup.digestSeed.map { PageDigest(page: number, value: PageDigest.of(url: page.request.url, body: page.body, seed: $0)) }
+        // The same bytes at the same place as when last merged: the same records, merged then.
+        let unchanged = digest.map { setup.knownDigests[number] == $0.value } ?? false
+        // Records handed over with this page (changes and problems), which the pass has to take.
+        let records = unchanged ? 0 : scanned.records.count
+        // The next page is requested before this one's records are built, so its transfer
+        // overlaps that work instead of following it (a page's round trip was a quarter of
+        // this thread's time on loopback), unless the pass is behind.
+        let isLast = nextURL == nil || exhausted
+        if let nextURL, !isLast {
+            let credentials = mayCarryCredentials(nextURL)
+            let request = HTTPRequest(url: nextURL, headers: credentials ? setup.headers : setup.publicHeaders)
+            if unconsumed + records < setup.maxUnconsumedRecords {
+                load(request, page: number + 1, credentials: credentials)
+            } else {
+                state = .paused(page: number + 1, request: request, credentials: credentials)
+            }
+        }
+
         var changes: [RecordChange] = []
         var problems: [RecordProblem] = []
         var ids: [String] = []
         var bodyBytes = 0
         let committedMark = next.highWater
-        let digest = setup.digestSeed.map { PageDigest(page: number, value: PageDigest.of(url: page.request.url, body: page.body, seed: $0)) }
-        // The same bytes at the same place as when last merged: the same records, merged then.
-        let unchanged = digest.map { setup.knownDigests[number] == $0.value } ?? false
         if !unchanged { changes.reserveCapacity(scanned.records.count) }
         // A sweep still lists an unchanged page's ids (its records are what they were when
         // merged, and a page with a record that could not be stored has no digest).
@@ -223,21 +250,9 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             }
         }
 
-        let nextURL: String?
-        switch nextPage(after: page, scanned) {
-        case .failure(let error): return end(with: .failed(error))
-        case .success(let url): nextURL = url
-        }
-        let exhausted = nextURL != nil && HTTPStatusClassifier.isRateLimitExhausted(page.head.headers)
-        let rateLimit = exhausted
-            ? SyncError(.rateLimited, store: store.name, url: page.request.url, position: "page \(number)",
-                        message: "rate limit exhausted (X-RateLimit-Remaining: 0)",
-                        retryAfter: HTTPStatusClassifier.retryAfter(page.head.headers))
-            : nil
         let total = number == 1 ? setup.options.totalPath.flatMap { scanned.fields[$0]?.text }.flatMap { Int64($0) } : nil
         if let total { expectedTotal = total }
         recordsRead += scanned.records.count
-        let isLast = nextURL == nil || exhausted
         if isLast, number == 1 {
             // Validators stand for the whole collection only when it is one page: a 304 for
             // page 1 says nothing of page 300.
@@ -256,19 +271,11 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
                 read: recordsRead, expected: Int(expectedTotal),
                 hint: "page 1 said \(path) = \(expectedTotal) and no page linked further (check pagination =)"))
         }
-        unconsumed += changes.count + problems.count
-        if let nextURL, !exhausted {
-            // Request the next page before handing this one over, unless the pass is behind.
-            let credentials = mayCarryCredentials(nextURL)
-            let request = HTTPRequest(url: nextURL, headers: credentials ? setup.headers : setup.publicHeaders)
-            if unconsumed < setup.maxUnconsumedRecords {
-                load(request, page: number + 1, credentials: credentials)
-            } else {
-                state = .paused(page: number + 1, request: request, credentials: credentials)
-            }
-            deliver(.page(scannedPage))
-        } else {
+        unconsumed += records
+        if isLast {
             end(with: .page(scannedPage))
+        } else {
+            deliver(.page(scannedPage))
         }
     }
 
