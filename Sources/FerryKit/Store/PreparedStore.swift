@@ -20,6 +20,8 @@ final class PreparedStore {
     var probe = Probe.insert
     /// Kept from batch to batch, so its table is allocated once per store.
     var deduplicator = BatchDeduplicator()
+    /// Made on the first batch with a run of new records long enough for it.
+    var groupedInsert: GroupedInsert?
     /// The store's id in `ferry_stores` (change log, pending records).
     let storeID: Int64
     /// Rows of the store in `ferry_pending_records`, so batches of a store with none skip

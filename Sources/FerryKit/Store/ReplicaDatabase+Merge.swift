@@ -65,7 +65,23 @@ extension ReplicaDatabase {
         try connection.transaction { () throws(SQLiteError) in
             // Records with a queued local change meet the remote's change through ConflictPlan.
             let queued = definition.writeBack.push ? try queuedEntries(of: prepared) : [:]
-            for position in changes.indices where valid[position] {
+            // After a group that met a stored id, its records go one by one.
+            var oneByOneUntil = changes.startIndex
+            var position = changes.startIndex
+            while position < changes.endIndex {
+                if position >= oneByOneUntil, queued.isEmpty, prepared.probe == .insert,
+                   Self.startsGroupOfNewRecords(changes, at: position, valid: valid, superseded: prepared.deduplicator.superseded) {
+                    current = ids[position]
+                    if try insertGroup(changes, at: position, into: prepared, at: now) {
+                        counts.inserted += GroupedInsert.width
+                        for row in position ..< position + GroupedInsert.width { try prepared.changeLog.add(.insert, id: ids[row]) }
+                        position += GroupedInsert.width
+                        continue
+                    }
+                    oneByOneUntil = position + GroupedInsert.width
+                }
+                defer { position += 1 }
+                guard valid[position] else { continue }
                 // Duplicate ids within a batch: only the last one is applied.
                 guard !prepared.deduplicator.superseded[position] else {
                     counts.unchanged += 1
@@ -109,6 +125,26 @@ extension ReplicaDatabase {
         prepared.probe = Probe.after(counts)
         counts.unchanged += batch.unchangedRecords
         return counts
+    }
+
+    /// Whether the ``GroupedInsert/width`` changes from `position` on are all upserts to apply
+    /// (valid, not superseded within the batch): a group ``insertGroup(_:at:into:at:)`` may try.
+    static func startsGroupOfNewRecords(_ changes: [RecordChange], at position: Int, valid: [Bool], superseded: [Bool]) -> Bool {
+        guard changes.endIndex - position >= GroupedInsert.width else { return false }
+        for row in position ..< position + GroupedInsert.width {
+            guard valid[row], !superseded[row], case .upsert = changes[row] else { return false }
+        }
+        return true
+    }
+
+    /// Inserts the group of records starting at `position` as new rows; false when one of
+    /// them is stored already, and then nothing was written.
+    private func insertGroup(_ changes: [RecordChange], at position: Int, into store: PreparedStore, at now: Double) throws(SQLiteError) -> Bool {
+        if store.groupedInsert == nil { store.groupedInsert = try GroupedInsert(table: store.definition.name, connection: connection) }
+        return try store.groupedInsert!.insert(at: now) { row in
+            guard case .upsert(let record) = changes[position + row] else { preconditionFailure("a group of new records holds a delete") }
+            return record
+        }
     }
 
     private func upsert(_ record: RemoteRecord, into store: PreparedStore, at now: Double, counts: inout MergeCounts) throws(SQLiteError) {
