@@ -81,6 +81,25 @@ struct RunLoopOperationTests {
         queue.waitUntilAllOperationsAreFinished()
     }
 
+    @Test func aBackgroundThreadRunsNicerThanTheRestOfTheProcess() throws {
+        let niceness = { @Sendable (tid: Int32) throws -> Int in
+            let stat = try String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8)
+            // Field 19 of stat(5); the fields after the name start at field 3.
+            return Int(stat[stat.range(of: ")")!.upperBound...].split(separator: " ")[16])!
+        }
+        let lowered = Mutex<Int?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.start(named: "test nice") {
+            Thread.current.lowerPriorityToBackground()
+            lowered.withLock { $0 = try? niceness(currentThreadID()) }
+            done.signal()
+        }
+        done.wait()
+        #expect(lowered.withLock { $0 } == Int(Thread.backgroundNice))
+        // The calling thread keeps its own.
+        #expect(try niceness(currentThreadID()) == 0)
+    }
+
     @Test func cancellationStopsTheLoopPromptly() throws {
         var latencies: [Double] = []
         for _ in 0..<50 {
@@ -143,8 +162,7 @@ func threadCPUTicks(_ tid: Int32) throws -> Int {
     return Int(fields[11])! + Int(fields[12])!
 }
 
-/// The kernel's id of the calling thread, from /proc/thread-self (Glibc exports no gettid).
+/// The kernel's id of the calling thread.
 func currentThreadID() -> Int32 {
-    let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
-    return Int32(target.split(separator: "/").last ?? "") ?? 0
+    Int32(Thread.currentKernelID ?? 0)
 }

@@ -24,12 +24,15 @@ public final class SharedDatabase: @unchecked Sendable {
     public var integrityCheckDeferred: Bool { database.integrityCheckDeferred }
 
     /// Runs the check the open deferred (``ReplicaDatabase/checkIntegrity(path:)``) on a thread
-    /// and a read-only connection of its own, so passes go on meanwhile; a passed check is
+    /// of low CPU priority and a read-only connection of its own, so passes go on meanwhile and
+    /// first; a passed check is
     /// recorded, unless the database was closed by then, and `done` gets the damage found, if
     /// any, on that thread.
     public func checkIntegrityBeside(_ done: @escaping @Sendable (StoreError?) -> Void) {
         let path = database.path
         Thread.start(named: "replica check") { [self] in
+            // Nothing waits for it: it takes what the passes leave of the CPU.
+            Thread.current.lowerPriorityToBackground()
             var failure: StoreError?
             do throws(StoreError) { try ReplicaDatabase.checkIntegrity(path: path) } catch { failure = error }
             if failure == nil {

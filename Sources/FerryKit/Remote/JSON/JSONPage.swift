@@ -32,8 +32,10 @@ public struct JSONScannedRecord: Sendable, Equatable {
 
 /// What ``JSONRecordScanner`` found in one page.
 public struct JSONPage: Sendable, Equatable {
-    /// The records in page order.
+    /// The records in page order (none when scanned for their ``recordCount`` alone).
     public var records: [JSONScannedRecord] = []
+    /// How many records the page has, whatever the scan reported of them.
+    public var recordCount = 0
     /// Values of the requested field paths that were present, keyed by the path as given.
     public var fields: [String: JSONScalar] = [:]
 

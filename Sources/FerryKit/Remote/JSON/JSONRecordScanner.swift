@@ -36,6 +36,18 @@ public struct JSONRecordScanner: Sendable {
         }
     }
 
+    /// How much of each record a scan reports.
+    public enum Detail: Sendable {
+        /// Every record's range, id, version and problem.
+        case records
+        /// Every record's range and id; versions are neither read nor checked (the ids of a
+        /// page whose records were merged before, listed for a sweep).
+        case ids
+        /// How many records there are, nothing of them (a page whose records were merged
+        /// before, between sweeps).
+        case count
+    }
+
     public let layout: Layout
     private let recordsPath: [[UInt8]]
     /// Page-level paths: index 0 is the records path (when not empty), then the field paths.
@@ -59,19 +71,20 @@ public struct JSONRecordScanner: Sendable {
     }
 
     /// Scans a page. Invalid JSON throws a `.syntax` error with its byte offset; valid JSON of
-    /// the wrong shape throws `.shape` (only after the whole page validated).
-    public func scan(_ bytes: UnsafeRawBufferPointer) throws(JSONScanError) -> JSONPage {
+    /// the wrong shape throws `.shape` (only after the whole page validated). `detail`: what
+    /// of each record to report; the whole page is validated whatever it is.
+    public func scan(_ bytes: UnsafeRawBufferPointer, detail: Detail = .records) throws(JSONScanError) -> JSONPage {
         guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), !bytes.isEmpty else {
             throw JSONScanError(.syntax, offset: 0, reason: "empty page")
         }
-        var walk = PageWalk(scanner: self, parser: JSONByteParser(base: base, count: bytes.count, maxDepth: layout.maxDepth))
+        var walk = PageWalk(scanner: self, parser: JSONByteParser(base: base, count: bytes.count, maxDepth: layout.maxDepth), detail: detail)
         try walk.run()
         return walk.page
     }
 
-    public func scan(_ data: Data) throws(JSONScanError) -> JSONPage {
+    public func scan(_ data: Data, detail: Detail = .records) throws(JSONScanError) -> JSONPage {
         let result: Result<JSONPage, JSONScanError> = data.withUnsafeBytes { bytes in
-            do throws(JSONScanError) { return .success(try scan(bytes)) } catch { return .failure(error) }
+            do throws(JSONScanError) { return .success(try scan(bytes, detail: detail)) } catch { return .failure(error) }
         }
         return try result.get()
     }
@@ -100,13 +113,18 @@ public struct JSONRecordScanner: Sendable {
     private struct PageWalk {
         let scanner: JSONRecordScanner
         var parser: JSONByteParser
+        let detail: Detail
+        /// Record paths looked for: the id, and the version when it is reported.
+        let recordCandidates: UInt64
         var page = JSONPage()
         var recordsSeen = false
         var shapeProblem: JSONScanError?
 
-        init(scanner: JSONRecordScanner, parser: JSONByteParser) {
+        init(scanner: JSONRecordScanner, parser: JSONByteParser, detail: Detail) {
             self.scanner = scanner
             self.parser = parser
+            self.detail = detail
+            recordCandidates = scanner.recordPaths.count == 2 && detail == .records ? 0b11 : 0b01
         }
 
         mutating func run() throws(JSONScanError) {
@@ -213,9 +231,14 @@ public struct JSONRecordScanner: Sendable {
                 parser.depth -= 1
                 return
             }
-            page.records.reserveCapacity(64)
+            if detail != .count { page.records.reserveCapacity(64) }
             while true {
-                try scanRecord(position: page.records.count)
+                if detail == .count {
+                    try parser.skipValue()
+                } else {
+                    try scanRecord(position: page.records.count)
+                }
+                page.recordCount += 1
                 parser.skipWhitespace()
                 let byte = try parser.peek()
                 parser.index += 1
@@ -240,8 +263,8 @@ public struct JSONRecordScanner: Sendable {
                                                       problem: RecordProblem(position: position, reason: "record is not an object")))
                 return
             }
-            var captures: [JSONByteParser.Capture?] = [nil, nil]
-            try walkRecord(level: 0, candidates: scanner.recordPaths.count == 2 ? 0b11 : 0b01, captures: &captures)
+            var captures = RecordCaptures()
+            try walkRecord(level: 0, candidates: recordCandidates, captures: &captures)
             let range = start..<parser.index
             var record = JSONScannedRecord(range: range, id: nil, version: nil, problem: nil)
             var problem: String?
@@ -256,7 +279,7 @@ public struct JSONRecordScanner: Sendable {
             default:
                 problem = "id is not a string"
             }
-            if scanner.recordPaths.count == 2 {
+            if recordCandidates == 0b11 {
                 switch captures[1]?.kind {
                 case .string, .number: record.version = parser.text(of: captures[1]!)
                 case nil, .null: problem = problem ?? "record has no version (\(scanner.layout.versionPath ?? ""))"
@@ -270,7 +293,7 @@ public struct JSONRecordScanner: Sendable {
         }
 
         /// A record object (or an object inside it on the way to the id or version path).
-        mutating func walkRecord(level: Int, candidates: UInt64, captures: inout [JSONByteParser.Capture?]) throws(JSONScanError) {
+        mutating func walkRecord(level: Int, candidates: UInt64, captures: inout RecordCaptures) throws(JSONScanError) {
             try parser.enter()
             parser.index += 1
             parser.skipWhitespace()
@@ -298,7 +321,7 @@ public struct JSONRecordScanner: Sendable {
                     // A duplicate key: the last one wins, as in most parsers.
                     let capture = try parser.captureValue()
                     captures[complete] = capture
-                    if scanner.recordPaths.count == 2, scanner.recordPaths[0] == scanner.recordPaths[1] {
+                    if recordCandidates == 0b11, scanner.recordPaths[0] == scanner.recordPaths[1] {
                         captures[1 - complete] = capture
                     }
                 } else if matched != 0, try parser.peek() == UInt8(ascii: "{") {
@@ -320,6 +343,18 @@ public struct JSONRecordScanner: Sendable {
                 parser.depth -= 1
                 return
             }
+        }
+    }
+
+    /// What a record walk found at the id (0) and version (1) paths; on the stack, where an
+    /// array cost an allocation per record.
+    private struct RecordCaptures {
+        var id: JSONByteParser.Capture?
+        var version: JSONByteParser.Capture?
+
+        subscript(path: Int) -> JSONByteParser.Capture? {
+            get { path == 0 ? id : version }
+            set { if path == 0 { id = newValue } else { version = newValue } }
         }
     }
 }

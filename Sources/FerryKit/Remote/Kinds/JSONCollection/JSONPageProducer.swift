@@ -181,9 +181,14 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             return end(with: .failed(page.statusError(target: number == 1 ? .configuredURL : .derivedURL, position: "page \(number)",
                                                       context: setup.errorContext)))
         }
+        let digest = setup.digestSeed.map { PageDigest(page: number, value: PageDigest.of(url: page.request.url, body: page.body, seed: $0)) }
+        // The same bytes at the same place as when last merged: the same records, merged then.
+        let unchanged = digest.map { setup.knownDigests[number] == $0.value } ?? false
+        // Of an unchanged page a sweep needs the ids, and a pass between sweeps only the count.
+        let detail: JSONRecordScanner.Detail = unchanged ? (setup.reconcile ? .ids : .count) : .records
         let scanned: JSONPage
         do {
-            scanned = try setup.scanner.scan(page.body)
+            scanned = try setup.scanner.scan(page.body, detail: detail)
         } catch {
             return end(with: .failed(page.malformedJSON(error, store: store.name)))
         }
@@ -202,9 +207,6 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
                         message: "rate limit exhausted (X-RateLimit-Remaining: 0)",
                         retryAfter: HTTPStatusClassifier.retryAfter(page.head.headers))
             : nil
-        let digest = setup.digestSeed.map { PageDigest(page: number, value: PageDigest.of(url: page.request.url, body: page.body, seed: $0)) }
-        // The same bytes at the same place as when last merged: the same records, merged then.
-        let unchanged = digest.map { setup.knownDigests[number] == $0.value } ?? false
         // Records handed over with this page (changes and problems), which the pass has to take.
         let records = unchanged ? 0 : scanned.records.count
         // The next page is requested before this one's records are built, so its transfer
@@ -252,7 +254,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
 
         let total = number == 1 ? setup.options.totalPath.flatMap { scanned.fields[$0]?.text }.flatMap { Int64($0) } : nil
         if let total { expectedTotal = total }
-        recordsRead += scanned.records.count
+        recordsRead += scanned.recordCount
         if isLast, number == 1 {
             // Validators stand for the whole collection only when it is one page: a 304 for
             // page 1 says nothing of page 300.
@@ -264,7 +266,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
                                       totalHint: total, origin: page.request.url.redactingUserInfo, cursor: next,
                                       isLast: isLast, rateLimit: rateLimit, requests: loader.requestCount)
         scannedPage.digest = problems.isEmpty ? digest : nil
-        scannedPage.unchangedRecords = unchanged ? scanned.records.count : 0
+        scannedPage.unchangedRecords = unchanged ? scanned.recordCount : 0
         if isLast, rateLimit == nil, let expectedTotal, recordsRead < expectedTotal {
             let path = setup.options.totalPath ?? "total-path"
             scannedPage.gaps.append(.paginationEndedEarly(
