@@ -60,6 +60,21 @@ struct SortedSpoolTests {
         #expect(out == expected)
     }
 
+    /// Rows, counts and (in any order) change-log entries of a store merged through a spool
+    /// equal those of merging the same batches one by one.
+    static func expectMergedAlike(_ spooled: ReplicaDatabase, _ spooledCounts: MergeCounts,
+                                  _ direct: ReplicaDatabase, _ directCounts: MergeCounts) throws {
+        #expect(try spooled.rows(of: "items") == direct.rows(of: "items"))
+        #expect(spooledCounts.inserted == directCounts.inserted)
+        #expect(spooledCounts.updated == directCounts.updated)
+        #expect(spooledCounts.deleted == directCounts.deleted)
+        #expect(spooledCounts.unchanged == directCounts.unchanged)
+        let log = { (replica: ReplicaDatabase) throws -> [String] in
+            try replica.changes(after: 0, limit: 100_000).map { "\($0.operation) \($0.id)" }.sorted()
+        }
+        #expect(try log(spooled) == log(direct))
+    }
+
     @Test func theSpoolFileIsGoneFromTheDirectoryFromTheStart() throws {
         let directory = try TemporaryDirectory()
         let spool = SortedSpool(directory: directory.path, replicaPath: directory.path("replica.db"), store: "items", runBytes: 1 << 10)
@@ -127,15 +142,7 @@ struct SortedSpoolTests {
         #expect(drains >= 3)
         #expect(first.isEmpty)
 
-        #expect(try spooled.rows(of: "items") == direct.rows(of: "items"))
-        #expect(spooledCounts.inserted == directCounts.inserted)
-        #expect(spooledCounts.updated == directCounts.updated)
-        #expect(spooledCounts.deleted == directCounts.deleted)
-        #expect(spooledCounts.unchanged == directCounts.unchanged)
-        let log = { (replica: ReplicaDatabase) throws -> [String] in
-            try replica.changes(after: 0, limit: 100_000).map { "\($0.operation) \($0.id)" }.sorted()
-        }
-        #expect(try log(spooled) == log(direct))
+        try SortedSpoolTests.expectMergedAlike(spooled, spooledCounts, direct, directCounts)
         #expect(try spooled.syncState(of: "items")?.cursor == "page \(batches.count - 1)")
     }
 
