@@ -207,7 +207,7 @@ def run_load(args, check):
         lines = run.daemon.snapshot()
         figures = window(begin, end)
         elapsed = end["t"] - run.started
-        states = status_json(run.config)[0]
+        states = status_json(run.config, runtime_dir=run.daemon.runtime_dir)[0]
         statuses = run.daemon.statuses()
         # Deletions need a sweep: on the first pass at least 3 intervals after the last one,
         # which with jitter can be the fourth (a pass 0.1 s early waits a whole interval more).

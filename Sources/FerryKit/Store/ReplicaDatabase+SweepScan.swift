@@ -33,20 +33,17 @@ extension ReplicaDatabase {
     private func scanMarks(_ marks: SortedSpool, of prepared: PreparedStore, pending: Set<String>) throws(StoreError) -> SweepScan {
         let store = prepared.definition.name
         let merge = try marks.merged(keeping: true)
-        var chunk: [RecordChange] = []
-        var index = 0
-        func nextMark() throws(StoreError) -> String? {
-            if index == chunk.count {
-                chunk = try merge.next(limit: 10_000).changes
-                index = 0
-                if chunk.isEmpty { return nil }
-            }
-            defer { index += 1 }
-            return chunk[index].id
-        }
+        // Ids are compared as bytes, each side copied into a buffer of its own: a String per
+        // mark and per row cost two allocations each, a million times at 1M records.
+        var mark: [UInt8] = []
+        var row: [UInt8] = []
         var scan = SweepScan()
-        func listedWithoutRow(_ id: String) {
-            if pending.contains(id) { scan.listedPending.insert(id) } else { scan.listedMissing += 1 }
+        func listedWithoutRow(_ id: [UInt8]) {
+            if !pending.isEmpty, case let listed = String(decoding: id, as: UTF8.self), pending.contains(listed) {
+                scan.listedPending.insert(listed)
+            } else {
+                scan.listedMissing += 1
+            }
         }
         // Marks throw StoreError (the spool), statements SQLiteError: each statement's error
         // is given the store here, so the walk below throws one typed error.
@@ -56,28 +53,30 @@ extension ReplicaDatabase {
         let table = quoted(store)
         let rows = try sql { () throws(SQLiteError) in try connection.prepare("SELECT id FROM \(table) ORDER BY id") }
         let live = try sql { () throws(SQLiteError) in try connection.prepare("SELECT deleted = 0 FROM \(table) WHERE id = ?1") }
-        var mark = try nextMark()
+        var hasMark = try merge.nextID(into: &mark)
         while try sql({ () throws(SQLiteError) in try rows.step() }) {
-            let id = rows.string(at: 0) ?? ""
-            while let listed = mark, Self.binaryOrder(listed, id) < 0 {
-                listedWithoutRow(listed)
-                mark = try nextMark()
+            rows.copyText(at: 0, into: &row)
+            while hasMark, Self.binaryOrder(mark, row) < 0 {
+                listedWithoutRow(mark)
+                hasMark = try merge.nextID(into: &mark)
             }
-            if let listed = mark, Self.binaryOrder(listed, id) == 0 {
-                if pending.contains(listed) { scan.listedPending.insert(listed) }
-                mark = try nextMark()
+            if hasMark, Self.binaryOrder(mark, row) == 0 {
+                if !pending.isEmpty, case let listed = String(decoding: mark, as: UTF8.self), pending.contains(listed) {
+                    scan.listedPending.insert(listed)
+                }
+                hasMark = try merge.nextID(into: &mark)
                 continue
             }
             let isLive = try sql { () throws(SQLiteError) -> Bool in
                 defer { live.reset() }
-                try live.bind(id, at: 1)
+                try live.bind(String(decoding: row, as: UTF8.self), at: 1)
                 return try live.step() && live.int64(at: 0) != 0
             }
             if isLive { scan.liveNotListed += 1 }
         }
-        while let listed = mark {
-            listedWithoutRow(listed)
-            mark = try nextMark()
+        while hasMark {
+            listedWithoutRow(mark)
+            hasMark = try merge.nextID(into: &mark)
         }
         return scan
     }
@@ -86,15 +85,19 @@ extension ReplicaDatabase {
     static func binaryOrder(_ left: String, _ right: String) -> Int {
         var left = left
         var right = right
-        return left.withUTF8 { a in
-            right.withUTF8 { b in
-                let common = min(a.count, b.count)
-                if common > 0, let x = a.baseAddress, let y = b.baseAddress {
-                    let order = memcmp(x, y, common)
-                    if order != 0 { return Int(order) }
-                }
-                return a.count - b.count
-            }
+        return left.withUTF8 { a in right.withUTF8 { b in binaryOrder(UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b)) } }
+    }
+
+    static func binaryOrder(_ left: [UInt8], _ right: [UInt8]) -> Int {
+        left.withUnsafeBytes { a in right.withUnsafeBytes { b in binaryOrder(a, b) } }
+    }
+
+    static func binaryOrder(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        let common = min(a.count, b.count)
+        if common > 0, let x = a.baseAddress, let y = b.baseAddress {
+            let order = memcmp(x, y, common)
+            if order != 0 { return Int(order) }
         }
+        return a.count - b.count
     }
 }

@@ -250,10 +250,15 @@ enum SpoolRecord {
         UInt32(length(base, at: offset + batchField))
     }
 
+    /// The record's id, as it lies in `base`.
+    static func id(_ base: UnsafeRawBufferPointer, at offset: Int) -> UnsafeRawBufferPointer {
+        let start = offset + SortedSpool.headerBytes
+        return UnsafeRawBufferPointer(rebasing: base[start ..< start + length(base, at: offset + idField)])
+    }
+
     /// Whether the record's id is `id`.
     static func hasID(_ id: String, _ base: UnsafeRawBufferPointer, at offset: Int) -> Bool {
-        let start = offset + SortedSpool.headerBytes
-        return id.utf8.elementsEqual(UnsafeRawBufferPointer(rebasing: base[start ..< start + length(base, at: offset + idField)]))
+        id.utf8.elementsEqual(Self.id(base, at: offset))
     }
 
     /// The change a record holds.

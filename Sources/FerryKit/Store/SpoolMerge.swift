@@ -140,18 +140,8 @@ final class SpoolMerge {
     /// The next change that no later change of the same id and batch supersedes.
     private func pop(superseded: inout Int) throws(StoreError) -> RecordChange? {
         while let top = heap.first {
-            let source = sources[top]
-            let (change, batch) = source.withCurrent { (SpoolRecord.change($0, at: $1), SpoolRecord.batch($0, at: $1)) }
-            try source.advance()
-            if source.isExhausted {
-                let last = heap.removeLast()
-                if !heap.isEmpty {
-                    heap[0] = last
-                    siftDown(0)
-                }
-            } else {
-                siftDown(0)
-            }
+            let (change, batch) = sources[top].withCurrent { (SpoolRecord.change($0, at: $1), SpoolRecord.batch($0, at: $1)) }
+            try advanceTop()
             // Equal ids come out in arrival order, so a change of the same batch after it is
             // the next one out.
             if let following = heap.first,
@@ -162,6 +152,41 @@ final class SpoolMerge {
             return change
         }
         return nil
+    }
+
+    /// The next id in order, as ``next(limit:)`` would give its change, copied into `id`;
+    /// false when the merge is over. Builds no change: a sweep's walk needs the marks' ids
+    /// alone, and a String and a change per mark cost more than the walk's comparisons.
+    func nextID(into id: inout [UInt8]) throws(StoreError) -> Bool {
+        while let top = heap.first {
+            let batch = sources[top].withCurrent { bytes, offset in
+                id.removeAll(keepingCapacity: true)
+                id.append(contentsOf: SpoolRecord.id(bytes, at: offset))
+                return SpoolRecord.batch(bytes, at: offset)
+            }
+            try advanceTop()
+            if let following = heap.first,
+               sources[following].withCurrent({ SpoolRecord.id($0, at: $1).elementsEqual(id) && SpoolRecord.batch($0, at: $1) == batch }) {
+                continue
+            }
+            return true
+        }
+        return false
+    }
+
+    /// Moves the source on top of the heap to its next record and restores the heap.
+    private func advanceTop() throws(StoreError) {
+        let source = sources[heap[0]]
+        try source.advance()
+        if source.isExhausted {
+            let last = heap.removeLast()
+            if !heap.isEmpty {
+                heap[0] = last
+                siftDown(0)
+            }
+        } else {
+            siftDown(0)
+        }
     }
 
     // MARK: - Heap

@@ -129,6 +129,13 @@ final class Statement {
         return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
     }
 
+    /// Copies a TEXT column's UTF-8 bytes into `bytes` (emptied first), without a String.
+    func copyText(at index: Int32, into bytes: inout [UInt8]) {
+        bytes.removeAll(keepingCapacity: true)
+        guard let text = sqlite3_column_text(handle, index) else { return }
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, index))))
+    }
+
     func data(at index: Int32) -> Data? {
         if isNull(at: index) { return nil }
         let count = Int(sqlite3_column_bytes(handle, index))
