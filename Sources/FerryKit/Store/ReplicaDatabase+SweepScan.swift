@@ -38,12 +38,14 @@ extension ReplicaDatabase {
         var mark: [UInt8] = []
         var row: [UInt8] = []
         var scan = SweepScan()
+        // A listed id among the records the replica could not store, as a String (only then).
+        func pendingID(_ id: [UInt8]) -> String? {
+            guard !pending.isEmpty else { return nil }
+            let listed = String(decoding: id, as: UTF8.self)
+            return pending.contains(listed) ? listed : nil
+        }
         func listedWithoutRow(_ id: [UInt8]) {
-            if !pending.isEmpty, case let listed = String(decoding: id, as: UTF8.self), pending.contains(listed) {
-                scan.listedPending.insert(listed)
-            } else {
-                scan.listedMissing += 1
-            }
+            if let listed = pendingID(id) { scan.listedPending.insert(listed) } else { scan.listedMissing += 1 }
         }
         // Marks throw StoreError (the spool), statements SQLiteError: each statement's error
         // is given the store here, so the walk below throws one typed error.
@@ -61,9 +63,7 @@ extension ReplicaDatabase {
                 hasMark = try merge.nextID(into: &mark)
             }
             if hasMark, Self.binaryOrder(mark, row) == 0 {
-                if !pending.isEmpty, case let listed = String(decoding: mark, as: UTF8.self), pending.contains(listed) {
-                    scan.listedPending.insert(listed)
-                }
+                if let listed = pendingID(mark) { scan.listedPending.insert(listed) }
                 hasMark = try merge.nextID(into: &mark)
                 continue
             }
@@ -82,22 +82,16 @@ extension ReplicaDatabase {
     }
 
     /// SQLite's BINARY collation: bytes as memcmp orders them, then the shorter first.
-    static func binaryOrder(_ left: String, _ right: String) -> Int {
-        var left = left
-        var right = right
-        return left.withUTF8 { a in right.withUTF8 { b in binaryOrder(UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b)) } }
-    }
-
     static func binaryOrder(_ left: [UInt8], _ right: [UInt8]) -> Int {
-        left.withUnsafeBytes { a in right.withUnsafeBytes { b in binaryOrder(a, b) } }
-    }
-
-    static func binaryOrder(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
-        let common = min(a.count, b.count)
-        if common > 0, let x = a.baseAddress, let y = b.baseAddress {
-            let order = memcmp(x, y, common)
-            if order != 0 { return Int(order) }
+        left.withUnsafeBytes { a in
+            right.withUnsafeBytes { b in
+                let common = min(a.count, b.count)
+                if common > 0, let x = a.baseAddress, let y = b.baseAddress {
+                    let order = memcmp(x, y, common)
+                    if order != 0 { return Int(order) }
+                }
+                return a.count - b.count
+            }
         }
-        return a.count - b.count
     }
 }

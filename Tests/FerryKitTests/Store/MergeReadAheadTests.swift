@@ -65,14 +65,11 @@ struct MergeReadAheadTests {
     @Test func aDrainReadAheadMergesAsBatchByBatch() throws {
         let directory = try TemporaryDirectory()
         let definition = StoreDefinition(name: "items")
-        let direct = try ReplicaDatabase(path: directory.path("direct.db"))
-        let spooled = try ReplicaDatabase(path: directory.path("spooled.db"))
+        let (direct, spooled) = try SortedSpoolTests.directAndSpooled(in: directory, definition)
         defer {
             direct.close()
             spooled.close()
         }
-        try direct.prepare(definition)
-        try spooled.prepare(definition)
         let changes = SortedSpoolTests.randomChanges(count: 30_000, ids: 9_000, seed: 53)
         let batches = stride(from: 0, to: changes.count, by: 1_000).map { start in
             ChangeBatch(changes: Array(changes[start ..< min(start + 1_000, changes.count)]), cursor: "at \(start)")

@@ -197,7 +197,7 @@ struct ReconciliationTests {
         let statement = try replica.connection.prepare("SELECT id FROM ordered ORDER BY id")
         var sqlite: [String] = []
         while try statement.step() { sqlite.append(statement.string(at: 0) ?? "") }
-        #expect(ids.sorted { ReplicaDatabase.binaryOrder($0, $1) < 0 } == sqlite)
-        #expect(ReplicaDatabase.binaryOrder("abc", "abc") == 0)
+        #expect(ids.sorted { ReplicaDatabase.binaryOrder(Array($0.utf8), Array($1.utf8)) < 0 } == sqlite)
+        #expect(ReplicaDatabase.binaryOrder(Array("abc".utf8), Array("abc".utf8)) == 0)
     }
 }

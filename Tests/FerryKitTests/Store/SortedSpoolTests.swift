@@ -60,6 +60,17 @@ struct SortedSpoolTests {
         #expect(out == expected)
     }
 
+    /// Two replicas with `definition` prepared, `direct.db` merged batch by batch and
+    /// `spooled.db` through a spool.
+    static func directAndSpooled(in directory: TemporaryDirectory, _ definition: StoreDefinition) throws
+        -> (direct: ReplicaDatabase, spooled: ReplicaDatabase) {
+        let direct = try ReplicaDatabase(path: directory.path("direct.db"))
+        let spooled = try ReplicaDatabase(path: directory.path("spooled.db"))
+        try direct.prepare(definition)
+        try spooled.prepare(definition)
+        return (direct, spooled)
+    }
+
     /// Rows, counts and (in any order) change-log entries of a store merged through a spool
     /// equal those of merging the same batches one by one.
     static func expectMergedAlike(_ spooled: ReplicaDatabase, _ spooledCounts: MergeCounts,
@@ -105,14 +116,11 @@ struct SortedSpoolTests {
     func mergingThroughTheSpoolEqualsMergingBatchByBatch(_ comparison: VersionComparison, _ deletion: DeletionPolicy) throws {
         let directory = try TemporaryDirectory()
         let definition = StoreDefinition(name: "items", deletion: deletion, comparison: comparison)
-        let direct = try ReplicaDatabase(path: directory.path("direct.db"))
-        let spooled = try ReplicaDatabase(path: directory.path("spooled.db"))
+        let (direct, spooled) = try SortedSpoolTests.directAndSpooled(in: directory, definition)
         defer {
             direct.close()
             spooled.close()
         }
-        try direct.prepare(definition)
-        try spooled.prepare(definition)
 
         let changes = Self.randomChanges(count: 4_000, ids: 900, seed: 29)
         var batches: [ChangeBatch] = []
