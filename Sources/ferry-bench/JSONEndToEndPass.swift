@@ -3,6 +3,7 @@ import CSQLite
 import FerryKit
 import Foundation
 import Logging
+import Synchronization
 
 /// `ferry-bench json-e2e-pass` (hidden): the child process `json-e2e` runs for part (c), so the
 /// peak RSS it reports belongs to the pass alone and not to the parent that rendered a
@@ -25,6 +26,10 @@ struct JSONEndToEndPass: ParsableCommand {
     var reconcile = true
     @Option(help: "Cap SQLite's heap (sqlite3_soft_heap_limit64, MB), to see the pass with a smaller page cache than bulk mode's 128 MB.")
     var sqliteHeapLimitMb: Int?
+    @Flag(help: "Open the replica first as ferryd does and let its integrity check finish, then time the pass alone: a running daemon's scheduled pass, not a command that opens the file.")
+    var opened = false
+    @Flag(help: "With --opened: sweep by listing every id, as `ferry sync --sweep` does, even where the pages are those the last sweep listed.")
+    var listEveryID = false
     @Flag(help: "Run the source alone into a counting sink (fetch + parse, no store) instead of the pass.")
     var sourceOnly = false
     @Flag(help: "With --source-only: merge each batch with ReplicaDatabase.apply on the pass thread and time it.")
@@ -48,6 +53,14 @@ struct JSONEndToEndPass: ParsableCommand {
         var logger = Logger(label: "ferry.bench")
         logger.logLevel = .warning
         if let sqliteHeapLimitMb { _ = sqlite3_soft_heap_limit64(Int64(sqliteHeapLimitMb) << 20) }
+        var openSeconds: Double?
+        var shared: SharedDatabase?
+        if opened {
+            let opening = ContinuousClock.now
+            shared = try Self.openAsDaemon(database)
+            openSeconds = (ContinuousClock.now - opening).seconds
+        }
+        defer { shared?.close() }
         let hwmBefore = Self.peakRSSKilobytes()
         let cpuBefore = Self.processCPUSeconds()
         let writtenBefore = Self.bytesWritten()
@@ -68,20 +81,30 @@ struct JSONEndToEndPass: ParsableCommand {
                   + "hwm_before_kb=\(hwmBefore) hwm_kb=\(Self.peakRSSKilobytes())")
             replica?.close()
             return
+        } else if let shared {
+            results = [(store.name, Self.scheduledPass(store, database: shared, reconcile: reconcile, listEveryID: listEveryID, logger: logger))]
         } else if reconcile {
             let sync = try OneShotSync(configuration: FerryConfiguration(global: global, stores: [store]), storeNames: [], logger: logger)
             results = sync.run(refresh: .milliseconds(100)) { _ in }
         } else {
-            results = [(store.name, Self.passWithoutReconciliation(store, databasePath: database, logger: logger))]
+            let shared = try SharedDatabase(path: database)
+            defer { shared.close() }
+            results = [(store.name, Self.scheduledPass(store, database: shared, reconcile: false, listEveryID: false, logger: logger))]
         }
         let seconds = (ContinuousClock.now - started).seconds
         let cpu = Self.processCPUSeconds() - cpuBefore
         let hwm = Self.peakRSSKilobytes()
         guard let (_, result) = results.first else { throw ValidationError("no pass ran") }
         let report = try result.get()
+        let sweep = switch report.reconciliation {
+        case .swept?: "swept"
+        case .refused?: "refused"
+        case nil: "none"
+        }
         print("RESULT seconds=\(seconds) inserted=\(report.counts.inserted) skipped=\(report.counts.skipped) rows=\(report.recordCount) "
-              + "pages=\(report.pages) pages_unchanged=\(report.pagesUnchanged) requests=\(report.requests) cpu_seconds=\(cpu) "
-              + "hwm_before_kb=\(hwmBefore) hwm_kb=\(hwm) write_bytes=\(Self.bytesWritten() - writtenBefore)")
+              + "sweep=\(sweep) pages=\(report.pages) pages_unchanged=\(report.pagesUnchanged) requests=\(report.requests) cpu_seconds=\(cpu) "
+              + "hwm_before_kb=\(hwmBefore) hwm_kb=\(hwm) write_bytes=\(Self.bytesWritten() - writtenBefore)"
+              + (openSeconds.map { " open_seconds=\($0)" } ?? ""))
     }
 
     /// Bytes this process caused to be written to storage (`write_bytes` of /proc/self/io:
@@ -93,18 +116,32 @@ struct JSONEndToEndPass: ParsableCommand {
         return value
     }
 
-    /// The daemon's scheduled pass when no reconciliation is due: the same operation, with
-    /// `reconcile: false`.
-    static func passWithoutReconciliation(_ store: StoreConfiguration, databasePath: String, logger: Logger) -> Result<PassReport, SyncError> {
-        let database: SharedDatabase
-        do {
-            database = try SharedDatabase(path: databasePath)
-        } catch {
-            return .failure((error as? StoreError).map { SyncError($0, store: store.name) }
-                ?? SyncError(.store(.io), store: store.name, message: "\(error)"))
+    /// The replica opened as ferryd opens it (a large file's integrity check deferred), with
+    /// that check run beside and waited for: in a running daemon it finished long before.
+    static func openAsDaemon(_ path: String) throws -> SharedDatabase {
+        let database = try SharedDatabase(path: path, deferIntegrityCheckAbove: ReplicaDatabase.integrityCheckedBeforeUseUpTo)
+        guard database.integrityCheckDeferred else { return database }
+        let checked = DispatchSemaphore(value: 0)
+        let failure = Mutex<StoreError?>(nil)
+        database.checkIntegrityBeside { error in
+            failure.withLock { $0 = error }
+            checked.signal()
         }
-        defer { database.close() }
-        let operation = SyncPassOperation(.init(store: store, database: database, trigger: .onDemand, reconcile: false, pass: 1, logger: logger))
+        checked.wait()
+        if let error = failure.withLock({ $0 }) {
+            database.close()
+            throw error
+        }
+        return database
+    }
+
+    /// The daemon's scheduled pass: the operation ferryd runs, sweeping when `reconcile` and
+    /// the store's last sweep is a `reconcile-interval` old (a first sync sweeps nothing), or
+    /// now and listing every id with `listEveryID` (`ferry sync --sweep`).
+    static func scheduledPass(_ store: StoreConfiguration, database: SharedDatabase, reconcile: Bool, listEveryID: Bool,
+                              logger: Logger) -> Result<PassReport, SyncError> {
+        let operation = SyncPassOperation(.init(store: store, database: database, trigger: .onDemand, reconcile: reconcile,
+                                                sweepInterval: listEveryID ? nil : store.reconcileInterval, pass: 1, logger: logger))
         OperationQueue().addOperations([operation], waitUntilFinished: true)
         // waitUntilFinished can return before the result is readable through every path; poll briefly.
         while !operation.isFinished { usleep(1000) }

@@ -36,6 +36,19 @@ public struct PageDigest: Sendable, Equatable {
         return Int64(bitPattern: hash)
     }
 
+    /// The digest of a whole listing, pages 1 to the last in order; nil unless every page of
+    /// the chain has a digest (a page with a record that could not be stored has none).
+    public static func listing(_ digests: [Int: Int64]) -> Int64? {
+        guard !digests.isEmpty else { return nil }
+        var hash = mix(0x6c69_7374_696e_6773 ^ UInt64(digests.count))
+        for page in 1...digests.count {
+            guard let digest = digests[page] else { return nil }
+            hash = mix(hash ^ UInt64(page))
+            hash = mix(hash ^ UInt64(bitPattern: digest))
+        }
+        return Int64(bitPattern: hash)
+    }
+
     private static func mix(_ value: UInt64) -> UInt64 {
         var z = value &* 0xbf58_476d_1ce4_e5b9
         z ^= z >> 31

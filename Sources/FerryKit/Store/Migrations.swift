@@ -233,6 +233,12 @@ enum Migrations {
         Step(version: 10, sql: """
             ALTER TABLE ferry_stores ADD COLUMN schema_fingerprint INTEGER;
             """),
+        // The digest of the listing the store's last clean sweep read (``PageDigest/listing(_:)``),
+        // NULL once a transaction inserted or deleted rows since: while it stands and the pages
+        // are still those, the next sweep has nothing to delete (``PassPlan/listingAtRest``).
+        Step(version: 11, sql: """
+            ALTER TABLE ferry_sync_state ADD COLUMN swept_listing INTEGER;
+            """),
     ]
 
     static var currentVersion: Int { steps.last!.version }

@@ -93,7 +93,7 @@ extension ReplicaDatabase {
                 try queue.bind(copy, at: 2)
                 try queue.bind(now, at: 3)
                 try queue.run()
-                try forgetRecordCount(of: prepared.definition.name)
+                try noteLiveRowsChanged(of: prepared.definition.name)
             }
             try dropEntry(id, of: prepared)
             try writeRemote(remote, id: id, in: prepared, at: now)
@@ -145,7 +145,7 @@ extension ReplicaDatabase {
             try remove.run()
             if connection.changes > 0 { try logChange(.delete, id: id, local: false, of: prepared, at: now) }
         }
-        try forgetRecordCount(of: prepared.definition.name)
+        try noteLiveRowsChanged(of: prepared.definition.name)
     }
 
     private func rowBody(_ id: String, of prepared: PreparedStore) throws(SQLiteError) -> String? {

@@ -103,7 +103,7 @@ extension ReplicaDatabase {
             try updatePending(prepared, applied: changes.indices.lazy.filter { valid[$0] }.map { ids[$0] }, problems: problems, at: now)
             try storePageDigests(of: batch, in: prepared)
             try prepared.changeLog.flush()
-            if counts.inserted > 0 || counts.deleted > 0 { try forgetRecordCount(of: store) }
+            if counts.inserted > 0 || counts.deleted > 0 { try noteLiveRowsChanged(of: store) }
             if let cursor = batch.cursor {
                 let statement = try connection.prepare("UPDATE ferry_sync_state SET cursor = ?2 WHERE store = ?1")
                 try statement.bind(store, at: 1)

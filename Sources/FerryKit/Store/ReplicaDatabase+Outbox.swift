@@ -293,7 +293,7 @@ extension ReplicaDatabase {
         case .update where record != nil: try logChange(.update, id: finalID, local: true, of: prepared, at: now)
         case .create, .update: break
         }
-        if change.operation != .update { try forgetRecordCount(of: prepared.definition.name) }
+        if change.operation != .update { try noteLiveRowsChanged(of: prepared.definition.name) }
     }
 
     /// A local delete the remote made too: nothing to push, and the log records the delete the

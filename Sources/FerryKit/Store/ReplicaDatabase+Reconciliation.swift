@@ -149,7 +149,7 @@ extension ReplicaDatabase {
                     try sweep.run()
                 }
                 let deleted = connection.changes
-                if deleted > 0 { try forgetRecordCount(of: store) }
+                if deleted > 0 { try noteLiveRowsChanged(of: store) }
                 try forgetPendingNotListed(prepared)
                 return .swept(deleted: deleted)
             }

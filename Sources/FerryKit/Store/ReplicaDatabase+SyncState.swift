@@ -127,9 +127,10 @@ extension ReplicaDatabase {
         return counted
     }
 
-    /// Marks the stored count stale, inside the transaction that changes the live rows.
-    func forgetRecordCount(of store: String) throws(SQLiteError) {
-        let statement = try connection.prepare("UPDATE ferry_sync_state SET record_count = NULL WHERE store = ?1")
+    /// Inside the transaction that inserts or deletes live rows: the stored count is stale, and
+    /// the last sweep's listing no longer says which rows there are (``recordSweptListing(of:clean:)``).
+    func noteLiveRowsChanged(of store: String) throws(SQLiteError) {
+        let statement = try connection.prepare("UPDATE ferry_sync_state SET record_count = NULL, swept_listing = NULL WHERE store = ?1")
         try statement.bind(store, at: 1)
         try statement.run()
     }

@@ -35,6 +35,9 @@ public struct PassReport: Sendable, Equatable {
     public var unchanged: Bool
     /// Set when the pass swept deleted records, or refused to.
     public var reconciliation: ReconcileOutcome?
+    /// The sweep found every page as the last sweep listed it, and listed no id
+    /// (``SourceOutcome/listingUnchanged``).
+    public var listingUnchanged = false
     public var duration: Duration
     /// Live rows in the store's table after the pass.
     public var recordCount: Int

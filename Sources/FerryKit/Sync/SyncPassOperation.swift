@@ -81,6 +81,9 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         var stagedProblems: [RecordProblem] = []
         /// A first sync into an empty table: batches are held and merged in id order.
         var spooled: SpooledFirstSync?
+        /// A first sync into an empty table: read to the end without a gap, its rows are its
+        /// listing, as after a clean sweep.
+        var fillsEmptyTable = false
     }
 
     public let setup: Setup
@@ -206,6 +209,12 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                     try database.forgetPageDigests(of: store.name)
                 } else {
                     plan.pageDigests = try database.pageDigests(of: store.name)
+                    // A sweep that is merely due may take unchanged pages for what the last
+                    // sweep listed; one a person asked for (`ferry sync --sweep`) or a sweep
+                    // left over from a pass that could not do it lists every id.
+                    if reconcile, due, setup.sweepInterval != nil, state?.sweepPending != true {
+                        plan.listingAtRest = try database.listingAtRest(of: store.name, digests: plan.pageDigests)
+                    }
                 }
                 let rowsBefore = reconcile && !store.kind.reportsDeletions ? try database.liveRecordCount(of: store.name) : nil
                 return (plan, rowsBefore, cursor == nil && !reconcile ? !(try database.hasRecords(in: store.name)) : false)
@@ -224,6 +233,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             return
         }
         var pass = Pass(source: source, plan: plan, bulk: false, rowsBefore: rowsBefore)
+        pass.fillsEmptyTable = emptyTable
         // A store without rows has nothing to keep visible: its rebuild is a first sync.
         pass.staging = rebuilding && plan.reconcile
         if plan.cursor == nil {
@@ -350,6 +360,13 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 // Whether the rows now come from the configured source: always, unless a staged
                 // rebuild did not switch.
                 var rebuilt = !pass.staging
+                if pass.plan.reconcile, outcome.listingComplete, !outcome.listingUnchanged, !pass.marking {
+                    // A complete listing that named no id: every live row is gone from the
+                    // remote. The sweep decides as for any listing (`max-delete-share` first);
+                    // without marks there would be no sweep at all, and the pass would say ok.
+                    try database.beginReconciliation(of: store.name)
+                    pass.marking = true
+                }
                 if pass.marking {
                     // The marks are gone once finished or cancelled, whatever follows.
                     pass.marking = false
@@ -391,6 +408,13 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                     } else {
                         database.cancelReconciliation(of: store.name)
                     }
+                } else if outcome.listingUnchanged {
+                    // Every page as the last sweep listed it, and no row inserted or deleted
+                    // since: the listing names exactly the live rows, so nothing goes.
+                    precondition(pass.plan.listingAtRest && outcome.listingComplete, "a listing vouched unchanged that the plan did not vouch for")
+                    report.reconciliation = .swept(deleted: 0)
+                    report.listingUnchanged = true
+                    journal.logger.debug("store \(store.name): sweep: every page is as the last sweep listed it; nothing to delete")
                 }
                 if !rebuilt {
                     // Nothing of the rebuild reached the rows: they stay as they were, and the
@@ -416,6 +440,9 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 if let cursor { try database.storeCursor(cursor, of: store.name) }
                 gaps += try localChangeGaps(database)
                 let swept = if case .swept = report.reconciliation { true } else { false }
+                if pass.plan.reconcile || pass.fillsEmptyTable {
+                    try database.recordSweptListing(of: store.name, clean: (swept || pass.fillsEmptyTable) && rebuilt && gaps.isEmpty)
+                }
                 try database.recordSuccess(of: store.name, at: Date(), counts: report.counts, gaps: gaps, swept: swept)
                 // What the rows now come from; a rebuild whose sweep was refused is not over,
                 // and the next pass rebuilds again.

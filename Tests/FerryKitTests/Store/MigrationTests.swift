@@ -171,7 +171,7 @@ struct MigrationTests {
             """,
     ]
 
-    /// Versions 7 and 8 added tables only: their frozen schemas are 6's with those, as shipped.
+    /// Versions 7 to 9 added tables, 10 a column: their frozen schemas are 6's with those, as shipped.
     private static let laterSchemas: [Int: String] = {
         let six = "INSERT INTO ferry_meta VALUES ('schema_version', '6');"
         let collections = """
@@ -208,6 +208,8 @@ struct MigrationTests {
             7: base + collections + "INSERT INTO ferry_meta VALUES ('schema_version', '7');",
             8: base + collections + staging + "INSERT INTO ferry_meta VALUES ('schema_version', '8');",
             9: base + collections + staging + digests + "INSERT INTO ferry_meta VALUES ('schema_version', '9');",
+            10: base + collections + staging + digests + "ALTER TABLE ferry_stores ADD COLUMN schema_fingerprint INTEGER;\n"
+                + "INSERT INTO ferry_meta VALUES ('schema_version', '10');",
         ]
     }()
 

@@ -22,7 +22,7 @@ import FerryTestSupport
         }
 
         func write() throws {
-            let ids = (1...20).filter { versions[$0] != nil }
+            let ids = versions.keys.sorted()
             let pages = stride(from: 0, to: ids.count, by: 4).map { Array(ids[$0..<min($0 + 4, ids.count)]) }
             for (index, page) in pages.enumerated() {
                 let records = page.map { #"{"id":"r\#($0)","v":\#(versions[$0]!),"title":"record \#($0) v\#(versions[$0]!)"}"# }

@@ -20,6 +20,13 @@ public struct PassPlan: Sendable, Equatable {
     /// Digests of the pages as last merged (``PageDigest``), for a pass that may skip the
     /// records of a page that has not changed; empty when every page must be read.
     public var pageDigests: [Int: Int64] = [:]
+    /// With `reconcile`: `pageDigests` are those of the listing the last sweep read, and no row
+    /// was inserted or deleted since (``ReplicaDatabase/listingAtRest(of:digests:)``). A source
+    /// that finds every page as they say, and the chain as long, has listed exactly the live
+    /// rows: it may count those pages instead of listing their ids, and say so
+    /// (``SourceOutcome/listingUnchanged``). One that finds a page changed lists the ids of
+    /// every page, those it counted too.
+    public var listingAtRest = false
 
     public init(cursor: String?, reconcile: Bool, pendingIDs: [String] = [], revalidate: Bool = false, currentToken: String? = nil) {
         self.cursor = cursor
@@ -42,12 +49,17 @@ public struct SourceOutcome: Sendable, Equatable {
     public var unchanged: Bool
     /// What the source knows it left out (a failed listing, pagination that ended early).
     public var gaps: [ReplicaGap]
+    /// A complete listing whose every page was as ``PassPlan/listingAtRest`` vouched, so no id
+    /// was listed: the sweep has nothing to delete.
+    public var listingUnchanged: Bool
 
-    public init(listingComplete: Bool = false, requests: Int = 0, unchanged: Bool = false, gaps: [ReplicaGap] = []) {
+    public init(listingComplete: Bool = false, requests: Int = 0, unchanged: Bool = false, gaps: [ReplicaGap] = [],
+                listingUnchanged: Bool = false) {
         self.listingComplete = listingComplete
         self.requests = requests
         self.unchanged = unchanged
         self.gaps = gaps
+        self.listingUnchanged = listingUnchanged
     }
 }
 

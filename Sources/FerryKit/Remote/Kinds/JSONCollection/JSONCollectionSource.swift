@@ -21,7 +21,10 @@ import Logging
 ///
 /// **Reconciliation.** With `plan.reconcile` the pass lists everything (no updated filter, no
 /// validators), hands every id to `didList` before the batch holding it; the listing is complete
-/// only if the whole chain was read.
+/// only if the whole chain was read. A sweep whose pages are those the last one listed
+/// (`plan.listingAtRest`) counts each page that comes back with the same bytes instead of
+/// listing it; at the first page that differs, or a chain of another length, it lists every
+/// page from there and then reads the counted ones again for their ids.
 ///
 /// **Threads and batches.** A ``JSONPageProducer`` fetches and scans pages on a thread of its
 /// own while the sink merges on the pass's loop, staying at most ``batchTarget`` records ahead.
@@ -120,7 +123,7 @@ public final class JSONCollectionSource: RemoteSource {
                                                store.identity, options.recordsPath, options.idField, options.versionField,
                                                String(store.maxRecordBytes),
                                            ]),
-                                           knownDigests: plan.pageDigests)
+                                           knownDigests: plan.pageDigests, listingAtRest: plan.listingAtRest)
         // Events are posted to this loop; the source is touched only here.
         let loop = RunLoopHandle.current()
         let box = LoopBoundSource(self)
@@ -161,7 +164,7 @@ public final class JSONCollectionSource: RemoteSource {
                 || pending.bodyBytes >= batchByteLimit || pending.age >= maxBatchDelay
             if due {
                 guard flush(to: sink, producer: producer, cursor: page.isLast || commitsPerPage ? page.cursor.stored : nil,
-                            lastPage: page.isLast && page.rateLimit == nil ? page.number : nil) else { return }
+                            lastPage: page.isLast ? page.endsChainAt : nil) else { return }
             } else if commitsPerPage {
                 // The cursor the held pages would commit; the batch takes it when it goes out.
                 pending.cursor = page.cursor.stored
@@ -172,8 +175,9 @@ public final class JSONCollectionSource: RemoteSource {
                 // This page is merged; the rest waits for the window the server named.
                 sink.source(self, didFailWith: rateLimit)
             } else {
-                sink.source(self, didFinishWith: SourceOutcome(listingComplete: plan.reconcile && page.gaps.isEmpty, requests: page.requests,
-                                                               gaps: page.gaps))
+                let complete = plan.reconcile && page.gaps.isEmpty
+                sink.source(self, didFinishWith: SourceOutcome(listingComplete: complete, requests: page.requests, gaps: page.gaps,
+                                                               listingUnchanged: complete && page.listingUnchanged))
             }
         }
     }

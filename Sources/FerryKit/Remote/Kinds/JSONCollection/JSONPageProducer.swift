@@ -39,6 +39,11 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         var digest: PageDigest?
         /// Records of a page skipped because its digest is the one stored: merged before.
         var unchangedRecords = 0
+        /// On the last event of a chain read to its end: the chain's last page (pages a sweep
+        /// reads again for their ids come after it).
+        var endsChainAt: Int?
+        /// On the last event: every page was as ``Setup/listingAtRest`` vouched, and counted.
+        var listingUnchanged = false
     }
 
     /// What the producer hands the pass, in page order. Nothing follows `.notModified` or `.failed`.
@@ -73,13 +78,24 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         var digestSeed: UInt64?
         /// The digests stored when the pages were last merged (``PassPlan/pageDigests``).
         var knownDigests: [Int: Int64] = [:]
+        /// ``PassPlan/listingAtRest``: `knownDigests` are the last sweep's listing.
+        var listingAtRest = false
+    }
+
+    /// A page to request: the chain's next, or one a sweep counted and now reads for its ids.
+    private struct Target {
+        var number: Int
+        var request: HTTPRequest
+        /// Whether the request may carry the store's credentials (``mayCarryCredentials(_:)``).
+        var credentials: Bool
+        var isReread = false
     }
 
     private enum State {
         case idle
-        case loading(page: Int)
-        /// Waiting for the pass to take pages before requesting `request`.
-        case paused(page: Int, request: HTTPRequest, credentials: Bool)
+        case loading(Target)
+        /// Waiting for the pass to take pages before requesting the target.
+        case paused(Target)
         case done
     }
 
@@ -96,12 +112,21 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
     /// Records of every page so far, and what page 1 said the collection holds.
     private var recordsRead = 0
     private var expectedTotal: Int64?
+    /// While true, every page of a sweep so far is as the last sweep listed it
+    /// (``Setup/listingAtRest``): such pages are counted, not listed, and kept in `counted`.
+    private var vouched: Bool
+    private var counted: [Target] = []
+    /// Counted pages to read again for their ids, once a page or the chain's length turned
+    /// out different: the listing must then name every id.
+    private var rereads: [Target] = []
+    private var chainLength: Int?
 
     /// `deliver` is called on the producer's thread; it must hand the event to the pass's loop.
     init(_ setup: Setup, deliver: @escaping @Sendable (Event) -> Void) {
         self.setup = setup
         self.deliver = deliver
         self.next = setup.cursor
+        self.vouched = setup.reconcile && setup.listingAtRest
         super.init()
         name = "ferry-json-pages-\(setup.store.name)"
     }
@@ -116,7 +141,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             session.allowedProtocols.insert("file")
         }
         loader = HTTPPageLoader(configuration: session, query: store.query)
-        load(setup.firstRequest, page: 1)
+        load(Target(number: 1, request: setup.firstRequest, credentials: true))
     }
 
     override func cancelRun() {
@@ -129,16 +154,16 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
     func consumed(_ records: Int) {
         perform { [self] in
             self.unconsumed -= records
-            guard case .paused(let page, let request, let credentials) = self.state, self.unconsumed < self.setup.maxUnconsumedRecords else { return }
-            self.load(request, page: page, credentials: credentials)
+            guard case .paused(let target) = self.state, self.unconsumed < self.setup.maxUnconsumedRecords else { return }
+            self.load(target)
         }
     }
 
-    private func load(_ request: HTTPRequest, page: Int, credentials: Bool = true) {
+    private func load(_ target: Target) {
         guard let loader else { return }
-        state = .loading(page: page)
-        visited.insert(request.url)
-        loader.load(request, configuredQuery: credentials) { [weak self] result in
+        state = .loading(target)
+        visited.insert(target.request.url)
+        loader.load(target.request, configuredQuery: target.credentials) { [weak self] result in
             self?.received(result)
         }
     }
@@ -167,14 +192,15 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
     // MARK: Pages
 
     private func received(_ result: Result<HTTPPageLoader.Page, TransferError>) {
-        guard case .loading(let number) = state, let loader else { return }
+        guard case .loading(let target) = state, let loader else { return }
+        let number = target.number
         let page: HTTPPageLoader.Page
         switch result {
         case .failure(let error): return end(with: .failed(SyncError(error, store: store, position: "page \(number)")))
         case .success(let loaded): page = loaded
         }
         let status = page.head.status
-        if status == 304, number == 1 {
+        if status == 304, number == 1, !target.isReread {
             return end(with: .notModified(requests: loader.requestCount))
         }
         guard (200..<300).contains(status) else {
@@ -184,24 +210,39 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         let digest = setup.digestSeed.map { PageDigest(page: number, value: PageDigest.of(url: page.request.url, body: page.body, seed: $0)) }
         // The same bytes at the same place as when last merged: the same records, merged then.
         let unchanged = digest.map { setup.knownDigests[number] == $0.value } ?? false
+        // A sweep listing pages the last sweep listed as they are counts them instead, until a
+        // page differs.
+        if vouched, !unchanged { vouched = false }
+        if vouched { counted.append(target) }
         // Of an unchanged page a sweep needs the ids, and a pass between sweeps only the count.
-        let detail: JSONRecordScanner.Detail = unchanged ? (setup.reconcile ? .ids : .count) : .records
+        let listsIDs = setup.reconcile && !vouched
+        let detail: JSONRecordScanner.Detail = unchanged ? (listsIDs ? .ids : .count) : .records
         let scanned: JSONPage
         do {
             scanned = try setup.scanner.scan(page.body, detail: detail)
         } catch {
             return end(with: .failed(page.malformedJSON(error, store: store.name)))
         }
-        if number == 1, let problem = Self.misconfiguration(scanned, options: setup.options) {
+        if number == 1, !target.isReread, let problem = Self.misconfiguration(scanned, options: setup.options) {
             return end(with: .failed(SyncError(.configuration, store: store.name, url: page.request.url, position: "page 1", message: problem)))
         }
 
-        let nextURL: String?
-        switch nextPage(after: page, scanned) {
-        case .failure(let error): return end(with: .failed(error))
-        case .success(let url): nextURL = url
+        var nextURL: String?
+        if !target.isReread {
+            switch nextPage(after: page, scanned) {
+            case .failure(let error): return end(with: .failed(error))
+            case .success(let url): nextURL = url
+            }
         }
-        let exhausted = nextURL != nil && HTTPStatusClassifier.isRateLimitExhausted(page.head.headers)
+        let chainEnds = !target.isReread && nextURL == nil
+        if chainEnds {
+            chainLength = number
+            // A vouched listing is the last sweep's only if it is as long.
+            if vouched, number != setup.knownDigests.count { vouched = false }
+            if !vouched { rereads = counted }
+            counted = []
+        }
+        let exhausted = (nextURL != nil || !rereads.isEmpty) && HTTPStatusClassifier.isRateLimitExhausted(page.head.headers)
         let rateLimit = exhausted
             ? SyncError(.rateLimited, store: store.name, url: page.request.url, position: "page \(number)",
                         message: "rate limit exhausted (X-RateLimit-Remaining: 0)",
@@ -212,14 +253,24 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         // The next page is requested before this one's records are built, so its transfer
         // overlaps that work instead of following it (a page's round trip was a quarter of
         // this thread's time on loopback), unless the pass is behind.
-        let isLast = nextURL == nil || exhausted
-        if let nextURL, !isLast {
-            let credentials = mayCarryCredentials(nextURL)
-            let request = HTTPRequest(url: nextURL, headers: credentials ? setup.headers : setup.publicHeaders)
+        var following: Target?
+        if !exhausted {
+            if let nextURL {
+                let credentials = mayCarryCredentials(nextURL)
+                following = Target(number: number + 1, request: HTTPRequest(url: nextURL, headers: credentials ? setup.headers : setup.publicHeaders),
+                                   credentials: credentials)
+            } else if !rereads.isEmpty {
+                var reread = rereads.removeFirst()
+                reread.isReread = true
+                following = reread
+            }
+        }
+        let isLast = following == nil
+        if let following {
             if unconsumed + records < setup.maxUnconsumedRecords {
-                load(request, page: number + 1, credentials: credentials)
+                load(following)
             } else {
-                state = .paused(page: number + 1, request: request, credentials: credentials)
+                state = .paused(following)
             }
         }
 
@@ -231,7 +282,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         if !unchanged { changes.reserveCapacity(scanned.records.count) }
         // A sweep still lists an unchanged page's ids (its records are what they were when
         // merged, and a page with a record that could not be stored has no digest).
-        if unchanged, setup.reconcile { ids = scanned.records.compactMap(\.id) }
+        if unchanged, listsIDs { ids = scanned.records.compactMap(\.id) }
         for (position, record) in scanned.records.enumerated() where !unchanged {
             switch record.outcome(in: page.body, maxBytes: store.maxRecordBytes, position: position) {
             case .record(let remote):
@@ -252,12 +303,13 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             }
         }
 
-        let total = number == 1 ? setup.options.totalPath.flatMap { scanned.fields[$0]?.text }.flatMap { Int64($0) } : nil
+        let total = number == 1 && !target.isReread ? setup.options.totalPath.flatMap { scanned.fields[$0]?.text }.flatMap { Int64($0) } : nil
         if let total { expectedTotal = total }
-        recordsRead += scanned.recordCount
-        if isLast, number == 1 {
+        if !target.isReread { recordsRead += scanned.recordCount }
+        if isLast, chainLength == 1 {
             // Validators stand for the whole collection only when it is one page: a 304 for
-            // page 1 says nothing of page 300.
+            // page 1 says nothing of page 300, nor of the pages after a page 1 that exhausted
+            // the rate limit.
             next.firstURL = setup.firstURL
             next.etag = page.head.headers["ETag"]
             next.lastModified = page.head.headers["Last-Modified"]
@@ -266,7 +318,12 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
                                       totalHint: total, origin: page.request.url.redactingUserInfo, cursor: next,
                                       isLast: isLast, rateLimit: rateLimit, requests: loader.requestCount)
         scannedPage.digest = problems.isEmpty ? digest : nil
-        scannedPage.unchangedRecords = unchanged ? scanned.recordCount : 0
+        // A page read again was counted as unchanged already.
+        scannedPage.unchangedRecords = unchanged && !target.isReread ? scanned.recordCount : 0
+        if isLast, rateLimit == nil {
+            scannedPage.endsChainAt = chainLength
+            scannedPage.listingUnchanged = vouched
+        }
         if isLast, rateLimit == nil, let expectedTotal, recordsRead < expectedTotal {
             let path = setup.options.totalPath ?? "total-path"
             scannedPage.gaps.append(.paginationEndedEarly(
