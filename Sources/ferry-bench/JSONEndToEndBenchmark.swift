@@ -229,8 +229,8 @@ struct JSONEndToEndBenchmark: ParsableCommand {
         for (flag, set) in [("--opened", opened), ("--list-every-id", listEveryID), ("--source-only", sourceOnly), ("--apply", apply)] where set {
             arguments.append(flag)
         }
+        if let sqliteHeapLimitMb { arguments += ["--sqlite-heap-limit-mb", String(sqliteHeapLimitMb)] }
         process.arguments = arguments
-            + (sqliteHeapLimitMb.map { ["--sqlite-heap-limit-mb", String($0)] } ?? [])
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.standardError
