@@ -3,15 +3,18 @@
 Three runs of ferryd, each against one parse_server.py on 127.0.0.1 with a class per store:
 
 1. baseline: --baseline-stores stores at --interval, measured for --baseline-duration s after
-   its warm-up: ferryd's CPU per pass with few stores.
-2. load: --stores stores at the same interval, measured for --duration s after its warm-up,
-   while one store's class a second is mutated (update, delete, create) so real merges are in
-   the mix. The warm-up lasts until every store has finished its first pass, plus one interval
+   its warm-up, rounded up to whole sweep cycles: ferryd's CPU per pass with few stores.
+2. load: --stores stores at the same interval, measured for --duration s after its warm-up.
+   The warm-up lasts until every store has finished its first pass, plus one interval
    plus five seconds: first syncs all start at once, so the first scheduled passes inherit
    their queue; what is measured after it is the steady state. Sampled every second from
    /proc/<pid> and, at both ends of the window, from ferryd's own metrics endpoint.
 3. idle: the same ferryd reloaded with interval = 1h (every store resyncs once), then
    --idle-seconds with nothing due.
+
+In both measured runs a store's class on the server is mutated (update, delete, create) before
+one pass in PASSES_PER_MUTATION, and every store sweeps every SWEEP_EVERY-th pass, so the two
+CPU figures are of the same mix of passes.
 
 Bounds (the figures are printed either way):
 - every scheduled pass of the window began within 2 s of its due instant (p99 of
@@ -38,15 +41,24 @@ import os
 import re
 import shutil
 import socket
+import sqlite3
 import time
 import urllib.request
 
-from daemon_harness import (Ferryd, ParseServer, SuiteError, cpu_seconds, integrity, log,
-                            make_key_file, parse_store, proc_sample, read_rows, same_as_server,
+from daemon_harness import (Ferryd, ParseServer, SuiteError, cpu_seconds, diff_summary, integrity, log,
+                            make_key_file, parse_store, proc_sample, same_as_server,
                             status_json, temporary_directory, write_config)
 
 # The default max-concurrent-passes: descriptors and threads may swing with each running pass.
 PASS_SLOTS = 4
+# Each store sweeps deleted ids every third pass (reconcile-interval = 3 intervals), a pass that
+# lists every objectId and costs more than one that finds no change: both runs measure windows
+# holding the same share of sweeps. A pass scheduled from the end of the last one starts at
+# least an interval later, so the third pass after a sweep always sweeps again.
+SWEEP_EVERY = 3
+# One pass in this many follows a mutation of its store's class (a merge, then a sweep that
+# deletes), in both runs, so real merges are in the mix at the same share.
+PASSES_PER_MUTATION = 80
 START_DELAY = re.compile(r'^ferry_pass_start_delay_seconds_bucket\{trigger="scheduled",le="([^"]+)"\} (\d+)$')
 
 
@@ -71,6 +83,7 @@ class LoadRun:
         self.config = os.path.join(self.work, "ferry.conf")
         self.classes = ["%s%04d" % (prefix, i) for i in range(count)]
         self.names = [c.lower() for c in self.classes]
+        self.mutations = 0
         try:
             for cls in self.classes:
                 self.server.seed(cls, 20)
@@ -81,7 +94,7 @@ class LoadRun:
 
     def write(self, interval):
         stores = [parse_store(name, self.server.base, cls, self.key, interval=interval, jitter="500ms",
-                              page_size="100", reconcile_interval="%ds" % (3 * self.interval))
+                              page_size="100", reconcile_interval="%ds" % (SWEEP_EVERY * self.interval))
                   for name, cls in zip(self.names, self.classes)]
         write_config(self.config, self.database, stores, "metrics-listen = 127.0.0.1:%d\n" % self.port)
 
@@ -128,6 +141,42 @@ class LoadRun:
             time.sleep(0.5)
         return first
 
+    def differing(self, indices):
+        """{store index: what differs} of those stores whose replica is not their class on the
+        server; one read-only connection for all of them (each open parses every store's schema)."""
+        connection = sqlite3.connect("file:%s?mode=ro" % self.database, uri=True, timeout=5)
+        try:
+            found = {}
+            for i in indices:
+                rows = {row[0]: (row[1], row[2]) for row in
+                        connection.execute("SELECT id, version, body FROM %s" % self.names[i])}
+                objects = self.server.dump(self.classes[i])
+                if not same_as_server(rows, objects):
+                    found[i] = diff_summary(rows, objects)
+            return found
+        finally:
+            connection.close()
+
+    def sync_state(self, index):
+        """(last success, last sweep, incomplete, sweep pending) of a store, as ferryd recorded them."""
+        connection = sqlite3.connect("file:%s?mode=ro" % self.database, uri=True, timeout=5)
+        try:
+            return connection.execute("SELECT last_success, last_swept, incomplete, sweep_pending "
+                                      "FROM ferry_sync_state WHERE store = ?", (self.names[index],)).fetchone()
+        finally:
+            connection.close()
+
+    def mutation_period(self):
+        """Seconds between mutations: one pass in PASSES_PER_MUTATION follows one."""
+        return PASSES_PER_MUTATION * self.interval / len(self.names)
+
+    def mutate_next(self, mutated):
+        """Mutates the next store's class (every 7th, round the stores) and notes when."""
+        index = self.mutations * 7 % len(self.names)
+        self.mutations += 1
+        self.server.mutate(self.classes[index], update=3, delete=1, create=2)
+        mutated[index] = time.time()
+
     def alive(self):
         if self.daemon.process.poll() is not None:
             raise SuiteError("ferryd exited with %s during the %s run" % (self.daemon.process.returncode, self.label))
@@ -161,18 +210,41 @@ def window(begin, end):
             "scheduled": total, "p99": p99, "late": late}
 
 
+def describe_difference(run, index, what, mutated_at, window_end):
+    """One differing store: what differs, when it was mutated and swept, relative to the window's end."""
+    state = run.sync_state(index)
+
+    def ago(stamp):
+        return "never" if stamp is None else "%+.0f s" % (stamp - window_end)
+    if state is None:
+        return "%s (%s; no sync state)" % (run.names[index], what)
+    return "%s (%s; mutated %s, last success %s, last sweep %s, incomplete %s, sweep pending %s)" % (
+        run.names[index], what, ago(mutated_at), ago(state[0]), ago(state[1]), state[2], state[3])
+
+
 def run_baseline(args):
     run = LoadRun("baseline", args.baseline_stores, args.interval, "Base")
     try:
-        log("load: baseline, %d stores at interval %d s" % (args.baseline_stores, args.interval))
+        # Whole sweep cycles: the baseline's stores all began at once, so their sweeps come
+        # together, and a window of part of a cycle would hold more or fewer than one in three.
+        cycle = SWEEP_EVERY * args.interval
+        duration = cycle * max(1, -(-args.baseline_duration // cycle))
+        log("load: baseline, %d stores at interval %d s, %.0f s measured (%d sweep cycle(s)), a mutation every %.0f s" % (
+            args.baseline_stores, args.interval, duration, duration // cycle, run.mutation_period()))
         run.start()
         run.warm_up(timeout=120 + args.baseline_stores)
         begin = run.point()
-        time.sleep(args.baseline_duration)
-        run.alive()
+        mutated = {}
+        next_mutation = time.monotonic()
+        while time.monotonic() - begin["t"] < duration:
+            run.alive()
+            if time.monotonic() >= next_mutation:
+                run.mutate_next(mutated)
+                next_mutation += run.mutation_period()
+            time.sleep(0.5)
         figures = window(begin, run.point())
-        log("  baseline: %d passes in %.0f s, %.1f%% of a core, %.2f ms of CPU per pass" % (
-            figures["passes"], figures["seconds"], 100 * figures["cpu"] / figures["seconds"], 1000 * figures["cpu_per_pass"]))
+        log("  baseline: %d passes in %.0f s, %d mutations, %.1f%% of a core, %.2f ms of CPU per pass" % (
+            figures["passes"], figures["seconds"], run.mutations, 100 * figures["cpu"] / figures["seconds"], 1000 * figures["cpu_per_pass"]))
         return figures
     finally:
         run.close()
@@ -182,13 +254,13 @@ def run_load(args, check):
     baseline = run_baseline(args) if args.baseline_stores else None
     run = LoadRun("load", args.stores, args.interval, "Load")
     try:
-        log("load: %d stores on one parse_server.py, interval %d s + jitter 0.5 s, %.0f s measured after the warm-up" % (
-            args.stores, args.interval, args.duration))
+        log("load: %d stores on one parse_server.py, interval %d s + jitter 0.5 s, %.0f s measured after the warm-up, a mutation every %.2f s" % (
+            args.stores, args.interval, args.duration, run.mutation_period()))
         run.start()
         first_sync = run.warm_up(timeout=300 + args.stores / 5)
         begin = run.point()
         samples = []  # (t, fds, threads, rss KiB)
-        mutated = set()
+        mutated = {}  # store index: wall time of its mutation
         next_mutation = time.monotonic()
         while time.monotonic() - begin["t"] < args.duration:
             run.alive()
@@ -197,11 +269,9 @@ def run_load(args, check):
             if args.verbose and len(samples) % 10 == 0:
                 log("  t=%4.0f s fds %d threads %d RSS %.1f MB" % (samples[-1][0], samples[-1][1],
                                                                   samples[-1][2], samples[-1][3] / 1024))
-            if now >= next_mutation:
-                index = len(mutated) * 7 % args.stores
-                run.server.mutate(run.classes[index], update=3, delete=1, create=2)
-                mutated.add(index)
-                next_mutation = now + 1
+            while now >= next_mutation:
+                run.mutate_next(mutated)
+                next_mutation += run.mutation_period()
             time.sleep(max(0, 1 - (time.monotonic() - now)))
         end = run.point()
         lines = run.daemon.snapshot()
@@ -211,15 +281,14 @@ def run_load(args, check):
         statuses = run.daemon.statuses()
         # Deletions need a sweep: on the first pass at least 3 intervals after the last one,
         # which with jitter can be the fourth (a pass 0.1 s early waits a whole interval more).
-        # Let the last mutations land.
-        wrong = []
+        # Let the last mutations land; each round re-reads only the stores still differing.
+        window_end = time.time()
         deadline = time.monotonic() + 4 * args.interval + 15
-        while True:
-            wrong = [run.names[i] for i in sorted(mutated)
-                     if not same_as_server(read_rows(run.database, run.names[i]), run.server.dump(run.classes[i]))]
-            if not wrong or time.monotonic() > deadline:
-                break
-            time.sleep(1)
+        differing = run.differing(sorted(mutated))
+        while differing and time.monotonic() < deadline:
+            time.sleep(2)
+            differing = run.differing(sorted(differing))
+        wrong = [describe_difference(run, i, what, mutated[i], window_end) for i, what in sorted(differing.items())]
 
         idle = measure_idle(run, args)
         code = run.stop()
@@ -285,7 +354,7 @@ def run_load(args, check):
                      "ferry status: overdue_seconds for every store, at most 1%% more than 2 s overdue (%d late, %d without%s)"
                      % (len(late), len(unknown), (": " + ", ".join((late + unknown)[:5])) if late or unknown else ""))
         check.expect(not wrong, "%d stores mutated during the run equal the server (ids, versions, bodies)%s"
-                     % (len(mutated), (": differ " + ", ".join(wrong)) if wrong else ""))
+                     % (len(mutated), ("; %d differ: " % len(wrong) + "; ".join(wrong[:10])) if wrong else ""))
         check.expect(integrity(run.database) == "ok", "integrity_check ok after the run")
     finally:
         run.close()

@@ -130,7 +130,7 @@ def main():
     parser.add_argument("--stores", type=int, default=1000, help="load: stores (long run: 5000)")
     parser.add_argument("--interval", type=int, default=20, help="load: each store's interval in seconds (long run: 60)")
     parser.add_argument("--baseline-stores", type=int, default=100, help="load: stores of the baseline run (0: none)")
-    parser.add_argument("--baseline-duration", type=float, default=40, help="load: seconds the baseline is measured")
+    parser.add_argument("--baseline-duration", type=float, default=40, help="load: seconds the baseline is measured, rounded up to whole sweep cycles (3 intervals)")
     parser.add_argument("--idle-seconds", type=float, default=20, help="load: seconds measured with nothing due")
     parser.add_argument("--max-rss", type=int, default=300, help="load: RSS bound in MB")
     parser.add_argument("--verbose", action="store_true", help="print /proc samples as they come")

@@ -70,6 +70,8 @@ public final class Daemon: @unchecked Sendable {
     /// The schedule last published for `ferry status`, and when.
     private var publishedSchedule: [String: PublishedSchedule.Entry]?
     private var schedulePublishedAt = ContinuousClock.now - .seconds(60)
+    /// The scheduler's ``Scheduler/revision`` when the schedule was last compared.
+    private var publishedRevision = -1
     private var schedulePublishFailed = false
     private var schedulerEnvironment: LiveSchedulerEnvironment?
 
@@ -539,9 +541,14 @@ public final class Daemon: @unchecked Sendable {
     /// one-second timer catches what a pass's end left unpublished).
     private func publishSchedule() {
         guard case .running(let scheduler) = state, ContinuousClock.now - schedulePublishedAt >= .seconds(1) else { return }
+        // Building every store's entry costs milliseconds at 5,000 stores: skipped while the
+        // schedule stands still, except once a minute (a wall clock set since then moves
+        // every next pass as `ferry status` shows it).
+        guard scheduler.revision != publishedRevision || ContinuousClock.now - schedulePublishedAt >= .seconds(60) else { return }
+        publishedRevision = scheduler.revision
         let entries = scheduler.publishedEntries()
-        guard entries != publishedSchedule else { return }
         schedulePublishedAt = .now
+        guard entries != publishedSchedule else { return }
         let directory = configuration.global.runtimeDirectory
         publishedSchedule = entries
         do {

@@ -34,6 +34,10 @@ public final class Scheduler {
     private var backoff: Backoff
     private var stuckPassTimeout: Duration
     private var passCounter = 0
+    /// Bumped whenever any store's place in the schedule may have changed (queued, started,
+    /// finished, removed), so a reader of ``publishedEntries(now:)`` can skip rebuilding every
+    /// store's entry while nothing happens.
+    public private(set) var revision = 0
     private var life = Life.running
     /// What the environment found wrong with the replica after the last database failure,
     /// until a pass succeeds again.
@@ -101,6 +105,7 @@ public final class Scheduler {
             schedules[name]?.running?.cancel()
             schedules[name] = nil
             runningStores.remove(name)
+            revision += 1
             logger.notice("store \(name): removed from the configuration; its table stays in the database", metadata: ["store": "\(name)"])
         }
         for store in configuration.stores {
@@ -126,6 +131,7 @@ public final class Scheduler {
                               metadata: ["store": "\(store.name)"])
             }
             schedule.configuration = store
+            revision += 1
         }
         dispatch()
     }
@@ -191,6 +197,7 @@ public final class Scheduler {
     private func enqueue(_ name: String) {
         guard let schedule = schedules[name] else { return }
         schedule.generation += 1
+        revision += 1
         guard schedule.running == nil else { return }
         waiting.push(schedule.startsAt, store: name, generation: schedule.generation)
     }
@@ -245,6 +252,7 @@ public final class Scheduler {
         schedule.rerunRequested = false
         schedule.cancelledAsStuck = nil
         schedule.generation += 1
+        revision += 1
         inFlight += 1
         schedule.runningDue = (schedule.startsAt, schedule.trigger)
         // Marked running before starting, so a completion can never find the store idle.

@@ -27,6 +27,28 @@ import FerryTestSupport
         #expect(entries["busy"] == .init(nextPass: nil, running: true, failures: 0, cause: nil))
     }
 
+    @Test func theRevisionMovesWithEveryChangeOfPlace_andStandsStillBetween() throws {
+        let environment = FakeSchedulerEnvironment()
+        environment.unit = 0
+        let configuration = SchedulerTests.configuration([SchedulerTests.store("a", interval: .seconds(60)), SchedulerTests.store("b", interval: .seconds(60))])
+        let scheduler = Scheduler(configuration: configuration, environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        var seen = scheduler.revision
+        func moved() -> Bool {
+            defer { seen = scheduler.revision }
+            return scheduler.revision != seen
+        }
+        try #require(environment.started.last { $0.request.store.name == "a" }).finish(.success(SchedulerTests.report("a")))
+        #expect(moved(), "a pass finished")
+        _ = scheduler.publishedEntries()
+        #expect(!moved(), "reading the schedule changes nothing")
+        scheduler.resyncAll()
+        #expect(moved(), "a resync makes the idle store due")
+        scheduler.apply(SchedulerTests.configuration([SchedulerTests.store("a", interval: .seconds(60))]))
+        #expect(moved(), "a store removed")
+        #expect(scheduler.publishedEntries()["b"] == nil)
+    }
+
     @Test func statusShowsTheScheduleOfARunningDaemon_andNullsWithoutOne() throws {
         let directory = try TemporaryDirectory()
         let database = directory.path("ferry.db")
