@@ -321,14 +321,20 @@ def read_rows(database, table):
         return {}
     connection = sqlite3.connect("file:%s?mode=ro" % database, uri=True, timeout=5)
     try:
+        return rows_of(connection, table)
+    finally:
+        connection.close()
+
+
+def rows_of(connection, table):
+    """read_rows over a connection already open (opening one parses every store's schema)."""
+    try:
         return {row[0]: (row[1], row[2]) for row in
                 connection.execute("SELECT id, version, body FROM %s" % table)}
     except sqlite3.OperationalError as error:
         if "no such table" in str(error):
             return {}
         raise
-    finally:
-        connection.close()
 
 
 def integrity(database):

@@ -49,7 +49,7 @@ import time
 import urllib.request
 
 from daemon_harness import (Ferryd, ParseServer, SuiteError, cpu_seconds, diff_summary, integrity, log,
-                            make_key_file, parse_store, proc_sample, same_as_server,
+                            make_key_file, parse_store, proc_sample, rows_of, same_as_server,
                             status_json, temporary_directory, write_config)
 
 # The default max-concurrent-passes: descriptors and threads may swing with each running pass.
@@ -88,6 +88,8 @@ class LoadRun:
         self.classes = ["%s%04d" % (prefix, i) for i in range(count)]
         self.names = [c.lower() for c in self.classes]
         self.mutations = 0
+        self.mutated = {}  # store index: wall time of its last mutation
+        self.next_mutation = None
         try:
             for cls in self.classes:
                 self.server.seed(cls, 20)
@@ -152,8 +154,7 @@ class LoadRun:
         try:
             found = {}
             for i in indices:
-                rows = {row[0]: (row[1], row[2]) for row in
-                        connection.execute("SELECT id, version, body FROM %s" % self.names[i])}
+                rows = rows_of(connection, self.names[i])
                 objects = self.server.dump(self.classes[i])
                 if not same_as_server(rows, objects):
                     found[i] = diff_summary(rows, objects)
@@ -174,12 +175,18 @@ class LoadRun:
         """Seconds between mutations: one pass in PASSES_PER_MUTATION follows one."""
         return PASSES_PER_MUTATION * self.interval / len(self.names)
 
-    def mutate_next(self, mutated):
-        """Mutates the next store's class (every 7th, round the stores) and notes when."""
-        index = self.mutations * 7 % len(self.names)
-        self.mutations += 1
-        self.server.mutate(self.classes[index], update=3, delete=1, create=2)
-        mutated[index] = time.time()
+    def mutate_when_due(self):
+        """Mutates the next stores' classes (every 7th, round the stores) that are due by
+        mutation_period(), the first at once, and notes when."""
+        now = time.monotonic()
+        if self.next_mutation is None:
+            self.next_mutation = now
+        while now >= self.next_mutation:
+            index = self.mutations * 7 % len(self.names)
+            self.mutations += 1
+            self.server.mutate(self.classes[index], update=3, delete=1, create=2)
+            self.mutated[index] = time.time()
+            self.next_mutation += self.mutation_period()
 
     def alive(self):
         if self.daemon.process.poll() is not None:
@@ -245,13 +252,9 @@ def run_baseline(args, label="baseline"):
         run.start()
         run.warm_up(timeout=120 + args.baseline_stores)
         begin = run.point()
-        mutated = {}
-        next_mutation = time.monotonic()
         while time.monotonic() - begin["t"] < duration:
             run.alive()
-            if time.monotonic() >= next_mutation:
-                run.mutate_next(mutated)
-                next_mutation += run.mutation_period()
+            run.mutate_when_due()
             time.sleep(0.5)
         figures = window(begin, run.point())
         log("  %s: %d passes in %.0f s, %d mutations, %.1f%% of a core, %.2f ms of CPU per pass" % (
@@ -275,8 +278,6 @@ def run_load(args, check):
         # rising line, a machine that got slower as a step in both baselines as well.
         segment = max(60.0, args.duration / 6)
         points = [begin]
-        mutated = {}  # store index: wall time of its mutation
-        next_mutation = time.monotonic()
         while time.monotonic() - begin["t"] < args.duration:
             run.alive()
             now = time.monotonic()
@@ -284,9 +285,7 @@ def run_load(args, check):
             if args.verbose and len(samples) % 10 == 0:
                 log("  t=%4.0f s fds %d threads %d RSS %.1f MB" % (samples[-1][0], samples[-1][1],
                                                                   samples[-1][2], samples[-1][3] / 1024))
-            while now >= next_mutation:
-                run.mutate_next(mutated)
-                next_mutation += run.mutation_period()
+            run.mutate_when_due()
             if now - points[-1]["t"] >= segment and args.duration - (now - begin["t"]) >= segment / 2:
                 points.append(run.point())
             time.sleep(max(0, 1 - (time.monotonic() - now)))
@@ -302,11 +301,12 @@ def run_load(args, check):
         # the stores still differing.
         window_end = time.time()
         deadline = time.monotonic() + 4 * args.interval + 15
-        differing = run.differing(sorted(mutated))
+        differing = run.differing(sorted(run.mutated))
         while differing and time.monotonic() < deadline:
             time.sleep(2)
             differing = run.differing(sorted(differing))
-        wrong = [describe_difference(run, i, what, mutated[i], window_end) for i, what in sorted(differing.items())]
+        # Each description opens the replica again: the first ten are what the check prints.
+        wrong = [describe_difference(run, i, what, run.mutated[i], window_end) for i, what in sorted(differing.items())[:10]]
 
         idle = measure_idle(run, args)
         code = run.stop()
@@ -378,8 +378,8 @@ def run_load(args, check):
         check.expect(not unknown and len(late) <= len(run.names) // 100,
                      "ferry status: overdue_seconds for every store, at most 1%% more than 2 s overdue (%d late, %d without%s)"
                      % (len(late), len(unknown), (": " + ", ".join((late + unknown)[:5])) if late or unknown else ""))
-        check.expect(not wrong, "%d stores mutated during the run equal the server (ids, versions, bodies)%s"
-                     % (len(mutated), ("; %d differ: " % len(wrong) + "; ".join(wrong[:10])) if wrong else ""))
+        check.expect(not differing, "%d stores mutated during the run equal the server (ids, versions, bodies)%s"
+                     % (len(run.mutated), ("; %d differ: " % len(differing) + "; ".join(wrong)) if differing else ""))
         check.expect(integrity(run.database) == "ok", "integrity_check ok after the run")
     finally:
         run.close()
