@@ -141,8 +141,13 @@ extension ReplicaDatabase {
     /// write arrived meanwhile: then it stays, rebased on the new version), and the change log
     /// gets the change as a local one. A conflict goes to the store's policy; a refusal stays
     /// queued as refused with its reason. Returns each change's conflict resolution, if any.
+    ///
+    /// `confirmingCreates`: the kind learns deletions from a diff against its cursor (a DAV
+    /// sync token), and a diff from a cursor older than a create may leave out a member made
+    /// and deleted since. Each created record then waits in `ferry_pending_records` until a
+    /// pull reads it, or its absence, by id.
     public func recordPushes(_ results: [(change: LocalChange, result: PushResult)], of store: String,
-                             at date: Date) throws(StoreError) -> [ConflictPlan.Resolution?] {
+                             at date: Date, confirmingCreates: Bool = false) throws(StoreError) -> [ConflictPlan.Resolution?] {
         requireWritable()
         let prepared = try preparedStore(store)
         let now = Self.timestamp(date)
@@ -153,7 +158,7 @@ extension ReplicaDatabase {
                 resolutions.reserveCapacity(results.count)
                 for (change, result) in results {
                     current = change.id
-                    resolutions.append(try record(change, result, in: prepared, at: now))
+                    resolutions.append(try record(change, result, in: prepared, at: now, confirmingCreates: confirmingCreates))
                 }
                 return resolutions
             }
@@ -166,7 +171,8 @@ extension ReplicaDatabase {
         try recordPushes([(change, result)], of: store, at: date)[0]
     }
 
-    private func record(_ change: LocalChange, _ result: PushResult, in prepared: PreparedStore, at now: Double) throws(SQLiteError) -> ConflictPlan.Resolution? {
+    private func record(_ change: LocalChange, _ result: PushResult, in prepared: PreparedStore, at now: Double,
+                        confirmingCreates: Bool) throws(SQLiteError) -> ConflictPlan.Resolution? {
         switch result {
         case .refused(let reason):
             let refuse = try connection.prepare("UPDATE ferry_outbox SET state = 1, last_error = ?3, attempts = attempts + 1 WHERE store_id = ?1 AND id = ?2")
@@ -177,9 +183,11 @@ extension ReplicaDatabase {
             return nil
         case .accepted(let record):
             try accept(change, record: record, in: prepared, at: now)
+            if confirmingCreates, change.operation == .create, let record { try awaitConfirmation(of: record.id, in: prepared, at: now) }
             return nil
         case .acceptedEarlierSend(let record, let sent):
             try accept(change, record: record, keepingLocalBody: true, in: prepared, at: now)
+            if confirmingCreates, change.operation == .create { try awaitConfirmation(of: record.id, in: prepared, at: now) }
             if let sent {
                 // Based on what was sent, at no version the remote has: the next push compares
                 // all three (sent, the row, the remote now).

@@ -1,7 +1,8 @@
 import Foundation
 
 /// Records the remote has and the replica could not store (a bad record skipped under
-/// `on-bad-record = skip`, a member missing from every answer): their ids are kept in
+/// `on-bad-record = skip`, a member missing from every answer), and records a push created
+/// that no pull has read back yet (``awaitConfirmation(of:in:at:)``): their ids are kept in
 /// `ferry_pending_records`, the store counts as incomplete while any is left, and passes fetch
 /// them again where the kind can fetch by id. An id leaves the table when a batch stores or
 /// deletes it, or a complete sweep shows the remote no longer has it.
@@ -53,6 +54,22 @@ extension ReplicaDatabase {
         let count = try connection.prepare("SELECT count(*) FROM ferry_pending_records WHERE store_id = ?1")
         try count.bind(prepared.storeID, at: 1)
         prepared.pendingCount = try count.step() ? Int(count.int64(at: 0)) : 0
+    }
+
+    /// Inside a push's transaction: a record created on the remote by a push, which only a read
+    /// of it by id confirms (``recordPushes(_:of:at:confirmingCreates:)``). The next pull
+    /// fetches it with the changes; the store is incomplete until then.
+    func awaitConfirmation(of id: String, in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
+        let add = try connection.prepare("""
+            INSERT INTO ferry_pending_records(store_id, id, reason, since) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT(store_id, id) DO NOTHING
+            """)
+        try add.bind(prepared.storeID, at: 1)
+        try add.bind(id, at: 2)
+        try add.bind("created by a push; not yet read back by a pull", at: 3)
+        try add.bind(now, at: 4)
+        try add.run()
+        prepared.pendingCount += connection.changes
     }
 
     /// Inside a sweep's transaction: pending ids the complete listing did not name are gone

@@ -511,7 +511,9 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         let results = results.map { change, result in
             if case .refused(let reason) = result { (change: change, result: PushResult.refused(redacted(reason))) } else { (change: change, result: result) }
         }
-        let resolutions = try write { database throws(StoreError) in try database.recordPushes(results, of: store, at: Date()) }
+        let resolutions = try write { database throws(StoreError) in
+            try database.recordPushes(results, of: store, at: Date(), confirmingCreates: setup.store.kind.reportsDeletions)
+        }
         for ((change, result), resolution) in zip(results, resolutions) {
             if case .refused(let reason) = result {
                 report.push.refused += 1
