@@ -134,7 +134,7 @@ class LoadRun:
     def point(self):
         """What the window's ends compare: time, CPU, passes, start delays."""
         return {"t": time.monotonic(), "cpu": cpu_seconds(self.daemon.pid), "passes": self.finished_passes()[0],
-                "delays": self.start_delays()}
+                "delays": self.start_delays(), "machine": machine_busy_seconds()}
 
     def warm_up(self, timeout):
         """Waits for every store's first pass, then one interval and 5 s more."""
@@ -204,6 +204,14 @@ class LoadRun:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
+def machine_busy_seconds():
+    """CPU time every core of the machine spent on anything but idling, in seconds."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal (guest time is counted in user already).
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def window(begin, end):
     """CPU per pass, passes, seconds and the start-delay p99 bound between two points."""
     passes = end["passes"] - begin["passes"]
@@ -218,7 +226,7 @@ def window(begin, end):
             break
     late = total - delays.get(2.0, 0)
     return {"passes": passes, "seconds": seconds, "cpu": cpu, "cpu_per_pass": cpu / max(1, passes),
-            "scheduled": total, "p99": p99, "late": late}
+            "scheduled": total, "p99": p99, "late": late, "machine": end["machine"] - begin["machine"]}
 
 
 def pooled(first, second):
@@ -321,8 +329,13 @@ def run_load(args, check):
             100 * figures["cpu"] / figures["seconds"], 1000 * figures["cpu_per_pass"],
             " (baseline %.2f ms: %.2fx)" % (1000 * baseline["cpu_per_pass"], figures["cpu_per_pass"] / baseline["cpu_per_pass"])
             if baseline else ""))
-        log("  CPU per pass by sixth of the window: %s ms" % ", ".join(
-            "%.2f" % (1000 * window(a, b)["cpu_per_pass"]) for a, b in zip(points, points[1:])))
+        sixths = [window(a, b) for a, b in zip(points, points[1:])]
+        log("  CPU per pass by sixth of the window: %s ms" % ", ".join("%.2f" % (1000 * w["cpu_per_pass"]) for w in sixths))
+        # Late starts by sixth: a steady trickle is ferryd's, a burst in one sixth a machine
+        # that was busy with something else then.
+        log("  scheduled passes more than 2 s late by sixth: %s" % ", ".join("%d of %d" % (w["late"], w["scheduled"]) for w in sixths))
+        log("  CPU busy on the whole machine (%d cores) by sixth, in %% of one core, ferryd's in brackets: %s" % (os.cpu_count(), ", ".join(
+            "%.0f%% (%.0f%%)" % (100 * w["machine"] / w["seconds"], 100 * w["cpu"] / w["seconds"]) for w in sixths)))
         log("  scheduled passes begun in the window: %d, %d more than 2 s late; p99 start delay <= %s s" % (
             figures["scheduled"], figures["late"], figures["p99"]))
         fds = [s[1] for s in samples]
