@@ -132,7 +132,7 @@ class LoadRun:
         return buckets
 
     def point(self):
-        """What the window's ends compare: time, CPU, passes, start delays."""
+        """What the window's ends compare: time, ferryd's CPU, passes, start delays, the machine's busy CPU."""
         return {"t": time.monotonic(), "cpu": cpu_seconds(self.daemon.pid), "passes": self.finished_passes()[0],
                 "delays": self.start_delays(), "machine": machine_busy_seconds()}
 
