@@ -26,8 +26,8 @@ extension ReplicaDatabase {
     /// table, problems with an id enter it. Costs nothing when the store has nothing pending
     /// and the batch no problem, which is the hot path.
     func updatePending(_ prepared: PreparedStore, applied ids: some Sequence<String>, problems: [RecordProblem], at now: Double) throws(SQLiteError) {
-        let problemIDs = problems.compactMap(\.id)
-        guard prepared.pendingCount > 0 || !problemIDs.isEmpty else { return }
+        let entering = problems.compactMap { problem in problem.id.map { (id: $0, reason: problem.reason) } }
+        guard prepared.pendingCount > 0 || !entering.isEmpty else { return }
         if prepared.pendingCount > 0 {
             let remove = try connection.prepare("DELETE FROM ferry_pending_records WHERE store_id = ?1 AND id = ?2")
             for id in ids {
@@ -36,40 +36,42 @@ extension ReplicaDatabase {
                 try remove.run()
             }
         }
-        if !problemIDs.isEmpty {
-            let add = try connection.prepare("""
-                INSERT INTO ferry_pending_records(store_id, id, reason, since) VALUES (?1, ?2, ?3, ?4)
-                ON CONFLICT(store_id, id) DO UPDATE SET reason = excluded.reason
-                """)
-            for problem in problems {
-                guard let id = problem.id else { continue }
-                // A run clears the bindings (see Statement.run): bind all of them each time.
-                try add.bind(prepared.storeID, at: 1)
-                try add.bind(id, at: 2)
-                try add.bind(problem.reason, at: 3)
-                try add.bind(now, at: 4)
-                try add.run()
-            }
-        }
-        let count = try connection.prepare("SELECT count(*) FROM ferry_pending_records WHERE store_id = ?1")
-        try count.bind(prepared.storeID, at: 1)
-        prepared.pendingCount = try count.step() ? Int(count.int64(at: 0)) : 0
+        try enterPending(entering, of: prepared, at: now)
+        try recountPending(prepared)
     }
 
     /// Inside a push's transaction: a record created on the remote by a push, which only a read
     /// of it by id confirms (``recordPushes(_:of:at:confirmingCreates:)``). The next pull
     /// fetches it with the changes; the store is incomplete until then.
     func awaitConfirmation(of id: String, in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
+        try enterPending([(id: id, reason: "created by a push; not yet read back by a pull")], of: prepared, at: now)
+        try recountPending(prepared)
+    }
+
+    /// Ids entering the pending table, each with why; one already there takes the new reason
+    /// and keeps the time it entered.
+    private func enterPending(_ entries: [(id: String, reason: String)], of prepared: PreparedStore, at now: Double) throws(SQLiteError) {
+        guard !entries.isEmpty else { return }
         let add = try connection.prepare("""
             INSERT INTO ferry_pending_records(store_id, id, reason, since) VALUES (?1, ?2, ?3, ?4)
-            ON CONFLICT(store_id, id) DO NOTHING
+            ON CONFLICT(store_id, id) DO UPDATE SET reason = excluded.reason
             """)
-        try add.bind(prepared.storeID, at: 1)
-        try add.bind(id, at: 2)
-        try add.bind("created by a push; not yet read back by a pull", at: 3)
-        try add.bind(now, at: 4)
-        try add.run()
-        prepared.pendingCount += connection.changes
+        for entry in entries {
+            // A run clears the bindings (see Statement.run): bind all of them each time.
+            try add.bind(prepared.storeID, at: 1)
+            try add.bind(entry.id, at: 2)
+            try add.bind(entry.reason, at: 3)
+            try add.bind(now, at: 4)
+            try add.run()
+        }
+    }
+
+    /// The store's pending count, which batches read to skip the table when it is zero, as the
+    /// table now holds it.
+    private func recountPending(_ prepared: PreparedStore) throws(SQLiteError) {
+        let count = try connection.prepare("SELECT count(*) FROM ferry_pending_records WHERE store_id = ?1")
+        try count.bind(prepared.storeID, at: 1)
+        prepared.pendingCount = try count.step() ? Int(count.int64(at: 0)) : 0
     }
 
     /// Inside a sweep's transaction: pending ids the complete listing did not name are gone
@@ -81,9 +83,7 @@ extension ReplicaDatabase {
             """)
         try forget.bind(prepared.storeID, at: 1)
         try forget.run()
-        let count = try connection.prepare("SELECT count(*) FROM ferry_pending_records WHERE store_id = ?1")
-        try count.bind(prepared.storeID, at: 1)
-        prepared.pendingCount = try count.step() ? Int(count.int64(at: 0)) : 0
+        try recountPending(prepared)
     }
 
     /// Inside a sweep's transaction, when its marks were only walked (``SweepScan``): pending
