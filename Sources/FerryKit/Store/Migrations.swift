@@ -239,6 +239,25 @@ enum Migrations {
         Step(version: 11, sql: """
             ALTER TABLE ferry_sync_state ADD COLUMN swept_listing INTEGER;
             """),
+        // Pushes that resume after a lost answer, and one pass per store at a time.
+        // `ferry_outbox.sent_body`: what an update (or the update a delete followed) last sent,
+        // so a "changed since" answer is first compared with it: the remote holding it is our
+        // own send, landed, never a conflict. `ferry_conflicts.remote_fields`: the remote side's
+        // extracted fields, so a resolution that takes it fills `fields` as a pull would.
+        // `ferry_pass_claims`: the process running a store's pass (see PassClaim), so two
+        // processes never push or pull one store at once.
+        Step(version: 12, sql: """
+            ALTER TABLE ferry_outbox ADD COLUMN sent_body TEXT;
+            ALTER TABLE ferry_conflicts ADD COLUMN remote_fields TEXT;
+            CREATE TABLE ferry_pass_claims(
+                store_id INTEGER PRIMARY KEY,
+                pid INTEGER NOT NULL,
+                process_start TEXT NOT NULL,
+                token TEXT NOT NULL,
+                command TEXT NOT NULL,
+                claimed REAL NOT NULL
+            );
+            """),
     ]
 
     static var currentVersion: Int { steps.last!.version }

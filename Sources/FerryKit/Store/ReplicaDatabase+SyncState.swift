@@ -23,8 +23,8 @@ extension ReplicaDatabase {
                 SELECT store, cursor, last_attempt, last_success, last_error, total_inserted, total_updated, total_deleted,
                        incomplete, sweep_pending, last_swept, record_count,
                        (SELECT count(*) FROM ferry_pending_records p JOIN ferry_stores s ON s.store_id = p.store_id WHERE s.name = ferry_sync_state.store),
-                       (SELECT count(*) FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id WHERE s.name = ferry_sync_state.store AND o.state = 0),
-                       (SELECT count(*) FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id WHERE s.name = ferry_sync_state.store AND o.state = 1),
+                       (SELECT count(*) FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id WHERE s.name = ferry_sync_state.store AND o.state = \(OutboxState.queued.sql)),
+                       (SELECT count(*) FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id WHERE s.name = ferry_sync_state.store AND o.state = \(OutboxState.refused.sql)),
                        (SELECT count(*) FROM ferry_conflicts c JOIN ferry_stores s ON s.store_id = c.store_id WHERE s.name = ferry_sync_state.store AND c.resolved IS NULL)
                 FROM ferry_sync_state \(clause)
                 """)

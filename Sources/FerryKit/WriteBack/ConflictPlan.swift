@@ -6,7 +6,7 @@
 /// |--------------|------------------------------------|--------------------------|
 /// | update/delete| upsert, not newer than the base    | `.keepLocal` (no news)   |
 /// | delete       | delete                             | `.bothDeleted`           |
-/// | create       | delete                             | `.keepLocal`             |
+/// | create       | delete                             | `.keepLocal` (`.refreshHeld` when held) |
 /// | update       | delete                             | conflict                 |
 /// | update/delete| upsert, newer than the base        | conflict                 |
 /// | create       | upsert (the same id: both created) | conflict                 |
@@ -53,7 +53,9 @@ public enum ConflictPlan {
         case (.delete, .delete):
             return .bothDeleted
         case (.create, .delete):
-            return .keepLocal
+            // A create held over a record another writer made: that record went, and the
+            // conflict shows it. A create not held has nothing there to meet.
+            return held ? .refreshHeld : .keepLocal
         case (.update, .delete):
             return held ? .refreshHeld : .conflict(resolution(policy, localDeleted: false))
         case (.update, .upsert(let version)), (.delete, .upsert(let version)):

@@ -41,6 +41,14 @@ extension ReplicaDatabase {
         return rows
     }
 
+    /// The live rows' bodies by id (tombstones left out).
+    func liveBodies(of store: String) throws -> [String: String] {
+        let statement = try connection.prepare("SELECT id, body FROM \(quoted(store)) WHERE deleted = 0")
+        var rows: [String: String] = [:]
+        while try statement.step() { rows[statement.string(at: 0)!] = statement.string(at: 1) ?? "" }
+        return rows
+    }
+
     func body(of id: String, in store: String) throws -> String? {
         let statement = try connection.prepare("SELECT body FROM \(quoted(store)) WHERE id = ?1")
         try statement.bind(id, at: 1)

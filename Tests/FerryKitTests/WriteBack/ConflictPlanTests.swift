@@ -18,6 +18,8 @@ struct ConflictPlanTests {
         (.create, nil, false, .upsert(version: "1"), .conflict(.hold)),
         (.update, "2", true, .upsert(version: "3"), .refreshHeld),
         (.update, "2", true, .delete, .refreshHeld),
+        (.create, nil, true, .upsert(version: "4"), .refreshHeld),
+        (.create, nil, true, .delete, .refreshHeld),
     ]
 
     @Test func theTable() {

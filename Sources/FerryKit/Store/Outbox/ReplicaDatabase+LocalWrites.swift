@@ -69,7 +69,8 @@ extension ReplicaDatabase {
             + "OR NEW.last_synced IS NOT OLD.last_synced OR NEW.deleted IS NOT OLD.deleted"
         let now = nowSQL
         // A failed entry (refused by the remote) is tried again after a new local write.
-        let retry = "state = CASE WHEN state = 1 THEN 0 ELSE state END, last_error = NULL, attempts = CASE WHEN state = 1 THEN 0 ELSE attempts END"
+        let (refused, queued) = (OutboxState.refused.sql, OutboxState.queued.sql)
+        let retry = "state = CASE WHEN state = \(refused) THEN \(queued) ELSE state END, last_error = NULL, attempts = CASE WHEN state = \(refused) THEN 0 ELSE attempts END"
         // An operation the store cannot push (a JSON API configured without push-delete, say).
         func unpushable(_ operation: LocalOperation, _ words: String, _ key: String) -> String {
             definition.pushableOperations.contains(operation) ? ""

@@ -28,8 +28,8 @@ extension ReplicaDatabase {
         let local = try rowBody(id, of: prepared)
         let conflict = try connection.prepare("""
             INSERT INTO ferry_conflicts(store_id, id, detected, local_op, base_version, local_body, remote_version, remote_body,
-                                        policy, resolution, resolved)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                                        policy, resolution, resolved, remote_fields)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
             """)
         try conflict.bind(prepared.storeID, at: 1)
         try conflict.bind(id, at: 2)
@@ -47,6 +47,7 @@ extension ReplicaDatabase {
             try conflict.bind(resolution.rawValue, at: 10)
             try conflict.bind(now, at: 11)
         }
+        try conflict.bind(Self.encodeFields(remote?.fields), at: 12)
         try conflict.run()
         try carryOut(resolution, id: id, entry: entry, localBody: local, remote: remote, in: prepared, at: now)
     }
@@ -55,7 +56,7 @@ extension ReplicaDatabase {
                           in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
         switch resolution {
         case .hold:
-            let hold = try connection.prepare("UPDATE ferry_outbox SET state = 2 WHERE store_id = ?1 AND id = ?2")
+            let hold = try connection.prepare("UPDATE ferry_outbox SET state = \(OutboxState.held.sql) WHERE store_id = ?1 AND id = ?2")
             try hold.bind(prepared.storeID, at: 1)
             try hold.bind(id, at: 2)
             try hold.run()
@@ -65,7 +66,7 @@ extension ReplicaDatabase {
         case .rebaseLocal:
             // Pushed over the version just seen: still conditional, so a third writer is noticed.
             let rebase = try connection.prepare("""
-                UPDATE ferry_outbox SET state = 0, last_error = NULL, sent = NULL, sent_version = NULL, base_version = ?3, base_body = ?4,
+                UPDATE ferry_outbox SET state = \(OutboxState.queued.sql), last_error = NULL, sent = NULL, sent_version = NULL, base_version = ?3, base_body = ?4,
                     op = CASE WHEN ?3 IS NULL THEN 1 WHEN op = 1 THEN 2 ELSE op END
                 WHERE store_id = ?1 AND id = ?2
                 """)
@@ -103,13 +104,14 @@ extension ReplicaDatabase {
     /// The open conflict of a held record takes the remote's newer side.
     func refreshHeldConflict(_ id: String, remote: RemoteRecord?, in prepared: PreparedStore) throws(SQLiteError) {
         let refresh = try connection.prepare("""
-            UPDATE ferry_conflicts SET remote_version = ?3, remote_body = ?4
+            UPDATE ferry_conflicts SET remote_version = ?3, remote_body = ?4, remote_fields = ?5
             WHERE store_id = ?1 AND id = ?2 AND resolved IS NULL
             """)
         try refresh.bind(prepared.storeID, at: 1)
         try refresh.bind(id, at: 2)
         try refresh.bind(remote?.version, at: 3)
         if let remote { try refresh.bindText(utf8: remote.body, at: 4) } else { try refresh.bindNull(at: 4) }
+        try refresh.bind(Self.encodeFields(remote?.fields), at: 5)
         try refresh.run()
     }
 
@@ -148,6 +150,12 @@ extension ReplicaDatabase {
         try noteLiveRowsChanged(of: prepared.definition.name)
     }
 
+    /// ``encodeFields(_:)`` read back; nil for NULL or anything that is not an object of strings.
+    static func decodeFields(_ text: String?) -> [String: String]? {
+        guard let text, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String] else { return nil }
+        return object
+    }
+
     private func rowBody(_ id: String, of prepared: PreparedStore) throws(SQLiteError) -> String? {
         let read = try connection.prepare("SELECT body FROM \(quoted(prepared.definition.name)) WHERE id = ?1")
         try read.bind(id, at: 1)
@@ -163,19 +171,22 @@ extension ReplicaDatabase {
         do {
             return try connection.transaction { () throws(SQLiteError) -> Int in
                 let chosen = try connection.prepare("""
-                    SELECT conflict_id, id, resolution, remote_version, remote_body FROM ferry_conflicts
+                    SELECT conflict_id, id, resolution, remote_version, remote_body, remote_fields FROM ferry_conflicts
                     WHERE store_id = ?1 AND resolved IS NULL AND resolution IS NOT NULL ORDER BY conflict_id
                     """)
                 try chosen.bind(prepared.storeID, at: 1)
-                var rows: [(Int64, String, String, String?, String?)] = []
+                var rows: [(Int64, String, String, String?, String?, String?)] = []
                 while try chosen.step() {
-                    rows.append((chosen.int64(at: 0), chosen.string(at: 1) ?? "", chosen.string(at: 2) ?? "", chosen.string(at: 3), chosen.string(at: 4)))
+                    rows.append((chosen.int64(at: 0), chosen.string(at: 1) ?? "", chosen.string(at: 2) ?? "", chosen.string(at: 3), chosen.string(at: 4),
+                                 chosen.string(at: 5)))
                 }
                 chosen.reset()
                 let entries = try queuedEntries(of: prepared)
-                for (conflictID, id, chosenResolution, remoteVersion, remoteBody) in rows {
+                for (conflictID, id, chosenResolution, remoteVersion, remoteBody, remoteFields) in rows {
                     if let entry = entries[id], let resolution = ConflictPlan.Resolution(rawValue: chosenResolution) {
-                        let remote = remoteVersion.map { RemoteRecord(id: id, version: $0, body: Data((remoteBody ?? "").utf8)) }
+                        let remote = remoteVersion.map {
+                            RemoteRecord(id: id, version: $0, body: Data((remoteBody ?? "").utf8), fields: Self.decodeFields(remoteFields))
+                        }
                         try carryOut(resolution, id: id, entry: entry, localBody: try rowBody(id, of: prepared), remote: remote,
                                      in: prepared, at: now)
                     }
@@ -255,10 +266,12 @@ extension ReplicaDatabase {
         }
     }
 
-    /// After a complete listing: queued records the remote no longer lists were deleted there.
+    /// After a complete listing: queued records the remote no longer lists were deleted there
+    /// (a create only when held over a record another writer made: its id is that record's).
     func meetSweep(_ prepared: PreparedStore, at now: Double) throws(SQLiteError) {
         let gone = try connection.prepare("""
-            SELECT id FROM ferry_outbox WHERE store_id = ?1 AND op <> 1 AND \(ReconciliationState.notListed(prepared.storeID, column: "ferry_outbox.id"))
+            SELECT id FROM ferry_outbox WHERE store_id = ?1 AND (op <> \(LocalOperation.create.rawValue) OR state = \(OutboxState.held.sql))
+                AND \(ReconciliationState.notListed(prepared.storeID, column: "ferry_outbox.id"))
             """)
         try gone.bind(prepared.storeID, at: 1)
         var ids: [String] = []

@@ -46,7 +46,7 @@ extension ReplicaDatabase {
         while try statement.step() {
             entries[statement.string(at: 0) ?? ""] = QueuedEntry(
                 operation: LocalOperation(rawValue: statement.int64(at: 1)) ?? .update, baseVersion: statement.string(at: 2),
-                held: statement.int64(at: 3) == 2)
+                held: statement.int64(at: 3) == OutboxState.held.rawValue)
         }
         return entries
     }
@@ -59,7 +59,7 @@ extension ReplicaDatabase {
             let statement = try connection.prepare("""
                 SELECT o.id, o.op, o.base_version, o.base_body, t.body, o.generation, o.sent, o.sent_version
                 FROM ferry_outbox o LEFT JOIN \(quoted(store)) t ON t.id = o.id
-                WHERE o.store_id = ?1 AND o.state = 0 ORDER BY o.queued, o.id LIMIT ?2
+                WHERE o.store_id = ?1 AND o.state = \(OutboxState.queued.sql) ORDER BY o.queued, o.id LIMIT ?2
                 """)
             try statement.bind(storeID, at: 1)
             try statement.bind(limit, at: 2)
@@ -82,8 +82,9 @@ extension ReplicaDatabase {
         do {
             guard let storeID = try storeID(of: store) else { return OutboxSummary() }
             let statement = try connection.prepare("""
-                SELECT coalesce(sum(state = 0), 0), coalesce(sum(state = 1), 0), coalesce(sum(state = 2), 0),
-                       (SELECT last_error FROM ferry_outbox WHERE store_id = ?1 AND state = 1 ORDER BY changed DESC LIMIT 1)
+                SELECT coalesce(sum(state = \(OutboxState.queued.sql)), 0), coalesce(sum(state = \(OutboxState.refused.sql)), 0),
+                       coalesce(sum(state = \(OutboxState.held.sql)), 0),
+                       (SELECT last_error FROM ferry_outbox WHERE store_id = ?1 AND state = \(OutboxState.refused.sql) ORDER BY changed DESC LIMIT 1)
                 FROM ferry_outbox WHERE store_id = ?1
                 """)
             try statement.bind(storeID, at: 1)
@@ -175,7 +176,7 @@ extension ReplicaDatabase {
                         confirmingCreates: Bool) throws(SQLiteError) -> ConflictPlan.Resolution? {
         switch result {
         case .refused(let reason):
-            let refuse = try connection.prepare("UPDATE ferry_outbox SET state = 1, last_error = ?3, attempts = attempts + 1 WHERE store_id = ?1 AND id = ?2")
+            let refuse = try connection.prepare("UPDATE ferry_outbox SET state = \(OutboxState.refused.sql), last_error = ?3, attempts = attempts + 1 WHERE store_id = ?1 AND id = ?2")
             try refuse.bind(prepared.storeID, at: 1)
             try refuse.bind(change.id, at: 2)
             try refuse.bind(reason, at: 3)
@@ -199,7 +200,15 @@ extension ReplicaDatabase {
             }
             return nil
         case .conflict(let remote):
-            guard let entry = try queuedEntries(of: prepared)[change.id] else { return nil }
+            var id = change.id
+            // A create that met a record another writer made under the id it chose (a vCard's
+            // UID, a client objectId): the placeholder becomes that record's row before anything
+            // is decided, so every outcome ends in one row per remote record.
+            if let remote, remote.id != change.id, change.operation == .create {
+                try adoptRemoteID(remote.id, for: change.id, in: prepared)
+                id = remote.id
+            }
+            guard let entry = try queuedEntries(of: prepared)[id] else { return nil }
             let outcome = ConflictPlan.outcome(
                 local: entry.operation, base: entry.baseVersion, held: entry.held,
                 remote: remote.map { .upsert(version: $0.version) } ?? .delete,
@@ -208,17 +217,17 @@ extension ReplicaDatabase {
             // conflict here (an opaque ETag the server rewrote).
             switch outcome {
             case .conflict(let resolution):
-                try resolve(change.id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
+                try resolve(id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
                 return resolution
             case .refreshHeld:
-                try refreshHeldConflict(change.id, remote: remote, in: prepared)
+                try refreshHeldConflict(id, remote: remote, in: prepared)
                 return .hold
             case .keepLocal:
                 let resolution = ConflictPlan.resolution(prepared.definition.writeBack.conflict, localDeleted: entry.operation == .delete)
-                try resolve(change.id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
+                try resolve(id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
                 return resolution
             case .bothDeleted:
-                try settleBothDeleted(change.id, of: prepared, at: now)
+                try settleBothDeleted(id, of: prepared, at: now)
                 return nil
             }
         }
@@ -234,26 +243,12 @@ extension ReplicaDatabase {
         try read.bind(change.id, at: 2)
         let generation: Int64? = try read.step() ? read.int64(at: 0) : nil
         read.reset()
-        let newerLocalWrite = keepingLocalBody || generation.map { $0 != change.generation } ?? false
+        var newerLocalWrite = keepingLocalBody || generation.map { $0 != change.generation } ?? false
         let finalID = record?.id ?? change.id
         if let record {
-            if record.id != change.id {
-                // The remote assigned the id: the placeholder row and its entry take it. A row
-                // a pull already made of the same record (a create answered before a crash,
-                // then pulled) gives way: it is this record.
-                let pulled = try connection.prepare("DELETE FROM \(table) WHERE id = ?1")
-                try pulled.bind(record.id, at: 1)
-                try pulled.run()
-                let rename = try connection.prepare("UPDATE \(table) SET id = ?2 WHERE id = ?1")
-                try rename.bind(change.id, at: 1)
-                try rename.bind(record.id, at: 2)
-                try rename.run()
-                let renameEntry = try connection.prepare("UPDATE ferry_outbox SET id = ?3 WHERE store_id = ?1 AND id = ?2")
-                try renameEntry.bind(prepared.storeID, at: 1)
-                try renameEntry.bind(change.id, at: 2)
-                try renameEntry.bind(record.id, at: 3)
-                try renameEntry.run()
-            }
+            // The remote assigned the id: the placeholder row and its entry take it (or fold into
+            // the record's own row, written here later, which then stays queued on top).
+            if record.id != change.id, !(try adoptRemoteID(record.id, for: change.id, in: prepared)) { newerLocalWrite = true }
             // A newer local write keeps its body; the version is the remote's either way, so
             // the next push of it is conditional on what this one made.
             let sql = newerLocalWrite
@@ -304,6 +299,47 @@ extension ReplicaDatabase {
         if change.operation != .update { try noteLiveRowsChanged(of: prepared.definition.name) }
     }
 
+    /// A placeholder row (a local create) becomes the row of the remote record `remoteID`:
+    /// the row and its outbox entry take the id. A row a pull already made of that record is the
+    /// remote's copy and gives way (the remote's side is in the answer or the conflict). If
+    /// that row had a local change of its own queued, the two local writes are of one record:
+    /// the one written last stays, as a later write to one row would have replaced the other.
+    /// Returns false when the record's own row stayed (its local change was the later one).
+    @discardableResult
+    func adoptRemoteID(_ remoteID: String, for placeholder: String, in prepared: PreparedStore) throws(SQLiteError) -> Bool {
+        let table = quoted(prepared.definition.name)
+        let entries = try connection.prepare("SELECT id, changed FROM ferry_outbox WHERE store_id = ?1 AND id IN (?2, ?3)")
+        try entries.bind(prepared.storeID, at: 1)
+        try entries.bind(placeholder, at: 2)
+        try entries.bind(remoteID, at: 3)
+        var changed: [String: Double] = [:]
+        while try entries.step() { changed[entries.string(at: 0) ?? ""] = entries.double(at: 1) }
+        entries.reset()
+        if let theirs = changed[remoteID], let ours = changed[placeholder], theirs > ours {
+            // The record's own row was written after the placeholder: it stays, and the
+            // placeholder's create folds into it.
+            try dropEntry(placeholder, of: prepared)
+            let drop = try connection.prepare("DELETE FROM \(table) WHERE id = ?1")
+            try drop.bind(placeholder, at: 1)
+            try drop.run()
+            return false
+        }
+        try dropEntry(remoteID, of: prepared)
+        let pulled = try connection.prepare("DELETE FROM \(table) WHERE id = ?1")
+        try pulled.bind(remoteID, at: 1)
+        try pulled.run()
+        let rename = try connection.prepare("UPDATE \(table) SET id = ?2 WHERE id = ?1")
+        try rename.bind(placeholder, at: 1)
+        try rename.bind(remoteID, at: 2)
+        try rename.run()
+        let renameEntry = try connection.prepare("UPDATE ferry_outbox SET id = ?3 WHERE store_id = ?1 AND id = ?2")
+        try renameEntry.bind(prepared.storeID, at: 1)
+        try renameEntry.bind(placeholder, at: 2)
+        try renameEntry.bind(remoteID, at: 3)
+        try renameEntry.run()
+        return true
+    }
+
     /// A local delete the remote made too: nothing to push, and the log records the delete the
     /// local write made. A conflict held over the record (the delete had met a remote update)
     /// has nothing left to decide: it is closed as settled by the remote, whose delete agrees.
@@ -349,7 +385,7 @@ extension ReplicaDatabase {
             lastDataVersion = version
             guard !stores.isEmpty else { return [] }
             let names = try connection.textRows("""
-                SELECT s.name FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id WHERE o.state = 0
+                SELECT s.name FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id WHERE o.state = \(OutboxState.queued.sql)
                 UNION SELECT s.name FROM ferry_conflicts c JOIN ferry_stores s ON s.store_id = c.store_id
                     WHERE c.resolved IS NULL AND c.resolution IS NOT NULL
                 """)
