@@ -499,7 +499,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         }
     }
 
-    public func writer(_ writer: any RemoteWriter, willSendUpdates sends: [(change: LocalChange, remoteVersion: String)]) throws {
+    public func writer(_ writer: any RemoteWriter, willSendUpdates sends: [UpdateSend]) throws {
         guard case .pushing = state else { return }
         try write { database throws(StoreError) in try database.noteUpdatesSent(sends, of: setup.store.name, at: Date()) }
     }

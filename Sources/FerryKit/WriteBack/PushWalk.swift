@@ -73,7 +73,7 @@ final class PushWalk {
     }
 
     /// Records updates about to be sent; false when the walk ended (then stop).
-    func willSendUpdates(_ sends: [(change: LocalChange, remoteVersion: String)]) -> Bool {
+    func willSendUpdates(_ sends: [UpdateSend]) -> Bool {
         guard !sends.isEmpty else { return isWalking }
         guard case .walking(let sink, _, _) = state else { return false }
         do {
@@ -83,6 +83,18 @@ final class PushWalk {
             cancel()
             return false
         }
+    }
+
+    /// The result for a change the remote answered "changed since your base" for, when the
+    /// remote's record holds the change's last send (`holds` compares as the kind does): that
+    /// send landed and its answer was lost, so nobody else wrote. The change is done when the
+    /// row still holds what was sent; otherwise it is pushed again on top of what the send made
+    /// (a later edit, or a delete). Nil when nothing was sent or the remote holds something
+    /// else: then it is what it looks like.
+    static func resumption(of change: LocalChange, remote: RemoteRecord, holds: (RemoteRecord, String) -> Bool) -> PushResult? {
+        guard change.sent != nil, let sent = change.sentBody, holds(remote, sent) else { return nil }
+        if change.operation == .update, let body = change.body, holds(remote, body) { return .accepted(remote) }
+        return .acceptedEarlierSend(remote, sent: nil)
     }
 
     /// Hands one change's result over and takes the next step.

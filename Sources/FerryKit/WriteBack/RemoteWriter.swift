@@ -24,6 +24,10 @@ public struct LocalChange: Sendable, Equatable {
     /// The remote version an update that was sent had been computed against; for a create, the
     /// id it named the record with when the client chooses ids.
     public var sentVersion: String?
+    /// What the last send of an update held (the row's body then), recorded before it went out
+    /// and kept when the record is edited or deleted again: a remote that holds it later holds
+    /// that send, landed with its answer lost, and is no conflict.
+    public var sentBody: String?
 
     public init(id: String, operation: Operation, baseVersion: String? = nil, baseBody: String? = nil, body: String?,
                 generation: Int64 = 1, sent: Date? = nil) {
@@ -49,6 +53,21 @@ public struct LocalChange: Sendable, Equatable {
 
     /// Whether the id is a placeholder the remote has never seen.
     public var hasLocalID: Bool { id.hasPrefix("local-") }
+}
+
+/// An update about to be sent: recorded durably first (``RemoteWriterSink/writer(_:willSendUpdates:)``).
+public struct UpdateSend: Sendable {
+    public var change: LocalChange
+    /// The remote version the update was computed against.
+    public var remoteVersion: String
+    /// The row's body the update carries.
+    public var body: String
+
+    public init(_ change: LocalChange, on remoteVersion: String, body: String) {
+        self.change = change
+        self.remoteVersion = remoteVersion
+        self.body = body
+    }
 }
 
 /// What the remote made of one local change.
@@ -78,9 +97,10 @@ public protocol RemoteWriterSink: AnyObject {
     /// of creating it twice. False: the create is no longer queued (its row was deleted since
     /// the push read the queue), so it must not be sent.
     func writer(_ writer: any RemoteWriter, willSendCreate change: LocalChange, body: String, remoteID: String?) throws -> Bool
-    /// Called before updates that are not idempotent are sent, each with the remote version it
-    /// was computed against (recorded durably, in one transaction).
-    func writer(_ writer: any RemoteWriter, willSendUpdates sends: [(change: LocalChange, remoteVersion: String)]) throws
+    /// Called before updates are sent, each with the remote version it was computed against and
+    /// the body it carries (recorded durably, in one transaction): after a lost answer the next
+    /// push tells the remote holding this send from another writer's change.
+    func writer(_ writer: any RemoteWriter, willSendUpdates sends: [UpdateSend]) throws
     /// What the remote made of these changes, recorded in one transaction.
     func writer(_ writer: any RemoteWriter, didPush results: [(change: LocalChange, result: PushResult)]) throws
     /// Every change was answered; nothing follows.

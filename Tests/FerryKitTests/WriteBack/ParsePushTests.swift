@@ -266,7 +266,7 @@ struct ParsePushTests {
         try other.execute("UPDATE quotes SET body = json_set(body, '$.n', json_extract(body, '$.n') + 1) WHERE id = '\(id)'")
         // As a push killed after Parse applied it leaves things: recorded as sent, applied there.
         let change = try setup.firstQueued()
-        try setup.database.write { try $0.noteUpdatesSent([(change, version)], of: "quotes", at: Date()) }
+        try setup.database.write { try $0.noteUpdatesSent([UpdateSend(change, on: version, body: change.body ?? "")], of: "quotes", at: Date()) }
         try setup.parse("PUT", "/classes/Quote/\(id)", #"{"n":{"__op":"Increment","amount":1}}"#)
         let report = try setup.pass()
         #expect(report.push.conflicts == 1, "\(report.summary)")

@@ -66,7 +66,7 @@ extension ReplicaDatabase {
         case .rebaseLocal:
             // Pushed over the version just seen: still conditional, so a third writer is noticed.
             let rebase = try connection.prepare("""
-                UPDATE ferry_outbox SET state = \(OutboxState.queued.sql), last_error = NULL, sent = NULL, sent_version = NULL, base_version = ?3, base_body = ?4,
+                UPDATE ferry_outbox SET state = \(OutboxState.queued.sql), last_error = NULL, sent = NULL, sent_version = NULL, sent_body = NULL, base_version = ?3, base_body = ?4,
                     op = CASE WHEN ?3 IS NULL THEN 1 WHEN op = 1 THEN 2 ELSE op END
                 WHERE store_id = ?1 AND id = ?2
                 """)

@@ -57,7 +57,7 @@ extension ReplicaDatabase {
         do {
             guard let storeID = try storeID(of: store) else { return [] }
             let statement = try connection.prepare("""
-                SELECT o.id, o.op, o.base_version, o.base_body, t.body, o.generation, o.sent, o.sent_version
+                SELECT o.id, o.op, o.base_version, o.base_body, t.body, o.generation, o.sent, o.sent_version, o.sent_body
                 FROM ferry_outbox o LEFT JOIN \(quoted(store)) t ON t.id = o.id
                 WHERE o.store_id = ?1 AND o.state = \(OutboxState.queued.sql) ORDER BY o.queued, o.id LIMIT ?2
                 """)
@@ -71,6 +71,7 @@ extension ReplicaDatabase {
                     baseBody: statement.string(at: 3), body: operation == .delete ? nil : statement.string(at: 4),
                     generation: statement.int64(at: 5), sent: statement.isNull(at: 6) ? nil : Date(timeIntervalSince1970: statement.double(at: 6)))
                 change.sentVersion = statement.string(at: 7)
+                change.sentBody = statement.string(at: 8)
                 changes.append(change)
             }
             return changes
@@ -116,21 +117,26 @@ extension ReplicaDatabase {
     }
 
     /// Records that updates are about to be sent, each computed against the remote version
-    /// given, in one transaction: after a crash the next push can tell whether a send that was
-    /// not idempotent (a Parse Increment) may have applied already.
-    public func noteUpdatesSent(_ sends: [(change: LocalChange, remoteVersion: String)], of store: String, at date: Date) throws(StoreError) {
+    /// given and with the body it carries, in one transaction: after a crash or a lost answer
+    /// the next push compares what the remote holds with what was sent (the remote holding it
+    /// is that send, landed), and can tell whether a send that was not idempotent (a Parse
+    /// Increment) may have applied already.
+    public func noteUpdatesSent(_ sends: [UpdateSend], of store: String, at date: Date) throws(StoreError) {
         requireWritable()
         guard !sends.isEmpty else { return }
         do {
             guard let storeID = try storeID(of: store) else { return }
             try connection.transaction { () throws(SQLiteError) in
-                let statement = try connection.prepare("UPDATE ferry_outbox SET sent = ?3, sent_version = ?4, attempts = attempts + 1 WHERE store_id = ?1 AND id = ?2")
-                for (change, version) in sends {
+                let statement = try connection.prepare("""
+                    UPDATE ferry_outbox SET sent = ?3, sent_version = ?4, sent_body = ?5, attempts = attempts + 1 WHERE store_id = ?1 AND id = ?2
+                    """)
+                for send in sends {
                     statement.reset()
                     try statement.bind(storeID, at: 1)
-                    try statement.bind(change.id, at: 2)
+                    try statement.bind(send.change.id, at: 2)
                     try statement.bind(Self.timestamp(date), at: 3)
-                    try statement.bind(version, at: 4)
+                    try statement.bind(send.remoteVersion, at: 4)
+                    try statement.bind(send.body, at: 5)
                     try statement.run()
                 }
             }
@@ -273,7 +279,7 @@ extension ReplicaDatabase {
             // while its create or update was in flight) is a delete of that; an accepted delete
             // followed by a local insert of the same id is a create again.
             let rebase = try connection.prepare("""
-                UPDATE ferry_outbox SET base_version = ?3, base_body = ?4, sent = NULL, sent_version = NULL,
+                UPDATE ferry_outbox SET base_version = ?3, base_body = ?4, sent = NULL, sent_version = NULL, sent_body = NULL,
                     op = CASE WHEN ?6 = 0 THEN 3 WHEN ?5 = 3 THEN 1 WHEN op = 1 THEN 2 ELSE op END
                 WHERE store_id = ?1 AND id = ?2
                 """)
@@ -291,6 +297,9 @@ extension ReplicaDatabase {
         // (even when its row was deleted meanwhile: that delete, queued now, is logged when
         // pushed). A create undone before the remote had it leaves no trace.
         switch change.operation {
+        // A delete whose record held an earlier send of ours is not done yet: it goes out next,
+        // based on what that send made.
+        case .delete where keepingLocalBody: break
         case .delete: try logChange(.delete, id: finalID, local: true, of: prepared, at: now)
         case .create where record != nil: try logChange(.insert, id: finalID, local: true, of: prepared, at: now)
         case .update where record != nil: try logChange(.update, id: finalID, local: true, of: prepared, at: now)

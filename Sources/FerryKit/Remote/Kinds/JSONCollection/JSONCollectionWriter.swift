@@ -89,6 +89,7 @@ final class JSONCollectionWriter: RemoteWriter {
             payload = Data(body.utf8)
         }
         conditionally(change) { [self] in
+            guard walk.willSendUpdates([UpdateSend(change, on: change.baseVersion ?? "", body: body)]) else { return }
             send(request(template.method, template.url(store: store.url, id: change.id), body: payload, ifMatch: change.baseVersion), for: change) { [self] page in
                 answered(page, for: change, id: change.id)
             }
@@ -110,9 +111,19 @@ final class JSONCollectionWriter: RemoteWriter {
         guard !templates.ifMatch else { return then() }
         fetch(change.id) { [self] remote in
             guard let remote else { return walk.finish(change, change.operation == .delete ? .accepted(nil) : .conflict(remote: nil)) }
-            guard remote.version == change.baseVersion else { return walk.finish(change, .conflict(remote: remote)) }
+            guard remote.version == change.baseVersion else {
+                return walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: holds) ?? .conflict(remote: remote))
+            }
             then()
         }
+    }
+
+    /// Whether the API's record holds a body this store sent: every member but the id and the
+    /// version has the sent value (an API may add members of its own).
+    private func holds(_ remote: RemoteRecord, _ sent: String) -> Bool {
+        guard let sent = JSONValue.object(parsing: sent),
+              let theirs = JSONValue.object(parsing: String(decoding: remote.body, as: UTF8.self)) else { return false }
+        return sent.allSatisfy { key, value in key == options.idField || key == options.versionField || theirs[key] == value }
     }
 
     /// RFC 7396: the members that changed, `null` for those removed.
@@ -179,7 +190,10 @@ final class JSONCollectionWriter: RemoteWriter {
                 let status = page.head.status
                 if (200..<300).contains(status) || (missingIsDone && (status == 404 || status == 410)) { return then(page) }
                 if status == 412 {
-                    return fetch(change.id) { [self] remote in walk.finish(change, change.operation == .delete && remote == nil ? .accepted(nil) : .conflict(remote: remote)) }
+                    return fetch(change.id) { [self] remote in
+                        guard let remote else { return walk.finish(change, change.operation == .delete ? .accepted(nil) : .conflict(remote: nil)) }
+                        walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: holds) ?? .conflict(remote: remote))
+                    }
                 }
                 if status == 404 || status == 410 { return walk.finish(change, .conflict(remote: nil)) }
                 if WebDAVWriter.refusingStatuses.contains(status) {

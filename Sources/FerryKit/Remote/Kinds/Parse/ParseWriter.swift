@@ -79,7 +79,7 @@ final class ParseWriter: RemoteWriter {
         fetchMany(known) { [self] remotes in
             var decided: [Int: PushResult] = [:]
             var requests: [(position: Int, request: JSONValue)] = []
-            var increments: [(change: LocalChange, remoteVersion: String)] = []
+            var sends: [UpdateSend] = []
             for (position, change) in chunk.enumerated() {
                 switch change.operation {
                 case .update:
@@ -88,8 +88,12 @@ final class ParseWriter: RemoteWriter {
                         decided[position] = .refused("the local body is not a JSON object")
                         continue
                     }
-                    let base = change.baseBody.flatMap(JSONValue.object(parsing:)) ?? [:]
+                    var base = change.baseBody.flatMap(JSONValue.object(parsing:)) ?? [:]
                     let theirs = remote.version == change.baseVersion ? nil : JSONValue.object(parsing: String(decoding: remote.body, as: UTF8.self))
+                    // The remote holds an earlier send of this change (its answer lost): what
+                    // that send made is the base, so it is neither a conflict nor sent twice.
+                    let landed = theirs.flatMap { Self.landedSend(of: change, remote: $0) }
+                    if let landed { base = landed }
                     switch ParseFieldMerge.update(base: base, local: local, remote: theirs) {
                     case .conflict: decided[position] = .conflict(remote: remote)
                     case .update(let fields) where fields.isEmpty: decided[position] = .accepted(remote)
@@ -98,17 +102,26 @@ final class ParseWriter: RemoteWriter {
                             // An earlier send of this change may have applied (the remote moved
                             // past the version it was sent on): sending the increment again could
                             // count it twice, and Parse cannot say. Both sides go to the policy.
-                            if let sentVersion = change.sentVersion, sentVersion != remote.version {
+                            if landed == nil, let sentVersion = change.sentVersion, sentVersion != remote.version {
                                 decided[position] = .conflict(remote: remote)
                                 continue
                             }
-                            increments.append((change, remote.version))
                         }
+                        sends.append(UpdateSend(change, on: remote.version, body: String(decoding: ParseFieldMerge.encode(local), as: UTF8.self)))
                         requests.append((position, Self.batched("PUT", endpoint.batchPath(change.id), body: fields)))
                     }
                 case .delete:
                     guard let remote = remotes[change.id] else { decided[position] = .accepted(nil); continue }
-                    guard remote.version == change.baseVersion else { decided[position] = .conflict(remote: remote); continue }
+                    if remote.version != change.baseVersion {
+                        // Deleted here after an update whose answer was lost: the object holding
+                        // exactly that send is ours to delete; anything else is another writer's.
+                        let theirs = JSONValue.object(parsing: String(decoding: remote.body, as: UTF8.self)) ?? [:]
+                        let sent = change.sent == nil ? nil : change.sentBody.flatMap(JSONValue.object(parsing:))
+                        guard let sent, ParseFieldMerge.create(local: sent) == ParseFieldMerge.create(local: theirs) else {
+                            decided[position] = .conflict(remote: remote)
+                            continue
+                        }
+                    }
                     requests.append((position, Self.batched("DELETE", endpoint.batchPath(change.id), body: nil)))
                 case .create:
                     guard let local = change.body.flatMap(JSONValue.object(parsing:)) else {
@@ -129,7 +142,7 @@ final class ParseWriter: RemoteWriter {
                 }
             }
             guard !requests.isEmpty else { return report(chunk, decided) }
-            guard walk.willSendUpdates(increments) else { return }
+            guard walk.willSendUpdates(sends) else { return }
             let body = ParseFieldMerge.encode(["requests": .array(requests.map(\.request))])
             loader.load(endpoint.request("POST", endpoint.batchURL, json: body)) { [self] result in
                 let page: HTTPPageLoader.Page
@@ -179,6 +192,20 @@ final class ParseWriter: RemoteWriter {
                 }
             }
         }
+    }
+
+    /// The object an earlier send of `change` made, when the remote holds it: every field that
+    /// send set to a value (not a number moved by a delta, which another writer's bump would
+    /// look like) is the sent value. Nil when nothing was sent, or only increments were, or the
+    /// remote holds something else.
+    static func landedSend(of change: LocalChange, remote: [String: JSONValue]) -> [String: JSONValue]? {
+        guard change.sent != nil, let sent = change.sentBody.flatMap(JSONValue.object(parsing:)) else { return nil }
+        let base = change.baseBody.flatMap(JSONValue.object(parsing:)) ?? [:]
+        let set = Set(base.keys).union(sent.keys).subtracting(ParseFieldMerge.builtIn).filter { key in
+            base[key] != sent[key] && !(base[key]?.numeric != nil && sent[key]?.numeric != nil)
+        }
+        guard !set.isEmpty, set.allSatisfy({ remote[$0] == sent[$0] }) else { return nil }
+        return sent
     }
 
     /// Whether an update's body holds an operation that counts again when sent again.

@@ -75,7 +75,10 @@ final class WebDAVWriter: RemoteWriter {
             send("DELETE", change.id, body: nil, condition: change.baseVersion.map { ("If-Match", $0) }, for: change) { [self] _ in
                 walk.finish(change, .accepted(nil))
             } onConflict: { [self] in
-                fetch(change.id) { [self] remote in walk.finish(change, remote.map { .conflict(remote: $0) } ?? .accepted(nil)) }
+                fetch(change.id) { [self] remote in
+                    guard let remote else { return walk.finish(change, .accepted(nil)) }
+                    walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: Self.holds) ?? .conflict(remote: remote))
+                }
             }
         }
     }
@@ -123,18 +126,26 @@ final class WebDAVWriter: RemoteWriter {
         }
     }
 
-    /// `PUT` with `If-Match`; a 412 is a conflict unless the member already holds this very
-    /// text (the same update, sent before a crash, applied and its answer lost).
+    /// `PUT` with `If-Match`, recorded first with what it sends; a 412 is a conflict unless
+    /// the member holds this very text or an earlier send's (sent before a crash or a lost
+    /// answer, and applied): then it is done, or pushed again on top of what that send made.
     private func update(_ change: LocalChange, member: String, body: String, on version: String?) {
+        if change.operation == .update {
+            guard walk.willSendUpdates([UpdateSend(change, on: version ?? "", body: body)]) else { return }
+        }
         send("PUT", member, body: body, condition: version.map { ("If-Match", $0) }, for: change) { [self] page in
             stored(page, member: member, sent: body, change: change)
         } onConflict: { [self] in
             fetch(member) { [self] remote in
-                if let remote, Self.sameText(remote.body, body) { return walk.finish(change, .accepted(remote)) }
-                walk.finish(change, .conflict(remote: remote))
+                guard let remote else { return walk.finish(change, .conflict(remote: nil)) }
+                if Self.sameText(remote.body, body) { return walk.finish(change, .accepted(remote)) }
+                walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: Self.holds) ?? .conflict(remote: remote))
             }
         }
     }
+
+    /// Whether a member holds a text, as ``sameText(_:_:)`` compares.
+    static func holds(_ remote: RemoteRecord, _ text: String) -> Bool { sameText(remote.body, text) }
 
     /// After a successful PUT: the record as stored, from the answer's ETag or read back.
     private func stored(_ page: HTTPPageLoader.Page, member: String, sent: String, change: LocalChange) {
