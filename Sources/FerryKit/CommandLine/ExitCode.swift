@@ -15,6 +15,9 @@ public enum FerryExitCode: Int32, Sendable {
     case unavailable = 69
     /// The database cannot be opened or written (full, read-only, locked, not Ferry's).
     case database = 74
+    /// Another process is syncing the store (ferryd, or another `ferry sync` or `ferry push`)
+    /// and did not finish within the wait: nothing was done; try again.
+    case busy = 75
     /// The remote refused the credentials.
     case permission = 77
     /// The configuration is invalid.
@@ -38,6 +41,7 @@ public enum FerryExitCode: Int32, Sendable {
             case .configuration: return .configuration
             case .transport, .httpStatus, .rateLimited, .malformedResponse, .remote: return .unavailable
             case .badRecord: return .dataError
+            case .busy: return .busy
             case .cancelled: return .interrupted
             }
         default: return .failure

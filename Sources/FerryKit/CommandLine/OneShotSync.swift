@@ -28,6 +28,9 @@ public final class OneShotSync {
     public var pull = true
     /// Rebuild every store passed (`ferry resync`, ``SyncPassOperation/Setup/resync``).
     public var resync = false
+    /// How long a pass waits for another process syncing its store (ferryd mid-pass, another
+    /// `ferry sync`) before it gives up with ``FerryExitCode/busy``.
+    public var claimWait: Duration = .seconds(60)
 
     /// Picks the stores to sync (all when `storeNames` is empty) and opens the database;
     /// an unknown store name is a usage error naming the known ones. A replica larger than
@@ -111,6 +114,7 @@ public final class OneShotSync {
                                                 sweepInterval: sweepNow ? nil : store.reconcileInterval, pass: index + 1, logger: logger, pull: pull)
             setup.currentToken = resync ? nil : tokens[store.name]
             setup.resync = resync
+            setup.claimWait = claimWait
             return SyncPassOperation(setup)
         }
         let interrupt = cancelOnInterrupt(operations)

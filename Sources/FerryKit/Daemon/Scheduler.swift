@@ -57,6 +57,10 @@ public final class Scheduler {
     public var onPassStartDelay: ((String, PassTrigger, Duration) -> Void)?
 
     /// A scheduler with every store of `configuration` due now. Nothing runs until ``start()``.
+    /// How soon a store another process was syncing is tried again (or its interval, if
+    /// shorter).
+    static let busyRetry: Duration = .seconds(5)
+
     public init(configuration: FerryConfiguration, environment: any SchedulerEnvironment, logger: Logger) {
         self.environment = environment
         self.logger = logger
@@ -309,6 +313,13 @@ public final class Scheduler {
             // Cancelled by a reload, a stop or a person: not the store's failure. Run again soon.
             schedule.nextDue = now
             schedule.trigger = .onDemand
+        case .failure(let error) where error.kind == .busy:
+            // Another process (a person's `ferry sync`) is syncing the store: not the store's
+            // failure either. Its pass brings the store up to date; this one looks again soon.
+            let retry = min(schedule.configuration.interval, Self.busyRetry)
+            schedule.nextDue = now + retry
+            schedule.trigger = .scheduled
+            logger.info("store \(name): \(error.message); trying again in \(ConfigurationUnits.format(retry))", metadata: ["store": "\(name)"])
         case .failure(var error):
             if case .store = error.kind {
                 noteReplicaProblem(store: name)

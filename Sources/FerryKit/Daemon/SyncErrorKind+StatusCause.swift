@@ -12,6 +12,7 @@ extension SyncError.Kind {
         case .remote(let code): "remote error \(code)"
         case .store(let store): store.summary
         case .configuration: "configuration"
+        case .busy: "another process is syncing it"
         case .cancelled: "cancelled"
         }
     }

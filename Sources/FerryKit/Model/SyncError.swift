@@ -26,6 +26,9 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         case store(StoreError.Kind)
         /// The configuration does not work against this remote.
         case configuration
+        /// Another process is syncing the store (ferryd, `ferry sync`, `ferry push`): this pass
+        /// did nothing, and a later one will (``ReplicaDatabase/claimPass(of:token:at:)``).
+        case busy
         case cancelled
     }
 
@@ -60,7 +63,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         // racing for its repository).
         case .httpStatus(let status): status >= 500 || status == 408 || status == 423
         case .store(let store): store.isTransient
-        case .rateLimited, .malformedResponse, .remote: true
+        case .rateLimited, .malformedResponse, .remote, .busy: true
         case .unauthorized, .badRecord, .configuration, .cancelled: false
         }
     }

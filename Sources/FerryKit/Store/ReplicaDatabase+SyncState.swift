@@ -103,7 +103,9 @@ extension ReplicaDatabase {
     /// is not hidden by the second and the daemon publishes it elsewhere
     /// (``UnrecordedFailures``).
     public func recordingFailure(_ failure: SyncError, of store: String, at date: Date = Date()) -> SyncError {
-        guard failure.kind != .cancelled else { return failure }
+        // Neither a cancelled pass nor one that found another process syncing the store says
+        // anything about the store.
+        guard failure.kind != .cancelled, failure.kind != .busy else { return failure }
         do {
             try recordFailure(of: store, at: date, message: failure.description)
             return failure

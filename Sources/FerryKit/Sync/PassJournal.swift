@@ -58,6 +58,8 @@ struct PassJournal {
         switch result {
         case .success(let report): finished(report)
         case .failure(let failure) where failure.kind == .cancelled: cancelled(afterPages: pages)
+        // Not the store's failure: another process is syncing it, and says so itself.
+        case .failure(let failure) where failure.kind == .busy: logger.notice("\(failure)")
         case .failure(let failure): failed(failure, afterPages: pages)
         }
     }

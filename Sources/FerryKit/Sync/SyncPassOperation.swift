@@ -34,6 +34,9 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         /// `max-delete-share` says. (A pass rebuilds on its own, within max-delete-share, when
         /// the store's ``StoreConfiguration/identity`` changed since its rows were synced.)
         public var resync = false
+        /// How long to wait for another process that is syncing the store (a one-shot
+        /// command's); nil gives up at once (ferryd, which tries again soon).
+        public var claimWait: Duration?
 
         public init(store: StoreConfiguration, database: SharedDatabase, trigger: PassTrigger, reconcile: Bool,
                     sweepInterval: Duration? = nil, pass: Int, logger: Logger, pull: Bool = true) {
@@ -52,6 +55,9 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     /// bulk pragmas) is recorded in the `syncing` value, so every way out undoes exactly that.
     private enum State {
         case idle
+        /// Another process is syncing the store: this pass waits for it (``Setup/claimWait``),
+        /// trying again on this timer.
+        case waitingForClaim(Timer)
         /// Pushing the store's queued local changes, before its pull. `round` counts the
         /// writers of this pass: a conflict resolved by pushing (local-wins, keep-both) queues
         /// a change again, pushed by the next round.
@@ -94,6 +100,10 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     private var started = ContinuousClock.now
     /// This pass reads everything again (``Setup/resync``, or the store's identity moved).
     private var rebuilding = false
+    /// This pass's claim on its store (``ReplicaDatabase/claimPass(of:token:at:)``).
+    private let claimToken = UUID().uuidString
+    /// Until when the pass waits for another process's claim; set at the first refusal.
+    private var claimDeadline: ContinuousClock.Instant?
 
     public init(_ setup: Setup) {
         self.setup = setup
@@ -119,11 +129,47 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     public override func run() {
         started = .now
         setup.tally?.install()
+        claimThenPush()
+    }
+
+    /// How often a waiting pass asks again for another process's claim.
+    static let claimRetry: TimeInterval = 0.25
+
+    /// Claims the store for this process, then pushes what is queued (or pulls). Another live
+    /// process holding it: wait for it as the setup allows, else end as ``SyncError/Kind/busy``
+    /// having done nothing.
+    private func claimThenPush() {
         let store = setup.store
+        let holder: ReplicaDatabase.PassClaimHolder?
+        do {
+            holder = try setup.database.write { database throws(StoreError) in
+                try database.prepare(StoreDefinition(store), verifyingSchema: setup.resync)
+                return try database.claimPass(of: store.name, token: claimToken, at: Date())
+            }
+        } catch {
+            return end(.failure(SyncError(error, store: store.name)))
+        }
+        if let holder {
+            if claimDeadline == nil, let wait = setup.claimWait {
+                claimDeadline = .now + wait
+                journal.logger.notice("store \(store.name): \(holder.command) (pid \(holder.pid)) is syncing it; waiting up to \(ConfigurationUnits.format(wait))")
+            }
+            guard let deadline = claimDeadline, .now < deadline else {
+                return end(.failure(SyncError(.busy, store: store.name,
+                                              message: "\(holder.command) (pid \(holder.pid)) is syncing this store (since \(InternetTimestamp.string(from: holder.since))); nothing was done")))
+            }
+            let timer = Timer(timeInterval: Self.claimRetry, repeats: false) { [weak self] _ in
+                guard let self, case .waitingForClaim = self.state else { return }
+                self.state = .idle
+                self.claimThenPush()
+            }
+            RunLoop.current.add(timer, forMode: .default)
+            state = .waitingForClaim(timer)
+            return
+        }
         let changes: [LocalChange]
         do {
             changes = try setup.database.write { database throws(StoreError) -> [LocalChange] in
-                try database.prepare(StoreDefinition(store), verifyingSchema: setup.resync)
                 try database.recordAttempt(of: store.name, at: Date())
                 guard store.writeBack.push else { return [] }
                 // Held conflicts somebody resolved are carried out before anything is pushed.
@@ -258,6 +304,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         switch state {
         case .syncing(let pass): pass.source.cancel()
         case .pushing(let writer, _): writer.cancel()
+        case .waitingForClaim(let timer): timer.invalidate()
         case .idle, .done: break
         }
         end(.failure(SyncError(.cancelled, store: setup.store.name, message: "pass cancelled")))
@@ -611,6 +658,9 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         switch state {
         case .done: return
         case .idle, .pushing: pass = nil
+        case .waitingForClaim(let timer):
+            timer.invalidate()
+            pass = nil
         case .syncing(let running): pass = running
         }
         state = .done
@@ -636,6 +686,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             // Restoring the pragmas cannot fail in a way that would change the outcome.
             if pass?.bulk == true { try? database.setBulkMode(false) }
             result = result.mapError { database.recordingFailure($0, of: store) }
+            database.releasePass(of: store, token: claimToken)
             database.release(store)
         }
         if case .success(var report) = result {

@@ -1,0 +1,82 @@
+import Foundation
+
+/// One pass of a store at a time, across every process that opens the replica: ferryd,
+/// `ferry sync` and `ferry push` claim the store in `ferry_pass_claims` before they push or
+/// pull, and let go when the pass ends. Two pushers of one store could both send a create
+/// whose answer the other then renames or deletes; two pulls would each fetch everything.
+///
+/// A claim names its process by pid and start time (``ProcessIdentity``), so a process killed
+/// with its claim standing (SIGKILL, a power cut) holds nothing: the next claimant sees it is
+/// gone and takes over. Within one process a claim is told apart by its token (one per pass).
+extension ReplicaDatabase {
+    /// Who holds a store's pass.
+    public struct PassClaimHolder: Sendable, Equatable, CustomStringConvertible {
+        public var pid: Int32
+        /// The program and subcommand (`ferryd`, `ferry sync`).
+        public var command: String
+        public var since: Date
+
+        public var description: String {
+            "\(command) (pid \(pid)), since \(InternetTimestamp.string(from: since))"
+        }
+    }
+
+    /// Claims `store`'s pass for this process under `token` (one per pass). Returns nil when
+    /// claimed (or already ours), else the live process that holds it.
+    public func claimPass(of store: String, token: String, at date: Date) throws(StoreError) -> PassClaimHolder? {
+        requireWritable()
+        do {
+            guard let storeID = try storeID(of: store) else { return nil }
+            return try connection.transaction { () throws(SQLiteError) -> PassClaimHolder? in
+                let read = try connection.prepare("SELECT pid, process_start, token, command, claimed FROM ferry_pass_claims WHERE store_id = ?1")
+                try read.bind(storeID, at: 1)
+                if try read.step(), read.string(at: 2) != token {
+                    let holder = ProcessIdentity(pid: Int32(read.int64(at: 0)), start: read.string(at: 1) ?? "")
+                    if holder.isRunning {
+                        return PassClaimHolder(pid: holder.pid, command: read.string(at: 3) ?? "?", since: Date(timeIntervalSince1970: read.double(at: 4)))
+                    }
+                }
+                read.reset()
+                let me = ProcessIdentity.current
+                let claim = try connection.prepare("""
+                    INSERT INTO ferry_pass_claims(store_id, pid, process_start, token, command, claimed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                    ON CONFLICT(store_id) DO UPDATE SET pid = excluded.pid, process_start = excluded.process_start, token = excluded.token,
+                        command = excluded.command, claimed = excluded.claimed
+                    """)
+                try claim.bind(storeID, at: 1)
+                try claim.bind(Int64(me.pid), at: 2)
+                try claim.bind(me.start, at: 3)
+                try claim.bind(token, at: 4)
+                try claim.bind(ProcessIdentity.command, at: 5)
+                try claim.bind(Self.timestamp(date), at: 6)
+                try claim.run()
+                return nil
+            }
+        } catch { throw StoreError(error, path: path, store: store) }
+    }
+
+    /// Lets go of a claim `token` holds; nothing when it holds none. Never fails a pass: a claim
+    /// left standing belongs to a process that ends, and is taken over then.
+    public func releasePass(of store: String, token: String) {
+        guard let storeID = try? storeID(of: store),
+              let release = try? connection.prepare("DELETE FROM ferry_pass_claims WHERE store_id = ?1 AND token = ?2") else { return }
+        try? release.bind(storeID, at: 1)
+        try? release.bind(token, at: 2)
+        try? release.run()
+    }
+
+    /// Who holds `store`'s pass now, if a live process does (for `ferry status`).
+    public func passClaimHolder(of store: String) throws(StoreError) -> PassClaimHolder? {
+        do {
+            let read = try connection.prepare("""
+                SELECT c.pid, c.process_start, c.command, c.claimed FROM ferry_pass_claims c JOIN ferry_stores s ON s.store_id = c.store_id
+                WHERE s.name = ?1
+                """)
+            try read.bind(store, at: 1)
+            guard try read.step() else { return nil }
+            let holder = ProcessIdentity(pid: Int32(read.int64(at: 0)), start: read.string(at: 1) ?? "")
+            guard holder.isRunning else { return nil }
+            return PassClaimHolder(pid: holder.pid, command: read.string(at: 2) ?? "?", since: Date(timeIntervalSince1970: read.double(at: 3)))
+        } catch { throw StoreError(error, path: path, store: store) }
+    }
+}
