@@ -19,16 +19,24 @@ public enum LocalBodyFormat: String, Sendable, Equatable {
         case .jsonObject:
             return ("coalesce(json_valid(\(body)), 0) = 0 OR json_type(\(body)) <> 'object'", "body must be a JSON object")
         case .vcard:
-            return (Self.missing(begin: "BEGIN:VCARD", in: body), "body must be a vCard (BEGIN:VCARD) with a UID line")
+            return (Self.missing(begin: "BEGIN:VCARD", in: body), "body must be a vCard (BEGIN:VCARD) with a UID line that is not empty")
         case .icalendar:
-            return (Self.missing(begin: "BEGIN:VCALENDAR", in: body), "body must be an iCalendar object (BEGIN:VCALENDAR) with a UID line")
+            return (Self.missing(begin: "BEGIN:VCALENDAR", in: body), "body must be an iCalendar object (BEGIN:VCALENDAR) with a UID line that is not empty")
         }
     }
 
     /// Property names are case-insensitive (RFC 6350, RFC 5545); a UID may carry parameters.
+    /// Its value must not be empty or blank: the member is named after it, and servers refuse
+    /// a card without one, so an empty `UID:` is refused when written, not at the push.
     private static func missing(begin: String, in body: String) -> String {
-        "\(body) IS NULL OR upper(substr(ltrim(\(body), char(32, 9, 13, 10)), 1, \(begin.utf8.count))) <> '\(begin)' "
-            + "OR NOT (upper(\(body)) GLOB ('*' || char(10) || 'UID[:;]*'))"
+        // The first line that starts with UID, up to its line end, and the value after its
+        // colon (past any parameters) without blanks. ASCII-only upper() keeps positions.
+        let fromUID = "substr(\(body), instr(upper(\(body)), char(10) || 'UID') + 1)"
+        let line = "substr(\(fromUID), 1, instr(\(fromUID) || char(10), char(10)) - 1)"
+        let value = "trim(substr(\(line), instr(\(line), ':') + 1), char(32, 9, 13))"
+        return "\(body) IS NULL OR upper(substr(ltrim(\(body), char(32, 9, 13, 10)), 1, \(begin.utf8.count))) <> '\(begin)' "
+            + "OR instr(upper(\(body)), char(10) || 'UID') = 0 OR substr(\(fromUID), 4, 1) NOT IN (':', ';') "
+            + "OR instr(\(line), ':') = 0 OR \(value) = ''"
     }
 
     /// The body as a new record: what `keep-both` pushes as a create beside the remote's

@@ -118,3 +118,45 @@ extension WebDAVPushTests {
         return try database.write { try $0.liveBodies(of: store.name) }
     }
 }
+
+/// A UID with characters a member name cannot carry as they are (`?`, `#`, space, `%`, `/`,
+/// non-ASCII): the member's name is made so that the server lists it back as the same id, so
+/// the next pull reports nothing and a rebuild keeps the row.
+@Suite("Member names made from any UID", .serialized,
+       .enabled(if: DAVServer.shouldRun, "radicale/xandikos not installed: pip install radicale xandikos into $FERRY_VENV"))
+struct MemberNameTests {
+    static let uids = ["what?now", "hash#tag", "with space", "per%cent", "slash/ed", "ünï-cödé", "plain-uid_1.2@example.com"]
+
+    @Test(arguments: DAVServer.Kind.available)
+    func aCardPushedUnderAnyUIDIsTheSameRecordWhenListedBack(_ kind: DAVServer.Kind) throws {
+        let setup = try WebDAVPushTests.setUp(kind)
+        defer { setup.server.stop(); setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        for (index, uid) in Self.uids.enumerated() {
+            let card = DAVServer.vCard(uid: uid, name: "Odd \(index)", email: "odd\(index)@example.com")
+            try other.execute("INSERT INTO contacts(body) VALUES (\(literal(card)))")
+        }
+        let pushed = try setup.pass()
+        #expect(pushed.push.pushed == Self.uids.count, "\(kind): \(pushed.summary)")
+        let again = try setup.pass()
+        #expect(again.counts.inserted + again.counts.updated + again.counts.deleted == 0, "\(kind): no phantom change: \(again.summary)")
+        let ids = try setup.ids()
+        #expect(ids.count == 4 + Self.uids.count, "\(kind): \(ids)")
+        #expect(try WebDAVPushTests.freshReplica(of: setup).keys.sorted() == ids, "\(kind): the ids a fresh replica has")
+        // A rebuild keeps every row: the server lists each under the id it has here.
+        var store = setup.store
+        store.writeBack = WriteBackConfiguration(push: true)
+        var resync = SyncPassOperation.Setup(store: store, database: setup.database, trigger: .onDemand, reconcile: true, pass: 9,
+                                             logger: .init(label: "ferry.test"))
+        resync.resync = true
+        let operation = SyncPassOperation(resync)
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        queue.waitUntilAllOperationsAreFinished()
+        while !operation.isFinished { usleep(1000) }
+        #expect(try setup.ids() == ids, "\(kind): a rebuild deletes none of them")
+        // The plain UID keeps its name.
+        #expect(ids.contains("plain-uid_1.2@example.com.vcf"))
+    }
+}

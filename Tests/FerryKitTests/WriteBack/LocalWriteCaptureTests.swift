@@ -107,6 +107,14 @@ struct LocalWriteCaptureTests {
         #expect(error?.message.contains("with a UID line") == true)
         try other.execute("INSERT INTO cards(body) VALUES ('begin:vcard\r\nVERSION:3.0\r\nuid;VALUE=text:abc\r\nFN:Has Uid\r\nEND:VCARD\r\n')")
         #expect(try replica.connection.scalarInt("SELECT count(*) FROM ferry_outbox") == 1)
+        // An empty or blank UID is no UID: refused when written, not at the push.
+        for empty in ["UID:", "UID: ", "UID;VALUE=text:", "uid:\t"] {
+            let card = "BEGIN:VCARD\r\nVERSION:3.0\r\n\(empty)\r\nFN:Empty Uid\r\nEND:VCARD\r\n"
+            let refused = #expect(throws: SQLiteError.self, "\(empty.debugDescription)") { try other.execute("INSERT INTO cards(body) VALUES (\(literal(card)))") }
+            #expect(refused?.message.contains("with a UID line that is not empty") == true)
+        }
+        try other.execute("INSERT INTO cards(body) VALUES ('BEGIN:VCARD\nVERSION:3.0\nUID:lf-only\nFN:LF\nEND:VCARD\n')")
+        #expect(try replica.connection.scalarInt("SELECT count(*) FROM ferry_outbox") == 2)
     }
 
     @Test func ferrysOwnMergesQueueNothing() throws {

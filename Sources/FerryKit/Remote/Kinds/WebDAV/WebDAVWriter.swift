@@ -51,8 +51,23 @@ final class WebDAVWriter: RemoteWriter {
     func memberID(for change: LocalChange, body: String) -> String? {
         guard change.hasLocalID else { return change.id }
         guard let uid = ContentLineText.uid(in: body) else { return nil }
-        let safe = uid.map { $0 == "/" || $0 == "\\" ? "_" : $0 }
-        return String(safe) + (content == .addressBook ? ".vcf" : ".ics")
+        return Self.memberName(forUID: uid, fileExtension: content == .addressBook ? "vcf" : "ics")
+    }
+
+    /// Characters a member name keeps as they are: servers list such a name back as it was
+    /// sent, whatever they do with escapes (the set vdirsyncer trusts).
+    private static let safeUIDCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-+@".unicodeScalars)
+
+    /// The member name of a new record with this UID: the UID itself when every character is
+    /// safe, else a name made from its digest (`uid-<16 hex>`). Servers list a name with `?`,
+    /// `#`, a space, `%` or non-ASCII back escaped their own way (DAViCal refuses non-ASCII
+    /// escapes outright), and a name listed back differently is another id: a phantom insert and
+    /// delete, and a rebuild that deletes the row. Made from the UID alone, the same create sent
+    /// twice names the same member.
+    static func memberName(forUID uid: String, fileExtension: String) -> String {
+        let safe = !uid.isEmpty && uid.utf8.count <= 200 && !uid.hasPrefix(".") && uid.unicodeScalars.allSatisfy(safeUIDCharacters.contains)
+        let stem = safe ? uid : "uid-" + String(FNV1a.hash(uid.utf8), radix: 16).leftPadded(to: 16)
+        return stem + "." + fileExtension
     }
 
     private func next() {
@@ -255,6 +270,10 @@ final class WebDAVWriter: RemoteWriter {
     private static func comparable(_ text: String) -> [String] {
         ContentLineText.unfoldedLines(text).filter { !$0.uppercased().hasPrefix("REV:") && !$0.uppercased().hasPrefix("REV;") }.sorted()
     }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
 }
 
 extension WebDAVOptions {
