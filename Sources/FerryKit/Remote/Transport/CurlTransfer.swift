@@ -95,6 +95,12 @@ final class CurlTransfer: @unchecked Sendable {
         }
         try Curl.setopt(easy, CURLOPT_USERAGENT, configuration.userAgent)
         try Curl.setopt(easy, CURLOPT_BUFFERSIZE, 512 * 1024)
+        // libcurl sends a request again, once and silently, when a reused connection dies
+        // before any byte of the answer (a server closing an idle keep-alive connection as the
+        // request leaves, or an answer lost after the server acted): harmless for an
+        // idempotent method, a second record for a POST. Those take a connection of their own,
+        // which libcurl never retries; the push then looks up what the lost send made.
+        if !request.isIdempotent { try Curl.setopt(easy, CURLOPT_FRESH_CONNECT, true) }
         try Curl.check(ferry_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
 
         switch request.method {

@@ -14,6 +14,12 @@ public struct HTTPRequest: Sendable, Equatable, CustomStringConvertible {
         self.body = body
     }
 
+    /// Whether sending the request twice does what sending it once does (RFC 9110 §9.2.2, and
+    /// WebDAV's reads). A POST or a PATCH is not: a second send may make a second record.
+    public var isIdempotent: Bool {
+        ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", "PROPFIND", "REPORT"].contains(method.uppercased())
+    }
+
     /// Method and URL without credentials; headers are left out because they carry secrets.
     public var description: String {
         "\(method) \(url.redactingUserInfo)"

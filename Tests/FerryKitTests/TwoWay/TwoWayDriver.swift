@@ -1,0 +1,351 @@
+import Foundation
+import Testing
+@testable import FerryKit
+import FerryTestSupport
+
+/// Runs random rounds of two-way sync against a real server and compares each settled round
+/// with ``TwoWayModel``: local inserts, updates and deletes (SQL on the replica, as any program
+/// writes it), another client's creates, updates and deletes (the server's own API), a create
+/// made on both sides under one key, and between passes the faults two-way sync must survive:
+/// answers lost after the server applied the write (``lossy_proxy.py``), `ferry push` killed
+/// with SIGKILL, two `ferry push` processes at once, and local writes made again after any of
+/// those. Every round ends with held conflicts resolved by a random choice and passes until
+/// nothing is left, then checks: the server and the replica hold what the model says (nothing
+/// local lost, nothing created twice, no row without a record), every conflict the model
+/// expects was recorded once, and none other.
+///
+/// Steps are values, so a failing run replays from its seed and shrinks to fewer steps.
+final class TwoWayDriver {
+    /// One replayable step.
+    enum Step: CustomStringConvertible, Equatable {
+        case localInsert(key: String, value: String)
+        case localUpdate(key: String, value: String)
+        case localDelete(key: String)
+        case otherCreate(key: String, value: String)
+        case otherUpdate(key: String, value: String)
+        case otherDelete(key: String)
+        /// An in-process pass while the proxy loses about half the writes' answers.
+        case lostAnswers(seed: Int)
+        /// An in-process pass whose first write's answer is lost.
+        case lostAnswer
+        /// `ferry push`, killed with SIGKILL after this many milliseconds.
+        case killedPush(milliseconds: Int)
+        /// Two `ferry push` processes at once.
+        case twoPushes
+        /// Passes until nothing is left, held conflicts resolved by choices drawn from `seed`;
+        /// then the check against the model.
+        case settle(seed: Int)
+
+        var description: String {
+            switch self {
+            case .localInsert(let key, let value): "local insert \(key)=\(value)"
+            case .localUpdate(let key, let value): "local update \(key)=\(value)"
+            case .localDelete(let key): "local delete \(key)"
+            case .otherCreate(let key, let value): "other create \(key)=\(value)"
+            case .otherUpdate(let key, let value): "other update \(key)=\(value)"
+            case .otherDelete(let key): "other delete \(key)"
+            case .lostAnswers(let seed): "pass losing answers (seed \(seed))"
+            case .lostAnswer: "pass losing its first write's answer"
+            case .killedPush(let milliseconds): "ferry push killed after \(milliseconds) ms"
+            case .twoPushes: "two ferry push at once"
+            case .settle(let seed): "settle (choices seed \(seed))"
+            }
+        }
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var step: Int
+        var message: String
+        var description: String { "after step \(step + 1): \(message)" }
+    }
+
+    let remote: any TwoWayRemote
+    let policy: ConflictPolicy
+    private let proxy: TestServer
+    private let directory: TemporaryDirectory
+    private let database: SharedDatabase
+    private let store: StoreConfiguration
+    private let configuration: String
+    private let writer: SQLiteConnection
+    /// The model's view: what the last settled round left.
+    private var settled: [String: [String]] = [:]
+    private var local: [String: TwoWayModel.Local] = [:]
+    private var other: [String: TwoWayModel.Other] = [:]
+    private var conflictsBefore = 0
+    /// Steps and passes run, for the report.
+    private(set) var stepsRun = 0
+
+    static var ferry: String { PushCommandTests.ferry }
+
+    init(remote: any TwoWayRemote, policy: ConflictPolicy) throws {
+        self.remote = remote
+        self.policy = policy
+        proxy = try TestServer.python("lossy_proxy.py", arguments: ["--upstream", remote.upstream])
+        directory = try TemporaryDirectory()
+        let replica = directory.path("ferry.db")
+        var keys = try remote.section(url: proxy.baseURL, directory: directory)
+        keys["push"] = "yes"
+        keys["conflict"] = policy.rawValue
+        let kind = keys.removeValue(forKey: "kind") ?? ""
+        let url = keys.removeValue(forKey: "url") ?? ""
+        store = try configuredStore(name: remote.table, kind: kind, url: url, keys)
+        configuration = directory.path("ferry.conf")
+        let section = (["[ferry]", "database = \(replica)", "", "[store \(remote.table)]", "kind = \(kind)", "url = \(url)"]
+            + keys.sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)" }).joined(separator: "\n")
+        try section.write(toFile: configuration, atomically: true, encoding: .utf8)
+        database = try SharedDatabase(path: replica)
+        // The first pass makes the table another program's connection writes.
+        _ = try ParsePushTests.run(store, database).get()
+        writer = try SQLiteConnection(path: replica, mode: .readWrite)
+    }
+
+    func close() {
+        writer.close()
+        database.close()
+        proxy.stop()
+    }
+
+    // MARK: - Running steps
+
+    /// Runs `steps` in order; the first failed check throws.
+    func run(_ steps: [Step]) throws {
+        for (index, step) in steps.enumerated() {
+            do {
+                try perform(step)
+            } catch let failure as Failure {
+                throw Failure(step: index, message: failure.message)
+            } catch {
+                throw Failure(step: index, message: "\(step) failed: \(error)")
+            }
+            stepsRun += 1
+        }
+    }
+
+    private func perform(_ step: Step) throws {
+        switch step {
+        case .localInsert(let key, let value):
+            try writer.execute("INSERT INTO \(quoted(remote.table))(body) VALUES (\(literal(remote.body(key: key, value: value))))")
+            fold(key, .create(value))
+        case .localUpdate(let key, let value):
+            // Skipped when a shrunk sequence no longer has the record.
+            guard let (id, body) = try row(key) else { return }
+            try writer.execute("UPDATE \(quoted(remote.table)) SET body = \(literal(remote.replacingValue(in: body, with: value))) WHERE id = \(literal(id))")
+            fold(key, .update(value))
+        case .localDelete(let key):
+            guard let (id, _) = try row(key) else { return }
+            try writer.execute("DELETE FROM \(quoted(remote.table)) WHERE id = \(literal(id))")
+            fold(key, .delete)
+        case .otherCreate(let key, let value):
+            try remote.otherCreate(key: key, value: value)
+            other[key] = other[key].map { $0.then(.create(value)) } ?? .create(value)
+        case .otherUpdate(let key, let value):
+            guard settled[key]?.count == 1 else { return }
+            try remote.otherUpdate(key: key, value: value)
+            other[key] = other[key].map { $0.then(.update(value)) } ?? .update(value)
+        case .otherDelete(let key):
+            guard settled[key]?.count == 1 else { return }
+            try remote.otherDelete(key: key)
+            other[key] = other[key].map { $0.then(.delete) } ?? .delete
+        case .lostAnswers(let seed):
+            _ = try proxy.control("/__proxy/lose?rate=0.5&seed=\(seed)", method: "POST")
+            _ = try? pass()
+            _ = try proxy.control("/__proxy/lose?rate=0", method: "POST")
+        case .lostAnswer:
+            _ = try proxy.control("/__proxy/lose?writes=1", method: "POST")
+            _ = try? pass()
+            _ = try proxy.control("/__proxy/lose?writes=0", method: "POST")
+        case .killedPush(let milliseconds):
+            let push = try ferry(["push", "-c", configuration])
+            usleep(UInt32(milliseconds) * 1000)
+            kill(push.processIdentifier, SIGKILL)
+            push.waitUntilExit()
+        case .twoPushes:
+            let pushes = try (0..<2).map { _ in try ferry(["push", "-c", configuration]) }
+            for push in pushes { push.waitUntilExit() }
+            for push in pushes where ![0, 2].contains(push.terminationStatus) {
+                throw Failure(step: 0, message: "ferry push beside another exited \(push.terminationStatus)")
+            }
+        case .settle(let seed):
+            try settle(seed: seed)
+        }
+    }
+
+    private func fold(_ key: String, _ write: TwoWayModel.Local) {
+        if let earlier = local[key] {
+            local[key] = earlier.then(write)
+        } else {
+            local[key] = write
+        }
+    }
+
+    /// The live row holding `key`, when exactly one does.
+    private func row(_ key: String) throws -> (id: String, body: String)? {
+        let rows = try database.write { try $0.liveBodies(of: remote.table) }.filter { remote.keyAndValue(of: $0.value)?.key == key }
+        guard rows.count == 1, let row = rows.first else { return nil }
+        return (row.key, row.value)
+    }
+
+    private func ferry(_ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.ferry)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    private func pass() throws -> PassReport {
+        try ParsePushTests.run(store, database).get()
+    }
+
+    // MARK: - Settling and checking
+
+    private func settle(seed: Int) throws {
+        var random = SplitMix(seed: UInt64(seed))
+        var chosen: [String: ConflictPlan.Resolution] = [:]
+        var quiet = 0
+        for _ in 0..<8 {
+            let report: PassReport
+            do { report = try pass() } catch { throw Failure(step: 0, message: "a pass without faults failed: \(error)") }
+            // Held conflicts: a person chooses.
+            let open = try database.write { try $0.conflicts(of: remote.table) }
+            for conflict in open {
+                guard let key = (conflict.localBody ?? conflict.remoteBody).flatMap(remote.keyAndValue(of:))?.key else {
+                    throw Failure(step: 0, message: "held conflict #\(conflict.conflictID) on \(conflict.id) names no key")
+                }
+                let choice = [ConflictPlan.Resolution.takeRemote, .rebaseLocal, .keepBoth][Int(random.next() % 3)]
+                chosen[key] = choice
+                _ = try database.write { try $0.chooseResolution(choice, conflict: conflict.conflictID) }
+            }
+            if open.isEmpty, report.isComplete, report.push.isEmpty, report.counts.inserted + report.counts.updated + report.counts.deleted == 0 {
+                quiet += 1
+                if quiet == 2 { break }
+            } else {
+                quiet = 0
+            }
+        }
+        let expected = TwoWayModel.settle(start: settled, local: local, other: other, policy: policy, chosen: chosen)
+        try check(expected)
+        settled = expected.records
+        local = [:]
+        other = [:]
+    }
+
+    private func check(_ expected: TwoWayModel.Outcome) throws {
+        var problems: [String] = []
+        let onServer = try remote.records()
+        if onServer != expected.records { problems.append("server holds \(differences(onServer, expected.records))") }
+        let rows = try database.write { try $0.liveBodies(of: remote.table) }
+        let replica = remote.grouped(rows.values)
+        if replica != expected.records { problems.append("replica holds \(differences(replica, expected.records))") }
+        let placeholders = rows.keys.filter { $0.hasPrefix("local-") }
+        if !placeholders.isEmpty { problems.append("placeholder rows \(placeholders.sorted())") }
+        let outbox = try database.write { try $0.outboxSummary(of: remote.table) }
+        if !outbox.isEmpty { problems.append("outbox not empty: \(outbox)") }
+        let pending = try database.write { try $0.pendingRecordIDs(of: remote.table) }
+        if !pending.isEmpty { problems.append("pending records \(pending)") }
+        let conflicts = try database.write { try $0.conflicts(of: remote.table, all: true, limit: 100_000) }
+        let recorded = conflicts.dropLast(conflictsBefore).compactMap { conflict in
+            (conflict.localBody ?? conflict.remoteBody).flatMap(remote.keyAndValue(of:))?.key ?? "#\(conflict.conflictID)"
+        }
+        conflictsBefore = conflicts.count
+        if recorded.sorted() != expected.conflicts.sorted() {
+            problems.append("conflicts recorded \(recorded.sorted()), expected \(expected.conflicts.sorted())")
+        }
+        if !problems.isEmpty { throw Failure(step: 0, message: problems.joined(separator: "; ")) }
+    }
+
+    private func differences(_ found: [String: [String]], _ expected: [String: [String]]) -> String {
+        let keys = Set(found.keys).union(expected.keys).filter { found[$0] != expected[$0] }.sorted()
+        return keys.map { "\($0): \(found[$0] ?? []) (expected \(expected[$0] ?? []))" }.joined(separator: ", ")
+    }
+
+    // MARK: - Generating steps
+
+    /// Rounds of random steps from `seed`, each ending in a settle. Steps name records by key;
+    /// one whose record is gone by then (deleted, or a key keep-both copied) is skipped when
+    /// run, so the generator need not foresee conflicts and choices.
+    static func steps(rounds: Int, seed: UInt64, collides: Bool) -> [Step] {
+        var random = SplitMix(seed: seed)
+        var steps: [Step] = []
+        var known: [String] = []
+        var fresh = 0
+        func value() -> String {
+            fresh += 1
+            return "v\(fresh)"
+        }
+        func pick(_ keys: [String]) -> String { keys[Int(random.next() % UInt64(keys.count))] }
+        for round in 0..<rounds {
+            var before: [Step] = []
+            var otherTouched: Set<String> = []
+            var inserted: [String] = []
+            for _ in 0..<Int(random.next() % 3) {
+                switch known.isEmpty ? 0 : random.next() % 3 {
+                case 0:
+                    let key = "r\(round)-\(fresh)"
+                    before.append(.otherCreate(key: key, value: value()))
+                    otherTouched.insert(key)
+                case 1:
+                    let key = pick(known)
+                    before.append(.otherUpdate(key: key, value: value()))
+                    otherTouched.insert(key)
+                default:
+                    let key = pick(known)
+                    before.append(.otherDelete(key: key))
+                    otherTouched.insert(key)
+                }
+            }
+            for _ in 0..<(1 + Int(random.next() % 4)) {
+                switch known.isEmpty && inserted.isEmpty ? 0 : random.next() % 3 {
+                case 0:
+                    let key = "l\(round)-\(fresh)"
+                    before.append(.localInsert(key: key, value: value()))
+                    inserted.append(key)
+                case 1: before.append(.localUpdate(key: pick(known + inserted), value: value()))
+                default: before.append(.localDelete(key: pick(known + inserted)))
+                }
+            }
+            // A create on both sides under one key (a vCard's UID names the member).
+            if collides, let key = inserted.last, random.next() % 3 == 0 {
+                before.append(.otherCreate(key: key, value: value()))
+                otherTouched.insert(key)
+            }
+            before.shuffle(using: &random)
+            // Local writes come before the other client's on a key both write, so a local
+            // create exists before its collision and no local write follows a remote one the
+            // replica has not seen (the model's rounds).
+            steps += before.filter { if case .localInsert = $0 { true } else { false } }
+            steps += before.filter { if case .localInsert = $0 { false } else { true } }
+            // Faults, each possibly followed by local writes of records nobody else wrote.
+            for _ in 0..<Int(random.next() % 3) {
+                switch random.next() % 3 {
+                case 0: steps.append(.lostAnswers(seed: Int(random.next() % 10_000)))
+                case 1: steps.append(.killedPush(milliseconds: Int(random.next() % 400)))
+                default: steps.append(.twoPushes)
+                }
+                let quiet = (known + inserted).filter { !otherTouched.contains($0) }
+                if !quiet.isEmpty, random.next() % 2 == 0 {
+                    let key = pick(quiet)
+                    steps.append(random.next() % 3 == 0 ? .localDelete(key: key) : .localUpdate(key: key, value: value()))
+                }
+            }
+            steps.append(.settle(seed: Int(random.next() % 10_000)))
+            for key in otherTouched.union(inserted) where !known.contains(key) { known.append(key) }
+        }
+        return steps
+    }
+}
+
+/// A small, seedable generator: the same seed gives the same steps on every machine.
+struct SplitMix: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,253 @@
+import Foundation
+import Testing
+@testable import FerryKit
+import FerryTestSupport
+
+/// A server a two-way store syncs with, as the randomized driver uses it: the store's section
+/// (through the lossy proxy), bodies carrying a key and a value, another client's writes made
+/// with the server's own API, and the records the server holds (read without Ferry where the
+/// server can be asked directly).
+protocol TwoWayRemote: AnyObject {
+    var name: String { get }
+    /// The store's table.
+    var table: String { get }
+    /// The store's section keys (kind, url and the rest) for `url`, with secrets in files
+    /// under `directory`.
+    func section(url: String, directory: TemporaryDirectory) throws -> [String: String]
+    /// The server's URL the store syncs (the proxy forwards to it).
+    var upstream: String { get }
+    /// Whether another client can create a record under a key a local create chose (a vCard's
+    /// UID names its member): a collision.
+    var collides: Bool { get }
+
+    /// A new record's body as a local insert writes it.
+    func body(key: String, value: String) -> String
+    /// `body` with its value replaced.
+    func replacingValue(in body: String, with value: String) -> String
+    /// The key and value a body holds.
+    func keyAndValue(of body: String) -> (key: String, value: String)?
+
+    func otherCreate(key: String, value: String) throws
+    func otherUpdate(key: String, value: String) throws
+    func otherDelete(key: String) throws
+    /// Key → values of every record the server holds (copies share a key).
+    func records() throws -> [String: [String]]
+    func stop()
+}
+
+extension TwoWayRemote {
+    /// Key → values of bodies.
+    func grouped(_ bodies: some Sequence<String>) -> [String: [String]] {
+        var grouped: [String: [String]] = [:]
+        for body in bodies {
+            guard let (key, value) = keyAndValue(of: body) else { continue }
+            grouped[key, default: []].append(value)
+        }
+        return grouped.mapValues { $0.sorted() }
+    }
+}
+
+/// A CardDAV address book on one of the DAV servers: the key is the card's NICKNAME (kept by
+/// keep-both's copies, which get a UID of their own) and its UID when the card is made, the
+/// value its FN.
+final class DAVTwoWayRemote: TwoWayRemote {
+    let server: DAVServer
+    let name: String
+    let table = "contacts"
+    let collides = true
+
+    init(_ kind: DAVServer.Kind) throws {
+        server = try DAVServer(kind, cards: 0, events: 0)
+        name = kind.rawValue
+    }
+
+    var upstream: String { server.baseURL }
+
+    func section(url: String, directory: TemporaryDirectory) throws -> [String: String] {
+        let password = directory.path("dav-password")
+        try DAVServer.password.write(toFile: password, atomically: true, encoding: .utf8)
+        chmod(password, 0o600)
+        return ["kind": "carddav", "url": url + server.addressBookPath, "username": DAVServer.username, "password": "file:" + password]
+    }
+
+    func body(key: String, value: String) -> String {
+        "BEGIN:VCARD\r\nVERSION:3.0\r\nUID:\(key)\r\nNICKNAME:\(key)\r\nFN:\(value)\r\nN:\(value);;;;\r\nEND:VCARD\r\n"
+    }
+
+    func replacingValue(in body: String, with value: String) -> String {
+        var lines = ContentLineText.unfoldedLines(body)
+        for index in lines.indices where lines[index].uppercased().hasPrefix("FN:") || lines[index].uppercased().hasPrefix("FN;") {
+            lines[index] = "FN:\(value)"
+        }
+        for index in lines.indices where lines[index].uppercased().hasPrefix("N:") { lines[index] = "N:\(value);;;;" }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    func keyAndValue(of body: String) -> (key: String, value: String)? {
+        var key: String?
+        var value: String?
+        for line in ContentLineText.unfoldedLines(body) {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon].split(separator: ";").first?.uppercased() ?? ""
+            if name == "NICKNAME" { key = String(line[line.index(after: colon)...]) }
+            if name == "FN" { value = String(line[line.index(after: colon)...]) }
+        }
+        guard let key, let value else { return nil }
+        return (key, value)
+    }
+
+    private func member(_ key: String) -> String { server.addressBookPath + key + ".vcf" }
+
+    func otherCreate(key: String, value: String) throws { try server.put(member(key), body(key: key, value: value)) }
+
+    func otherUpdate(key: String, value: String) throws {
+        try server.put(member(key), replacingValue(in: try server.get(member(key)), with: value))
+    }
+
+    func otherDelete(key: String) throws { try server.delete(member(key)) }
+
+    /// Read by a pull into a replica of its own, straight from the server: the DAV servers
+    /// differ in how they list, and Ferry's pull is what the pull contract suite proves.
+    func records() throws -> [String: [String]] {
+        let directory = try TemporaryDirectory()
+        let database = try SharedDatabase(path: directory.path("remote.db"))
+        defer { database.close() }
+        let store = server.store(.carddav, name: table)
+        _ = try ParsePushTests.run(store, database).get()
+        return grouped(try database.write { try $0.liveBodies(of: table) }.values)
+    }
+
+    func stop() { server.stop() }
+}
+
+/// A Parse class on parse_server.py: the key and the value are fields of the object.
+final class ParseTwoWayRemote: TwoWayRemote {
+    let server: ParseTestServer
+    let name = "parse"
+    let table = "quotes"
+    let collides = false
+
+    init() throws { server = try ParseTestServer.start() }
+
+    var upstream: String { server.server.baseURL }
+
+    func section(url: String, directory: TemporaryDirectory) throws -> [String: String] {
+        let key = directory.path("parse-key")
+        try "rest-secret".write(toFile: key, atomically: true, encoding: .utf8)
+        chmod(key, 0o600)
+        return ["kind": "parse", "url": url + "/parse", "application-id": "ferry-test", "class": "Quote", "rest-api-key": "file:" + key,
+                "lookback": "0"]
+    }
+
+    func body(key: String, value: String) -> String { #"{"key":"\#(key)","text":"\#(value)"}"# }
+
+    func replacingValue(in body: String, with value: String) -> String {
+        guard var object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return body }
+        object["text"] = value
+        return String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
+    }
+
+    func keyAndValue(of body: String) -> (key: String, value: String)? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+              let key = object["key"] as? String, let value = object["text"] as? String else { return nil }
+        return (key, value)
+    }
+
+    private func curl(_ method: String, _ path: String, _ body: String? = nil) throws -> Data {
+        var arguments = ["-sS", "-f", "-X", method, "-H", "X-Parse-Application-Id: ferry-test", "-H", "X-Parse-REST-API-Key: rest-secret"]
+        if body != nil { arguments += ["-H", "Content-Type: application/json", "--data-binary", "@-"] }
+        return try Shell.run("/usr/bin/curl", arguments + [server.mount + path], input: body.map { Data($0.utf8) })
+    }
+
+    private func objectIDs(_ key: String) throws -> [String] {
+        try server.dump().filter { $0["key"] as? String == key }.compactMap { $0["objectId"] as? String }
+    }
+
+    func otherCreate(key: String, value: String) throws { _ = try curl("POST", "/classes/Quote", body(key: key, value: value)) }
+
+    func otherUpdate(key: String, value: String) throws {
+        for id in try objectIDs(key) { _ = try curl("PUT", "/classes/Quote/\(id)", #"{"text":"\#(value)"}"#) }
+    }
+
+    func otherDelete(key: String) throws {
+        for id in try objectIDs(key) { _ = try curl("DELETE", "/classes/Quote/\(id)") }
+    }
+
+    func records() throws -> [String: [String]] {
+        var grouped: [String: [String]] = [:]
+        for object in try server.dump() {
+            guard let key = object["key"] as? String, let value = object["text"] as? String else { continue }
+            grouped[key, default: []].append(value)
+        }
+        return grouped.mapValues { $0.sorted() }
+    }
+
+    func stop() {}
+}
+
+/// json_pages_server.py's writable /items, pushed with templates and If-Match: the key and the
+/// value are members of the item.
+final class JSONTwoWayRemote: TwoWayRemote {
+    let server: TestServer
+    let name = "json"
+    let table = "items"
+    let collides = false
+
+    init() throws { server = try TestServer.python("json_pages_server.py", arguments: ["--count", "0"]) }
+
+    var upstream: String { server.baseURL }
+
+    func section(url: String, directory: TemporaryDirectory) throws -> [String: String] {
+        ["kind": "json", "url": url + "/items", "pagination": "link", "page-size-param": "per_page", "page-size": "100", "push": "yes",
+         "push-create": "POST {url}", "push-update": "PATCH {url}/{id}", "push-delete": "DELETE {url}/{id}", "push-if-match": "yes"]
+    }
+
+    func body(key: String, value: String) -> String { #"{"key":"\#(key)","name":"\#(value)"}"# }
+
+    func replacingValue(in body: String, with value: String) -> String {
+        guard var object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return body }
+        object["name"] = value
+        return String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
+    }
+
+    func keyAndValue(of body: String) -> (key: String, value: String)? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+              let key = object["key"] as? String, let value = object["name"] as? String else { return nil }
+        return (key, value)
+    }
+
+    private func items() throws -> [[String: Any]] {
+        try JSONSerialization.jsonObject(with: Shell.run("/usr/bin/curl", ["-sS", "-f", server.baseURL + "/items?per_page=100000"])) as? [[String: Any]] ?? []
+    }
+
+    private func ids(_ key: String) throws -> [Int] {
+        try items().filter { $0["key"] as? String == key }.compactMap { $0["id"] as? Int }
+    }
+
+    private func curl(_ method: String, _ path: String, _ body: String? = nil) throws {
+        var arguments = ["-sS", "-f", "-X", method]
+        if let body { arguments += ["-H", "Content-Type: application/json", "--data-binary", body] }
+        try Shell.run("/usr/bin/curl", arguments + [server.baseURL + path])
+    }
+
+    func otherCreate(key: String, value: String) throws { try curl("POST", "/items", body(key: key, value: value)) }
+
+    func otherUpdate(key: String, value: String) throws {
+        for id in try ids(key) { try curl("PATCH", "/items/\(id)", #"{"name":"\#(value)"}"#) }
+    }
+
+    func otherDelete(key: String) throws {
+        for id in try ids(key) { try curl("DELETE", "/items/\(id)") }
+    }
+
+    func records() throws -> [String: [String]] {
+        var grouped: [String: [String]] = [:]
+        for item in try items() {
+            guard let key = item["key"] as? String, let value = item["name"] as? String else { continue }
+            grouped[key, default: []].append(value)
+        }
+        return grouped.mapValues { $0.sorted() }
+    }
+
+    func stop() { server.stop() }
+}
