@@ -227,7 +227,7 @@ struct PushBenchmark: ParsableCommand {
         }
 
         /// `ferry push` until nothing is queued (a pass pushes at most
-        /// `SyncPassOperation.changesPerPush` changes), timed; each of the `expected` changes
+        /// `PushPhase.changesPerPush` changes), timed; each of the `expected` changes
         /// must be accepted and the outbox left empty.
         func push(expecting expected: Int) throws -> (seconds: Double, passes: Int, requests: Int) {
             let queued = try count("SELECT count(*) FROM ferry_outbox WHERE state = 0")

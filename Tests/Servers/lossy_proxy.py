@@ -17,6 +17,9 @@ endpoints (never forwarded):
   POST /__proxy/lose?rate=P&seed=S
                                   from now on lose each write's answer with probability P
                                   (0 stops), drawn from seed S
+  POST /__proxy/refuse?writes=N&status=S
+                                  answer the next N writes with status S (default 409) and a
+                                  JSON error body, in the server's place: nothing is forwarded
   GET  /__proxy/stats             {"forwarded": n, "lost": n}
 The Host header is forwarded as the client sent it, so absolute URLs a server builds point
 back at the proxy.
@@ -41,10 +44,21 @@ class State:
     def __init__(self):
         self.lock = threading.Lock()
         self.lose_next = 0
+        self.refuse_next = 0
+        self.refuse_status = 409
         self.rate = 0.0
         self.random = random.Random(0)
         self.forwarded = 0
         self.lost = 0
+
+    def should_refuse(self, method):
+        if method in READS:
+            return None
+        with self.lock:
+            if self.refuse_next > 0:
+                self.refuse_next -= 1
+                return self.refuse_status
+        return None
 
     def should_lose(self, method):
         if method in READS:
@@ -95,6 +109,11 @@ class Proxy(BaseHTTPRequestHandler):
                     STATE.rate = float(query["rate"])
                     STATE.random = random.Random(int(query.get("seed", "0")))
             answer = {"lose_next": STATE.lose_next, "rate": STATE.rate}
+        elif url.path == "/__proxy/refuse":
+            with STATE.lock:
+                STATE.refuse_next = int(query.get("writes", "1"))
+                STATE.refuse_status = int(query.get("status", "409"))
+            answer = {"refuse_next": STATE.refuse_next, "status": STATE.refuse_status}
         elif url.path == "/__proxy/stats":
             answer = {"forwarded": STATE.forwarded, "lost": STATE.lost}
         else:
@@ -111,6 +130,15 @@ class Proxy(BaseHTTPRequestHandler):
             self.body()
             return self.control()
         body = self.body()
+        refused = STATE.should_refuse(self.command)
+        if refused is not None:
+            data = json.dumps({"message": "refused by the test proxy", "status": refused}).encode()
+            self.send_response(refused)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         upstream = urllib.parse.urlsplit(self.upstream)
         connection = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=60)
         headers = {name: value for name, value in self.headers.items()

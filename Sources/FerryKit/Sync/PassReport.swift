@@ -106,8 +106,6 @@ public struct PushCounts: Sendable, Equatable {
     /// Local changes the remote refused (kept queued as refused).
     public var refused = 0
     public var requests = 0
-    /// Conflicts resolved by pushing again (local-wins, keep-both), for the next round.
-    var requeued = 0
 
     public init() {}
 

@@ -9,7 +9,7 @@ import Logging
 /// the next pass resumes from there. A first sync into an empty table holds its batches and
 /// merges them in id order instead (``SpooledFirstSync``), with the same rows and cursor. The source starts fetching page N+1 before it hands over
 /// page N, so the network and the merge overlap.
-public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSourceSink, RemoteWriterSink, @unchecked Sendable {
+public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSourceSink, @unchecked Sendable {
     /// Everything a pass needs; the scheduler builds it from the running configuration.
     public struct Setup: Sendable {
         public var store: StoreConfiguration
@@ -58,10 +58,8 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         /// Another process is syncing the store: this pass waits for it (``Setup/claimWait``),
         /// trying again on this timer.
         case waitingForClaim(Timer)
-        /// Pushing the store's queued local changes, before its pull. `round` counts the
-        /// writers of this pass: a conflict resolved by pushing (local-wins, keep-both) queues
-        /// a change again, pushed by the next round.
-        case pushing(any RemoteWriter, round: Int)
+        /// Pushing the store's queued local changes, before its pull.
+        case pushing(PushPhase)
         case syncing(Pass)
         case done
     }
@@ -175,39 +173,29 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 // Held conflicts somebody resolved are carried out before anything is pushed.
                 let resolved = try database.applyResolutions(of: store.name, at: Date())
                 if resolved > 0 { journal.logger.notice("store \(store.name): carried out \(resolved) chosen conflict resolution\(resolved == 1 ? "" : "s")") }
-                return try database.queuedLocalChanges(of: store.name, limit: Self.changesPerPush)
+                return try database.queuedLocalChanges(of: store.name, limit: PushPhase.changesPerPush)
             }
         } catch {
             end(.failure(SyncError(error, store: store.name)))
             return
         }
         guard !changes.isEmpty else { return startPull() }
-        journal.pushStarted(changes.count)
-        push(changes, round: 1)
-    }
-
-    /// Starts a writer for one round of the push.
-    private func push(_ changes: [LocalChange], round: Int) {
-        let store = setup.store
-        let writer: any RemoteWriter
-        do {
-            writer = try store.options.value.makeWriter(RemoteSourceContext(store: store, logger: journal.logger))
-        } catch {
-            end(.failure(error))
-            return
+        let phase = PushPhase(store: store, database: setup.database, journal: journal) { [unowned self] in
+            updateProgress { $0.lastAdvance = .now }
         }
-        state = .pushing(writer, round: round)
-        writer.start(changes, sink: self)
+        state = .pushing(phase)
+        phase.start(changes) { [unowned self] result in
+            guard case .pushing = state else { return }
+            switch result {
+            case .success(let counts):
+                report.push = counts
+                state = .idle
+                startPull()
+            case .failure(let error):
+                end(.failure(error))
+            }
+        }
     }
-
-    /// Rounds of re-pushing what conflicts queued again (local-wins, keep-both) in one pass at
-    /// most: a remote that keeps changing a record under a local-wins push is left to the next
-    /// pass rather than chased.
-    static let pushRounds = 3
-
-    /// Local changes one round pushes; a full round is followed by another, so a long queue
-    /// goes out in rounds of this size, each committing its results as they come.
-    static let changesPerPush = 5_000
 
     /// After the push (or without one): the pull, unless the pass only pushes.
     private func startPull() {
@@ -218,9 +206,9 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
         }
         let plan: PassPlan
         let rowsBefore: Int?
-        let emptyTable: Bool
+        let decision: PassPlanner.Decision
         do {
-            (plan, rowsBefore, emptyTable) = try setup.database.write { database throws(StoreError) in
+            (plan, rowsBefore, decision) = try setup.database.write { database throws(StoreError) in
                 let state = try database.syncState(of: store.name)
                 // Rows synced from another URL, class or filter, or a rebuild asked for: the
                 // stored cursor means nothing here; everything is read again and what the
@@ -231,39 +219,34 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
                 let recorded = try database.storeIdentity(of: store.name)
                 let moved = recorded.map { $0 != store.identity } ?? false
                 if moved { journal.logger.notice("store \(store.name): url, class or filter changed since its rows were synced; rebuilding it from the remote") }
-                rebuilding = setup.resync || moved
-                let cursor = rebuilding ? nil : state?.cursor
+                var facts = PassPlanner.Facts()
+                facts.resync = setup.resync
+                facts.identityMoved = moved
+                facts.hasCursor = state?.cursor != nil
+                facts.hasRecords = try database.hasRecords(in: store.name)
+                facts.hasPendingRecords = state?.pendingRecords ?? 0 > 0
+                facts.sweepDue = SweepSchedule.sweeps(asked: setup.reconcile, every: setup.sweepInterval, lastSwept: state?.lastSwept, now: Date())
+                facts.sweepOwed = state?.sweepPending == true
+                facts.sweepScheduled = setup.sweepInterval != nil
+                facts.reportsDeletions = store.kind.reportsDeletions
+                facts.fetchesByID = store.kind.fetchesByID
+                let decision = PassPlanner.plan(facts)
+                rebuilding = if case .rebuild = decision.mode { true } else { false }
+                let cursor = decision.usesCursor ? state?.cursor : nil
                 if cursor == nil { try database.noteFirstSyncStarted(of: store.name) }
-                let pending = !rebuilding && state?.pendingRecords ?? 0 > 0 ? try database.pendingRecordIDs(of: store.name) : []
-                // A kind whose changes name its deletions (a DAV sync token) needs no sweep when one
-                // is merely due. A sweep the last pass could not do (or refused) is done now
-                // whatever the kind; a kind that cannot fetch by id reads everything to find
-                // records a pass could not store.
-                let due = !store.kind.reportsDeletions
-                    && SweepSchedule.sweeps(asked: setup.reconcile, every: setup.sweepInterval, lastSwept: state?.lastSwept, now: Date())
-                let wanted = rebuilding || due || state?.sweepPending == true || (!pending.isEmpty && !store.kind.fetchesByID)
-                // An empty store has nothing to sweep: a first sync skips reconciliation, whose
-                // listing of every id would cost about as much as the sync itself.
-                let reconcile = wanted ? try database.hasRecords(in: store.name) : false
-                var plan = PassPlan(cursor: cursor, reconcile: reconcile, pendingIDs: store.kind.fetchesByID ? pending : [],
+                let pending = decision.fetchesPending ? try database.pendingRecordIDs(of: store.name) : []
+                var plan = PassPlan(cursor: cursor, reconcile: decision.sweeps, pendingIDs: pending,
                                     revalidate: setup.trigger == .onDemand, currentToken: report.push.isEmpty ? setup.currentToken : nil)
-                // Page digests vouch for pages merged since every record was last read: a pass
-                // that reads everything (a first sync, a rebuild, one retrying records it could
-                // not store) reads every page's records and stores them anew. A sweep trusts them
-                // and lists an unchanged page's ids without merging its records.
-                if cursor == nil || !pending.isEmpty {
-                    try database.forgetPageDigests(of: store.name)
-                } else {
+                if decision.trustsPageDigests {
                     plan.pageDigests = try database.pageDigests(of: store.name)
-                    // A sweep that is merely due may take unchanged pages for what the last
-                    // sweep listed; one a person asked for (`ferry sync --sweep`) or a sweep
-                    // left over from a pass that could not do it lists every id.
-                    if reconcile, due, setup.sweepInterval != nil, state?.sweepPending != true {
+                    if decision.mayTakeListingAtRest {
                         plan.listingAtRest = try database.listingAtRest(of: store.name, digests: plan.pageDigests)
                     }
+                } else {
+                    try database.forgetPageDigests(of: store.name)
                 }
-                let rowsBefore = reconcile && !store.kind.reportsDeletions ? try database.liveRecordCount(of: store.name) : nil
-                return (plan, rowsBefore, cursor == nil && !reconcile ? !(try database.hasRecords(in: store.name)) : false)
+                let rowsBefore = decision.countsRowsBefore(reportsDeletions: store.kind.reportsDeletions) ? try database.liveRecordCount(of: store.name) : nil
+                return (plan, rowsBefore, decision)
             }
         } catch {
             end(.failure(SyncError(error, store: store.name)))
@@ -279,13 +262,13 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             return
         }
         var pass = Pass(source: source, plan: plan, bulk: false, rowsBefore: rowsBefore)
-        pass.fillsEmptyTable = emptyTable
+        pass.fillsEmptyTable = decision.fillsEmptyTable
         // A store without rows has nothing to keep visible: its rebuild is a first sync.
-        pass.staging = rebuilding && plan.reconcile
-        if plan.cursor == nil {
+        pass.staging = decision.mode == .rebuild(staged: true)
+        if decision.bulk {
             // A first sync writes the whole store: tune the connection for it.
             do {
-                let spooling = emptyTable && !pass.staging
+                let spooling = decision.fillsEmptyTable
                 try setup.database.write { database throws(StoreError) in try database.setBulkMode(true, cacheMiB: spooling ? 16 : 64) }
                 pass.bulk = true
                 if spooling {
@@ -303,7 +286,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     public override func cancelRun() {
         switch state {
         case .syncing(let pass): pass.source.cancel()
-        case .pushing(let writer, _): writer.cancel()
+        case .pushing(let phase): phase.cancel()
         case .waitingForClaim(let timer): timer.invalidate()
         case .idle, .done: break
         }
@@ -535,75 +518,6 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             return
         }
         end(.success(report))
-    }
-
-    // MARK: - RemoteWriterSink
-
-    public func writer(_ writer: any RemoteWriter, willSendCreate change: LocalChange, body: String, remoteID: String?) throws -> Bool {
-        guard case .pushing = state else { return false }
-        return try write { database throws(StoreError) in
-            try database.noteCreateSent(change, body: body, remoteID: remoteID, of: setup.store.name, at: Date())
-        }
-    }
-
-    public func writer(_ writer: any RemoteWriter, willSendUpdates sends: [UpdateSend]) throws {
-        guard case .pushing = state else { return }
-        try write { database throws(StoreError) in try database.noteUpdatesSent(sends, of: setup.store.name, at: Date()) }
-    }
-
-    public func writer(_ writer: any RemoteWriter, didPush results: [(change: LocalChange, result: PushResult)]) throws {
-        guard case .pushing = state else { return }
-        let store = setup.store.name
-        // A server's words may echo a secret: redacted before they are stored or logged.
-        let results = results.map { change, result in
-            if case .refused(let reason) = result { (change: change, result: PushResult.refused(redacted(reason))) } else { (change: change, result: result) }
-        }
-        let resolutions = try write { database throws(StoreError) in
-            try database.recordPushes(results, of: store, at: Date(), confirmingCreates: setup.store.kind.reportsDeletions)
-        }
-        for ((change, result), resolution) in zip(results, resolutions) {
-            if case .refused(let reason) = result {
-                report.push.refused += 1
-                journal.pushRefused(change, reason: reason)
-            } else if let resolution {
-                report.push.conflicts += 1
-                if resolution == .rebaseLocal || resolution == .keepBoth { report.push.requeued += 1 }
-                journal.conflict(change, resolution: resolution, policy: setup.store.writeBack.conflict)
-            } else if case .conflict = result {
-                // Resolved as nothing to do (both sides deleted it).
-            } else {
-                report.push.pushed += 1
-                if case .acceptedEarlierSend = result { report.push.requeued += 1 }
-            }
-        }
-        updateProgress { $0.lastAdvance = .now }
-    }
-
-    public func writer(_ writer: any RemoteWriter, didFinishWithRequests requests: Int) {
-        guard case .pushing(_, let round) = state else { return }
-        report.push.requests += requests
-        let requeued = report.push.requeued
-        report.push.requeued = 0
-        let attempted = report.push.pushed + report.push.conflicts + report.push.refused
-        // Another round: the last one was full (more may wait), or conflicts queued changes again.
-        if attempted >= round * Self.changesPerPush || (requeued > 0 && round < Self.pushRounds) {
-            let changes: [LocalChange]
-            do {
-                changes = try setup.database.write { database throws(StoreError) in
-                    try database.queuedLocalChanges(of: setup.store.name, limit: Self.changesPerPush)
-                }
-            } catch {
-                return end(.failure(SyncError(error, store: setup.store.name)))
-            }
-            if !changes.isEmpty { return push(changes, round: round + 1) }
-        }
-        journal.pushFinished(report.push)
-        startPull()
-    }
-
-    public func writer(_ writer: any RemoteWriter, didFailWith error: SyncError) {
-        guard case .pushing = state else { return }
-        end(.failure(error))
     }
 
     /// Runs a write for a sink call; a replica failure ends the pass and is rethrown, so the

@@ -32,6 +32,11 @@ final class TwoWayDriver {
         case killedPush(milliseconds: Int)
         /// Two `ferry push` processes at once.
         case twoPushes
+        /// A local insert the remote refuses (its own refusal, or the proxy's in its place), and
+        /// a pass that must keep it queued as refused, with the reason, the store incomplete.
+        case refusedInsert(key: String, value: String)
+        /// The row's whole body written again as a fresh one (how a person fixes a refused write).
+        case localRewrite(key: String, value: String)
         /// Passes until nothing is left, held conflicts resolved by choices drawn from `seed`;
         /// then the check against the model.
         case settle(seed: Int)
@@ -48,6 +53,8 @@ final class TwoWayDriver {
             case .lostAnswer: "pass losing its first write's answer"
             case .killedPush(let milliseconds): "ferry push killed after \(milliseconds) ms"
             case .twoPushes: "two ferry push at once"
+            case .refusedInsert(let key, let value): "local insert \(key)=\(value) the remote refuses"
+            case .localRewrite(let key, let value): "local rewrite \(key)=\(value)"
             case .settle(let seed): "settle (choices seed \(seed))"
             }
         }
@@ -72,8 +79,19 @@ final class TwoWayDriver {
     private var local: [String: TwoWayModel.Local] = [:]
     private var other: [String: TwoWayModel.Other] = [:]
     private var conflictsBefore = 0
-    /// Steps and passes run, for the report.
+    /// What the run did, for its report line.
     private(set) var stepsRun = 0
+    private(set) var conflictsChecked = 0
+    private(set) var kills = 0
+    private(set) var doublePushes = 0
+    private(set) var settles = 0
+
+    /// One line: how much the run exercised.
+    func summary() -> String {
+        let stats = (try? JSONSerialization.jsonObject(with: proxy.control("/__proxy/stats")) as? [String: Any]) ?? [:]
+        return "\(remote.name) \(policy.rawValue): \(stepsRun) steps, \(settles) rounds settled, \(conflictsChecked) conflicts as the model said, "
+            + "\(stats["lost"] as? Int ?? 0) answers lost of \(stats["forwarded"] as? Int ?? 0) requests, \(kills) pushes killed, \(doublePushes) double pushes"
+    }
 
     static var ferry: String { PushCommandTests.ferry }
 
@@ -159,12 +177,28 @@ final class TwoWayDriver {
             usleep(UInt32(milliseconds) * 1000)
             kill(push.processIdentifier, SIGKILL)
             push.waitUntilExit()
+            kills += 1
         case .twoPushes:
             let pushes = try (0..<2).map { _ in try ferry(["push", "-c", configuration]) }
             for push in pushes { push.waitUntilExit() }
+            doublePushes += 1
             for push in pushes where ![0, 2].contains(push.terminationStatus) {
                 throw Failure(step: 0, message: "ferry push beside another exited \(push.terminationStatus)")
             }
+        case .refusedInsert(let key, let value):
+            let refused = remote.refusedBody(key: key, value: value)
+            if refused == nil { _ = try proxy.control("/__proxy/refuse?writes=1&status=409", method: "POST") }
+            try writer.execute("INSERT INTO \(quoted(remote.table))(body) VALUES (\(literal(refused ?? remote.body(key: key, value: value))))")
+            fold(key, .create(value))
+            let report = try pass()
+            let outbox = try database.write { try $0.outboxSummary(of: remote.table) }
+            guard report.push.refused == 1, outbox.refused == 1, outbox.lastRefusal?.isEmpty == false, !report.isComplete else {
+                throw Failure(step: 0, message: "a refused insert: \(report.summary), \(outbox), gaps \(report.gaps)")
+            }
+        case .localRewrite(let key, let value):
+            guard let (id, _) = try row(key) else { return }
+            try writer.execute("UPDATE \(quoted(remote.table)) SET body = \(literal(remote.body(key: key, value: value))) WHERE id = \(literal(id))")
+            fold(key, .update(value))
         case .settle(let seed):
             try settle(seed: seed)
         }
@@ -227,6 +261,8 @@ final class TwoWayDriver {
         }
         let expected = TwoWayModel.settle(start: settled, local: local, other: other, policy: policy, chosen: chosen)
         try check(expected)
+        settles += 1
+        conflictsChecked += expected.conflicts.count
         settled = expected.records
         local = [:]
         other = [:]

@@ -22,6 +22,9 @@ protocol TwoWayRemote: AnyObject {
 
     /// A new record's body as a local insert writes it.
     func body(key: String, value: String) -> String
+    /// A body the server itself refuses (a field name Parse does not take); nil when the
+    /// server takes any well-formed body, and the proxy refuses in its place.
+    func refusedBody(key: String, value: String) -> String?
     /// `body` with its value replaced.
     func replacingValue(in body: String, with value: String) -> String
     /// The key and value a body holds.
@@ -47,39 +50,52 @@ extension TwoWayRemote {
     }
 }
 
-/// A CardDAV address book on one of the DAV servers: the key is the card's NICKNAME (kept by
-/// keep-both's copies, which get a UID of their own) and its UID when the card is made, the
-/// value its FN.
+/// A CardDAV address book, or a CalDAV calendar, on one of the DAV servers. A card's key is its
+/// NICKNAME and its value its FN; an event's key is its LOCATION and its value its SUMMARY.
+/// The key is also the UID a record is made with, so a create on both sides under one key is a
+/// collision; keep-both's copies keep the key and get a UID of their own.
 final class DAVTwoWayRemote: TwoWayRemote {
     let server: DAVServer
     let name: String
-    let table = "contacts"
+    let calendar: Bool
     let collides = true
 
-    init(_ kind: DAVServer.Kind) throws {
+    init(_ kind: DAVServer.Kind, calendar: Bool = false) throws {
         server = try DAVServer(kind, cards: 0, events: 0)
-        name = kind.rawValue
+        name = kind.rawValue + (calendar ? " caldav" : "")
+        self.calendar = calendar
     }
 
+    var table: String { calendar ? "calendar" : "contacts" }
     var upstream: String { server.baseURL }
+    private var collection: String { calendar ? server.calendarPath : server.addressBookPath }
+    private var keyProperty: String { calendar ? "LOCATION" : "NICKNAME" }
+    private var valueProperty: String { calendar ? "SUMMARY" : "FN" }
 
     func section(url: String, directory: TemporaryDirectory) throws -> [String: String] {
         let password = directory.path("dav-password")
         try DAVServer.password.write(toFile: password, atomically: true, encoding: .utf8)
         chmod(password, 0o600)
-        return ["kind": "carddav", "url": url + server.addressBookPath, "username": DAVServer.username, "password": "file:" + password]
+        return ["kind": calendar ? "caldav" : "carddav", "url": url + collection, "username": DAVServer.username, "password": "file:" + password]
     }
 
     func body(key: String, value: String) -> String {
-        "BEGIN:VCARD\r\nVERSION:3.0\r\nUID:\(key)\r\nNICKNAME:\(key)\r\nFN:\(value)\r\nN:\(value);;;;\r\nEND:VCARD\r\n"
+        if calendar {
+            return "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Ferry//Two-way//EN\r\nBEGIN:VEVENT\r\nUID:\(key)\r\nDTSTAMP:20260101T000000Z\r\n"
+                + "DTSTART:20260105T100000Z\r\nDTEND:20260105T110000Z\r\nLOCATION:\(key)\r\nSUMMARY:\(value)\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+        }
+        return "BEGIN:VCARD\r\nVERSION:3.0\r\nUID:\(key)\r\nNICKNAME:\(key)\r\nFN:\(value)\r\nN:\(value);;;;\r\nEND:VCARD\r\n"
     }
+
+    func refusedBody(key: String, value: String) -> String? { nil }
 
     func replacingValue(in body: String, with value: String) -> String {
         var lines = ContentLineText.unfoldedLines(body)
-        for index in lines.indices where lines[index].uppercased().hasPrefix("FN:") || lines[index].uppercased().hasPrefix("FN;") {
-            lines[index] = "FN:\(value)"
+        for index in lines.indices {
+            let name = lines[index].split(separator: ":", maxSplits: 1).first?.split(separator: ";").first?.uppercased() ?? ""
+            if name == valueProperty { lines[index] = "\(valueProperty):\(value)" }
+            if name == "N", !calendar { lines[index] = "N:\(value);;;;" }
         }
-        for index in lines.indices where lines[index].uppercased().hasPrefix("N:") { lines[index] = "N:\(value);;;;" }
         return lines.joined(separator: "\r\n") + "\r\n"
     }
 
@@ -89,19 +105,20 @@ final class DAVTwoWayRemote: TwoWayRemote {
         for line in ContentLineText.unfoldedLines(body) {
             guard let colon = line.firstIndex(of: ":") else { continue }
             let name = line[..<colon].split(separator: ";").first?.uppercased() ?? ""
-            if name == "NICKNAME" { key = String(line[line.index(after: colon)...]) }
-            if name == "FN" { value = String(line[line.index(after: colon)...]) }
+            if name == keyProperty { key = String(line[line.index(after: colon)...]) }
+            if name == valueProperty { value = String(line[line.index(after: colon)...]) }
         }
         guard let key, let value else { return nil }
         return (key, value)
     }
 
-    private func member(_ key: String) -> String { server.addressBookPath + key + ".vcf" }
+    private func member(_ key: String) -> String { collection + key + (calendar ? ".ics" : ".vcf") }
+    private var contentType: String { calendar ? "text/calendar; charset=utf-8" : "text/vcard; charset=utf-8" }
 
-    func otherCreate(key: String, value: String) throws { try server.put(member(key), body(key: key, value: value)) }
+    func otherCreate(key: String, value: String) throws { try server.put(member(key), body(key: key, value: value), contentType: contentType) }
 
     func otherUpdate(key: String, value: String) throws {
-        try server.put(member(key), replacingValue(in: try server.get(member(key)), with: value))
+        try server.put(member(key), replacingValue(in: try server.get(member(key)), with: value), contentType: contentType)
     }
 
     func otherDelete(key: String) throws { try server.delete(member(key)) }
@@ -112,7 +129,7 @@ final class DAVTwoWayRemote: TwoWayRemote {
         let directory = try TemporaryDirectory()
         let database = try SharedDatabase(path: directory.path("remote.db"))
         defer { database.close() }
-        let store = server.store(.carddav, name: table)
+        let store = server.store(calendar ? .caldav : .carddav, name: table)
         _ = try ParsePushTests.run(store, database).get()
         return grouped(try database.write { try $0.liveBodies(of: table) }.values)
     }
@@ -140,6 +157,8 @@ final class ParseTwoWayRemote: TwoWayRemote {
     }
 
     func body(key: String, value: String) -> String { #"{"key":"\#(key)","text":"\#(value)"}"# }
+
+    func refusedBody(key: String, value: String) -> String? { #"{"key":"\#(key)","text":"\#(value)","bad-name":1}"# }
 
     func replacingValue(in body: String, with value: String) -> String {
         guard var object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return body }
@@ -203,6 +222,8 @@ final class JSONTwoWayRemote: TwoWayRemote {
     }
 
     func body(key: String, value: String) -> String { #"{"key":"\#(key)","name":"\#(value)"}"# }
+
+    func refusedBody(key: String, value: String) -> String? { #"{"key":"\#(key)","name":"\#(value)","invalid":true}"# }
 
     func replacingValue(in body: String, with value: String) -> String {
         guard var object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return body }

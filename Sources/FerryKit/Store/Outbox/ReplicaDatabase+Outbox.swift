@@ -182,7 +182,12 @@ extension ReplicaDatabase {
                         confirmingCreates: Bool) throws(SQLiteError) -> ConflictPlan.Resolution? {
         switch result {
         case .refused(let reason):
-            let refuse = try connection.prepare("UPDATE ferry_outbox SET state = \(OutboxState.refused.sql), last_error = ?3, attempts = attempts + 1 WHERE store_id = ?1 AND id = ?2")
+            // A refusal is the remote's whole answer: the send made nothing there, so nothing
+            // of it is looked for (or waited for) when the fixed row goes out again.
+            let refuse = try connection.prepare("""
+                UPDATE ferry_outbox SET state = \(OutboxState.refused.sql), last_error = ?3, attempts = attempts + 1, sent = NULL, sent_body = NULL
+                WHERE store_id = ?1 AND id = ?2
+                """)
             try refuse.bind(prepared.storeID, at: 1)
             try refuse.bind(change.id, at: 2)
             try refuse.bind(reason, at: 3)

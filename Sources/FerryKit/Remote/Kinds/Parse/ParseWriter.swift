@@ -357,15 +357,24 @@ final class ParseWriter: RemoteWriter {
     /// earlier than the send (less ``lookupSkew``) with every plain field equal. Exactly one
     /// match is adopted; none or several mean it is sent again.
     private func lookUp(sent: String, at date: Date, then: @escaping (RemoteRecord?) -> Void) {
+        // Plain values of fields Parse can query: a name it would refuse in a where clause
+        // fails the whole lookup, and with it the push.
         var condition = (JSONValue.object(parsing: sent) ?? [:]).filter {
+            guard Self.isQueryableFieldName($0.key) else { return false }
             switch $0.value {
-            case .string, .integer, .number, .bool: true
-            default: false
+            case .string, .integer, .number, .bool: return true
+            default: return false
             }
         }
         condition["createdAt"] = .object(["$gte": .object(["__type": .string("Date"), "iso": .string(InternetTimestamp.string(from: date.addingTimeInterval(-Self.lookupSkew)))])])
         let url = endpoint.classURL + "?where=" + URLQuery.encode(String(decoding: ParseFieldMerge.encode(condition), as: UTF8.self)) + "&limit=2"
         query(url) { found in then(found.count == 1 ? found[0] : nil) }
+    }
+
+    /// A field name Parse takes in a query: a letter, then letters, digits and `_`.
+    static func isQueryableFieldName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, first.properties.isAlphabetic, first.isASCII else { return false }
+        return name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") }
     }
 
     /// The Parse error of a write it refuses: a 400 with `{"code":N,"error":...}`.
