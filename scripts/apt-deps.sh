@@ -4,6 +4,20 @@
 #
 # Installs only what dpkg does not already report installed (apt-get update first, once), with
 # sudo when not root. Returns non-zero when the install fails.
+#
+# Several test servers come as daemon packages (nginx, prometheus, postgresql, apache2 with
+# davical). Installed the plain way, Debian starts their services at once and enables them at
+# every boot (Apache on port 80, Prometheus on 9090 to every interface). The tests run private
+# instances of their own, so the install neither starts nor enables anything: a policy-rc.d
+# that refuses every start is in place while apt runs (unless the machine has one already),
+# and the services the install enabled are disabled again. The machine's services stay as
+# they were; what was installed is printed.
+
+# Units enabled at boot, as the symlinks in /etc/systemd/system say (readable without a
+# running systemd, as in a container).
+enabled_units() {
+    find /etc/systemd/system -path '*.wants/*' -printf '%f\n' 2>/dev/null | sort -u
+}
 
 ensure_apt_packages() {
     local missing=() pkg
@@ -23,7 +37,24 @@ ensure_apt_packages() {
         fi
         sudo=(sudo)
     fi
-    echo "installing: ${missing[*]}"
+    echo "installing: ${missing[*]} (their services are neither started nor enabled)"
+    local policy=/usr/sbin/policy-rc.d placed=0 before status=0 unit
+    if [[ ! -e $policy ]]; then
+        "${sudo[@]}" sh -c "printf '#!/bin/sh\n# ferry scripts/apt-deps.sh: no service starts while its packages install\nexit 101\n' > $policy && chmod 755 $policy" && placed=1
+    fi
+    before=$(enabled_units)
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" || status=$?
+    if [[ $placed -eq 1 ]]; then
+        "${sudo[@]}" rm -f "$policy"
+    fi
+    for unit in $(comm -13 <(echo "$before") <(enabled_units)); do
+        if [[ -d /run/systemd/system ]]; then
+            "${sudo[@]}" systemctl disable --quiet "$unit" 2>/dev/null || "${sudo[@]}" deb-systemd-helper disable "$unit" 2>/dev/null || true
+        else
+            "${sudo[@]}" deb-systemd-helper disable "$unit" 2>/dev/null || true
+        fi
+        echo "left disabled: $unit (the tests run their own instance)"
+    done
+    return $status
 }

@@ -28,7 +28,7 @@ struct ChangesCommand: ParsableCommand {
             do { path = try options.load(secrets: .referencesOnly).global.databasePath } catch { throw fail(error) }
         }
         do {
-            guard FileManager.default.fileExists(atPath: path) else { throw StatusError.noDatabase(path) }
+            if let problem = ReplicaAccessError.check(readable: path) { throw problem }
             let database = try ReplicaDatabase.openReadOnly(path: path)
             defer { database.close() }
             // A store no longer configured still has its log; a name neither knows is a typo.

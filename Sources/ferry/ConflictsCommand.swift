@@ -31,7 +31,9 @@ struct ListConflicts: ParsableCommand {
 
     func run() throws {
         do {
-            let database = try ReplicaDatabase.openReadOnly(path: try databasePath(options))
+            let path = try databasePath(options)
+            if let problem = ReplicaAccessError.check(readable: path) { throw problem }
+            let database = try ReplicaDatabase.openReadOnly(path: path)
             defer { database.close() }
             let conflicts = try database.conflicts(of: store, all: all)
             if json {

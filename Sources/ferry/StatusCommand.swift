@@ -26,9 +26,7 @@ struct StatusCommand: ParsableCommand {
         }
         let rows: [StoreStatus]
         do {
-            guard FileManager.default.fileExists(atPath: path) else {
-                throw StatusError.noDatabase(path)
-            }
+            if let problem = ReplicaAccessError.check(readable: path) { throw problem }
             let database = try ReplicaDatabase.openReadOnly(path: path)
             defer { database.close() }
             let runtime = runtimeDirectory ?? configuration?.global.runtimeDirectory
@@ -49,16 +47,6 @@ struct StatusCommand: ParsableCommand {
             }
         } else {
             print(StoreStatus.table(rows))
-        }
-    }
-}
-
-enum StatusError: Error, CustomStringConvertible {
-    case noDatabase(String)
-
-    var description: String {
-        switch self {
-        case .noDatabase(let path): "no database at \(path) yet: run `ferry sync` or start ferryd first"
         }
     }
 }

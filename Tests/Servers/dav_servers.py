@@ -417,9 +417,10 @@ def main():
                         help="put a proxy in front that answers sync-collection with at most K members, "
                              "marking partial answers the RFC 6578 way (a 507 response for the collection "
                              "with DAV:number-of-matches-within-limits) and a continuation token")
-    parser.add_argument("--query", choices=["refuse", "subset", "truncate"],
+    parser.add_argument("--query", choices=["refuse", "refuse-unsupported", "subset", "truncate"],
                         help="put a proxy in front whose addressbook-query / calendar-query answers are "
-                             "refused (501), cut to --query-keep members silently (a server that caps "
+                             "refused (501; refuse-unsupported: 403 with DAV:supported-report), cut to "
+                             "--query-keep members silently (a server that caps "
                              "queries), or cut and marked partial (507 + number-of-matches-within-limits)")
     parser.add_argument("--query-keep", type=int, default=10, metavar="K")
     args = parser.parse_args()
@@ -550,6 +551,10 @@ def start_proxy(backend_port, refuse_sync=True, truncate=None, query=None, query
             is_query = self.command == "REPORT" and (b"addressbook-query" in body or b"calendar-query" in body)
             if is_query and query == "refuse":
                 return self.refuse(b"queries not supported")
+            if is_query and query == "refuse-unsupported":
+                # RFC 3253 3.6: 403 with DAV:supported-report, as servers answer a report they lack.
+                return self.write_response(403, [("Content-Type", "application/xml; charset=utf-8")],
+                                           b'<?xml version="1.0" encoding="utf-8"?>\n<D:error xmlns:D="DAV:"><D:supported-report/></D:error>')
             if self.command == "REPORT" and b"sync-collection" in body and truncate:
                 match = re.search(rb"sync-token>([^<]*)</", body)
                 sent = match.group(1).decode() if match else ""

@@ -31,6 +31,9 @@ public enum FerryExitCode: Int32, Sendable {
         case is ConfigurationErrors: return .configuration
         case is InstanceNameError, is OneShotSyncError, is DiscoveryTargetError: return .usage
         case is StoreError, is DatabaseLocationError: return .database
+        case let error as ReplicaAccessError:
+            // Not permitted to read it: a database error (74); nothing synced yet: a failure.
+            if case .denied = error { return .database } else { return .failure }
         case let error as DeviceAuthorizationError: return error.exitCode
         case let error as SyncError:
             switch error.kind {

@@ -38,13 +38,14 @@ enum ReplicaPathDiagnosis {
         return statvfs(directory, &info) == 0 && info.f_flag & UInt(ST_RDONLY) != 0
     }
 
-    private static func user() -> String {
+    static func user() -> String {
         let uid = geteuid()
         guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "user \(uid)" }
         return "user \(String(cString: name))"
     }
 
-    private static func ownership(_ path: String) -> String {
+    /// `owner O, group G, mode 750`, as `ls -l` would tell.
+    static func ownership(_ path: String) -> String {
         var info = stat()
         guard stat(path, &info) == 0 else { return "cannot stat it" }
         let owner = getpwuid(info.st_uid).flatMap { $0.pointee.pw_name.map { String(cString: $0) } } ?? "\(info.st_uid)"

@@ -210,6 +210,9 @@ struct MigrationTests {
             9: base + collections + staging + digests + "INSERT INTO ferry_meta VALUES ('schema_version', '9');",
             10: base + collections + staging + digests + "ALTER TABLE ferry_stores ADD COLUMN schema_fingerprint INTEGER;\n"
                 + "INSERT INTO ferry_meta VALUES ('schema_version', '10');",
+            11: base + collections + staging + digests + "ALTER TABLE ferry_stores ADD COLUMN schema_fingerprint INTEGER;\n"
+                + "ALTER TABLE ferry_sync_state ADD COLUMN swept_listing INTEGER;\n"
+                + "INSERT INTO ferry_meta VALUES ('schema_version', '11');",
         ]
     }()
 

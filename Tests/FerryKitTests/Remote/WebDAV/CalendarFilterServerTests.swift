@@ -86,9 +86,9 @@ struct CalendarFilterServerTests {
 
     /// A proxy refuses every collection query (501): the whole calendar is listed and fetched,
     /// and only what the filter keeps is listed and handed over.
-    @Test(arguments: DAVServer.Kind.available)
-    func aServerWithoutTheQueryIsFilteredHere(_ kind: DAVServer.Kind) throws {
-        let server = try DAVServer(kind, cards: 0, events: 3, queryFault: .refuse)
+    @Test(arguments: DAVServer.Kind.available, [DAVServer.QueryFault.refuse, .refuseAsUnsupported])
+    func aServerWithoutTheQueryIsFilteredHere(_ kind: DAVServer.Kind, _ fault: DAVServer.QueryFault) throws {
+        let server = try DAVServer(kind, cards: 0, events: 3, queryFault: fault)
         defer { server.stop() }
         try Self.seed(server)
         let pass = try server.pass(store(server, range: "-30d..+60d"), cursor: nil)

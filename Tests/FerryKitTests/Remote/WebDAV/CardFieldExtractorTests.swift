@@ -93,6 +93,13 @@ struct CardFieldExtractorTests {
         #expect(fields == ["UID": "t", "SUMMARY": "Do it"])
     }
 
+    /// A journal entry is a record too (RFC 5545 §3.6.3): its UID, SUMMARY and DTSTART.
+    @Test func vjournalCounts() {
+        let fields = CardFieldExtractor.fields(iCalendar: "BEGIN:VCALENDAR\r\nBEGIN:VTIMEZONE\r\nTZID:Europe/Berlin\r\nEND:VTIMEZONE\r\n"
+            + "BEGIN:VJOURNAL\r\nUID:j1\r\nDTSTART;VALUE=DATE:20260105\r\nSUMMARY:Minutes\\, Monday\r\nEND:VJOURNAL\r\nEND:VCALENDAR\r\n")
+        #expect(fields == ["UID": "j1", "SUMMARY": "Minutes, Monday", "DTSTART": "20260105"])
+    }
+
     @Test func invalidUTF8IsAProblem() {
         #expect(throws: CardFieldExtractor.Problem.invalidUTF8) {
             try CardFieldExtractor.fields(of: Data([0x55, 0x49, 0x44, 0x3A, 0xFF, 0xFE]), kind: .carddav)

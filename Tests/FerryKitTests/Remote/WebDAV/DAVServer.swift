@@ -52,6 +52,8 @@ final class DAVServer: @unchecked Sendable {
     /// What the test proxy does to addressbook-query / calendar-query answers.
     enum QueryFault: Sendable {
         case refuse
+        /// 403 with `DAV:supported-report` (RFC 3253 §3.6), as servers refuse a report they lack.
+        case refuseAsUnsupported
         /// Only the first `keep` members, nothing saying the answer is partial.
         case subset(keep: Int)
         /// Only the first `keep` members, and a 507 response saying so.
@@ -94,6 +96,7 @@ final class DAVServer: @unchecked Sendable {
         switch queryFault {
         case nil: break
         case .refuse: arguments += ["--query", "refuse"]
+        case .refuseAsUnsupported: arguments += ["--query", "refuse-unsupported"]
         case .subset(let keep): arguments += ["--query", "subset", "--query-keep", "\(keep)"]
         case .truncate(let keep): arguments += ["--query", "truncate", "--query-keep", "\(keep)"]
         }

@@ -24,6 +24,7 @@ import FerryTestSupport
         Row(status: 415, decision: .fallBack),
         Row(status: 403, errors: [DAVName.supportedReport], decision: .fallBack),   // sabre/dav ReportNotSupported
         Row(status: 400, errors: [DAVName.supportedReport], decision: .fallBack),
+        Row(status: 403, errors: [DAVName.supportedFilter], decision: .fallBack),  // RFC 4791 7.7
         // Real errors are not read as "no sync-collection".
         Row(status: 400, decision: .fail),                                          // could not parse (or no) body
         Row(status: 403, decision: .fail),                                          // no access
@@ -36,5 +37,12 @@ import FerryTestSupport
     @Test(arguments: table)
     func decision(_ row: Row) {
         #expect(SyncReportRefusal.decide(status: row.status, errors: row.errors, sentToken: row.token, incremental: row.incremental) == row.decision)
+    }
+
+    /// Every other REPORT (addressbook-query, calendar-query) reads "not supported" the same
+    /// way: the table's fall-back rows, and nothing else.
+    @Test(arguments: table.filter { !$0.errors.contains(DAVName.validSyncToken) })
+    func everyReportReadsNotSupportedAlike(_ row: Row) {
+        #expect(SyncReportRefusal.reportNotSupported(status: row.status, errors: row.errors) == (row.decision == .fallBack))
     }
 }

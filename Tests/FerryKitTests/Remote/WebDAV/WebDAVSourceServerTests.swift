@@ -216,9 +216,9 @@ struct WebDAVSourceServerTests {
     }
 
     /// A server that refuses collection queries costs multigets, nothing else.
-    @Test(arguments: DAVServer.Kind.allCases)
-    func aRefusedQueryMeansMultigets(_ kind: DAVServer.Kind) throws {
-        let server = try DAVServer(kind, cards: 25, events: 0, queryFault: .refuse)
+    @Test(arguments: DAVServer.Kind.allCases, [DAVServer.QueryFault.refuse, .refuseAsUnsupported])
+    func aRefusedQueryMeansMultigets(_ kind: DAVServer.Kind, _ fault: DAVServer.QueryFault) throws {
+        let server = try DAVServer(kind, cards: 25, events: 0, queryFault: fault)
         defer { server.stop() }
         let pass = try server.pass(server.store(batch: 7), cursor: nil)
         #expect(pass.error == nil, "\(String(describing: pass.error))")

@@ -7,7 +7,7 @@ import Foundation
 ///
 /// - vCard: `UID`, `FN` (first), `EMAIL` and `TEL` (every value, in order, joined by ", "),
 ///   `ORG` (components joined by ", ", empty ones dropped).
-/// - iCalendar: from the first `VEVENT` or `VTODO` (not its `VALARM`s): `UID`, `SUMMARY`,
+/// - iCalendar: from the first `VEVENT`, `VTODO` or `VJOURNAL` (not its `VALARM`s): `UID`, `SUMMARY`,
 ///   `DTSTART`, `DTEND` (the value as written; a `TZID` parameter goes to `DTSTART_TZID` /
 ///   `DTEND_TZID`), `RRULE`.
 ///
@@ -75,7 +75,11 @@ public enum CardFieldExtractor {
         return fields
     }
 
-    /// Fields of the first VEVENT or VTODO in `text`.
+    /// The components whose properties are the record's fields (RFC 5545 §3.6: the three that
+    /// carry a UID and a DTSTART; a VTIMEZONE before them carries neither).
+    static let recordComponents: Set<String> = ["VEVENT", "VTODO", "VJOURNAL"]
+
+    /// Fields of the first VEVENT, VTODO or VJOURNAL in `text`.
     public static func fields(iCalendar text: String) -> [String: String] {
         var fields: [String: String] = [:]
         var components: [String] = []
@@ -87,7 +91,7 @@ public enum CardFieldExtractor {
             case "BEGIN":
                 let component = line.value.uppercased()
                 components.append(component)
-                if components.count == 2, component == "VEVENT" || component == "VTODO" { inside = true }
+                if components.count == 2, recordComponents.contains(component) { inside = true }
             case "END":
                 if inside, components.count == 2 { return fields }
                 if !components.isEmpty { components.removeLast() }

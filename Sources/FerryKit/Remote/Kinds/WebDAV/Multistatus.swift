@@ -82,6 +82,8 @@ public enum DAVName {
     public static let validSyncToken = "DAV:valid-sync-token"
     /// RFC 3253 §3.6: the REPORT is not supported on this resource.
     public static let supportedReport = "DAV:supported-report"
+    /// Qualified as the parser names elements: the namespace followed by the name.
+    public static let supportedFilter = calDAV + "supported-filter"
     public static let numberOfMatchesWithinLimits = "DAV:number-of-matches-within-limits"
     public static let collection = "DAV:collection"
     public static let principal = "DAV:principal"

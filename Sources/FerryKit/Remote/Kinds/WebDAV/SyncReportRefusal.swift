@@ -1,5 +1,8 @@
 /// What a pass does when its sync-collection REPORT is not answered with a multistatus, or is
-/// answered with a DAV:error: a pure decision, so the rules read as a table (its tests).
+/// answered with a DAV:error: a pure decision, so the rules read as a table (its tests). Every
+/// other REPORT (addressbook-query, calendar-query with its time range) reads "this server does
+/// not do that report" the same way, ``reportNotSupported(status:errors:)``, and falls back to
+/// what needs no such report.
 ///
 /// | answer                                                          | decision                 |
 /// |-----------------------------------------------------------------|--------------------------|
@@ -23,8 +26,15 @@ enum SyncReportRefusal: Equatable {
         if errors.contains(DAVName.validSyncToken) {
             return !sentToken.isEmpty && incremental ? .resync : .fail
         }
-        if [405, 501, 415].contains(status) { return .fallBack }
-        if [400, 403, 409].contains(status), errors.contains(DAVName.supportedReport) { return .fallBack }
-        return .fail
+        return reportNotSupported(status: status, errors: errors) ? .fallBack : .fail
+    }
+
+    /// Whether an answer to a REPORT says the server does not do that report (or that filter):
+    /// 405, 501 or 415; or 400, 403 or 409 naming `DAV:supported-report` (RFC 3253 §3.6) or
+    /// `CALDAV:supported-filter` (RFC 4791 §7.7). A 403 without either is no access, as for
+    /// any request: never read as "not supported", which would hide refused credentials.
+    static func reportNotSupported(status: Int, errors: [String]) -> Bool {
+        if [405, 501, 415].contains(status) { return true }
+        return [400, 403, 409].contains(status) && (errors.contains(DAVName.supportedReport) || errors.contains(DAVName.supportedFilter))
     }
 }

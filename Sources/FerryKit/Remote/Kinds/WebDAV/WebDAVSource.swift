@@ -344,10 +344,14 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
             handleSyncRefusal(head, errors: errors, body: errorBody, sentToken: token)
         case .query:
             let error = statusError(head, body: errorBody)
-            switch error.kind {
-            case .unauthorized, .rateLimited:
+            let fatal = switch error.kind {
+            case .unauthorized, .rateLimited: true
+            default: false
+            }
+            switch fatal && !reportNotSupported(head, errorBody) {
+            case true:
                 fail(error)
-            default:
+            case false:
                 // A server without queries, or one that cannot run this one: the multigets
                 // fetch what the query would have.
                 logger.info("collection query refused (\(head.status)), fetching by multiget", metadata: ["store": "\(store.name)"])
@@ -355,10 +359,14 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
             }
         case .window:
             let error = statusError(head, body: errorBody)
-            switch error.kind {
-            case .unauthorized, .rateLimited, .transport:
+            let fatal = switch error.kind {
+            case .unauthorized, .rateLimited, .transport: true
+            default: false
+            }
+            switch fatal && !reportNotSupported(head, errorBody) {
+            case true:
                 fail(error)
-            default:
+            case false:
                 // No calendar-query with a time range here: a full pass, filtered locally.
                 logger.info("calendar-query refused (\(head.status)), listing the whole calendar and filtering it here", metadata: ["store": "\(store.name)"])
                 filterLocally = true
@@ -373,6 +381,15 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         case .propfind, .multiget:
             fail(statusError(head, body: errorBody))
         }
+    }
+
+    /// Whether a REPORT's error answer says the server does not do that report or filter
+    /// (``SyncReportRefusal/reportNotSupported(status:errors:)``): the same reading for every
+    /// REPORT, so a 403 naming `DAV:supported-report` falls back instead of failing as refused
+    /// credentials.
+    private func reportNotSupported(_ head: ResponseHead, _ body: Data) -> Bool {
+        let errors = (400..<500).contains(head.status) ? (try? parser.parse(body))?.errors ?? [] : []
+        return SyncReportRefusal.reportNotSupported(status: head.status, errors: errors)
     }
 
     // MARK: - Collection check
