@@ -101,7 +101,7 @@ phase "two-way sync against the model, and the push contract (every server)"
 # checked against TwoWayModel after each round, under every policy on the Parse and JSON test
 # servers, Radicale, Xandikos, DAViCal and sabre/dav; then the push contract's fixed sequences
 # for every kind that pushes. A failure prints its seed (FERRY_TWO_WAY_SEED=N replays it).
-if timeout "$(cap 12)" env FERRY_TWO_WAY_ROUNDS="${FERRY_TWO_WAY_ROUNDS:-10}" \
+if timeout "$(cap 12)" env FERRY_TWO_WAY_ROUNDS="${FERRY_TWO_WAY_ROUNDS:-8}" \
         swift test --skip-build --filter 'TwoWayModelTests|PushContractTests'; then
     ok "two-way model and push contract"
 else

@@ -144,7 +144,7 @@ public final class Daemon: @unchecked Sendable {
             // A store that starts failing shows at once (STATUS=, and `ferry status` through
             // the failures a full or read-only replica could not record); the rest can wait
             // for the next refresh.
-            if case .failure(let error) = outcome, error.kind != .cancelled, scheduler?.nextPass(of: store)?.failures == 1 {
+            if case .failure(let error) = outcome, error.kind != .cancelled, error.kind != .busy, scheduler?.nextPass(of: store)?.failures == 1 {
                 self?.refreshStatus()
             } else {
                 self?.refreshStatusSoon()
@@ -449,7 +449,7 @@ public final class Daemon: @unchecked Sendable {
         guard let heartbeat = storeHeartbeats[store] else { return }
         switch outcome {
         case .success(let report): heartbeats?.report(.store(store), healthy: report.isComplete, to: heartbeat)
-        case .failure(let error) where error.kind == .cancelled: break
+        case .failure(let error) where error.kind == .cancelled || error.kind == .busy: break
         case .failure: heartbeats?.report(.store(store), healthy: false, to: heartbeat)
         }
     }

@@ -241,7 +241,7 @@ final class TwoWayDriver {
     // MARK: - Settling and checking
 
     private func settle(seed: Int) throws {
-        var random = SplitMix(seed: UInt64(seed))
+        var random = SeededGenerator(seed: UInt64(seed))
         var chosen: [String: ConflictPlan.Resolution] = [:]
         var quiet = 0
         for _ in 0..<8 {
@@ -308,7 +308,7 @@ final class TwoWayDriver {
     /// one whose record is gone by then (deleted, or a key keep-both copied) is skipped when
     /// run, so the generator need not foresee conflicts and choices.
     static func steps(rounds: Int, seed: UInt64, collides: Bool) -> [Step] {
-        var random = SplitMix(seed: seed)
+        var random = SeededGenerator(seed: seed)
         var steps: [Step] = []
         var known: [String] = []
         var fresh = 0
@@ -375,18 +375,5 @@ final class TwoWayDriver {
             for key in otherTouched.union(inserted) where !known.contains(key) { known.append(key) }
         }
         return steps
-    }
-}
-
-/// A small, seedable generator: the same seed gives the same steps on every machine.
-struct SplitMix: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -7,7 +7,8 @@ import FerryTestSupport
 /// rounds of local and remote writes with lost answers, killed pushes and two pushers at once
 /// (``TwoWayDriver``), under every conflict policy. A failure prints its seed and the shortest
 /// failing sequence the shrinker found; `FERRY_TWO_WAY_SEED=N` replays one seed, and
-/// `FERRY_TWO_WAY_ROUNDS=N` runs longer (the default keeps CI within its budget).
+/// `FERRY_TWO_WAY_ROUNDS=N` runs longer (the default keeps CI within its budget),
+/// `FERRY_TWO_WAY_SERVERS=davical,parse` runs on those servers only.
 @Suite("Two-way sync against the reference model", .serialized)
 struct TwoWayModelTests {
     enum Server: String, CaseIterable, CustomTestStringConvertible {
@@ -18,6 +19,12 @@ struct TwoWayModelTests {
 
         /// Installed here, or in CI (where a missing server fails).
         var shouldRun: Bool { dav?.shouldRun ?? true }
+
+        /// The servers installed here, or those `FERRY_TWO_WAY_SERVERS` names (comma-separated).
+        static var selected: [Server] {
+            let named = ProcessInfo.processInfo.environment["FERRY_TWO_WAY_SERVERS"]?.split(separator: ",").map(String.init)
+            return allCases.filter { server in server.shouldRun && (named?.contains(server.rawValue) ?? true) }
+        }
 
         func start() throws -> any TwoWayRemote {
             switch self {
@@ -32,7 +39,7 @@ struct TwoWayModelTests {
     static var seed: UInt64? { ProcessInfo.processInfo.environment["FERRY_TWO_WAY_SEED"].flatMap { UInt64($0) } }
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: TwoWayDriver.ferry), "ferry not built (swift build)"),
-          arguments: Server.allCases.filter(\.shouldRun), ConflictPolicy.allCases)
+          arguments: Server.selected, ConflictPolicy.allCases)
     func randomRoundsMatchTheModel(_ server: Server, _ policy: ConflictPolicy) throws {
         let seed = Self.seed ?? UInt64.random(in: 1...999_999)
         let remote = try server.start()
@@ -54,14 +61,17 @@ struct TwoWayModelTests {
     }
 
     /// The shortest sequence found that still fails: first the prefix up to the failure, then
-    /// each step removed in turn (replayed on a fresh server each time), within a budget.
+    /// each step removed in turn (replayed on a fresh server each time), within a budget of
+    /// 30 replays and two minutes.
     static func shrink(_ steps: [TwoWayDriver.Step], failingAt index: Int, server: Server, policy: ConflictPolicy) throws
         -> (steps: [TwoWayDriver.Step], failure: String) {
         var best = Array(steps.prefix(index + 1))
         var failure = "as first found"
         var budget = 30
+        let deadline = ContinuousClock.now + .seconds(120)
         func fails(_ candidate: [TwoWayDriver.Step]) -> String? {
             budget -= 1
+            if ContinuousClock.now > deadline { budget = 0 }
             guard let remote = try? server.start() else { return nil }
             defer { remote.stop() }
             guard let driver = try? TwoWayDriver(remote: remote, policy: policy) else { return nil }

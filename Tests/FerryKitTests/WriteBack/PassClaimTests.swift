@@ -91,22 +91,7 @@ struct PassClaimTests {
         let server = try DAVServer(.radicale, cards: 2, events: 0)
         defer { server.stop() }
         let directory = try TemporaryDirectory()
-        let password = directory.path("password")
-        try DAVServer.password.write(toFile: password, atomically: true, encoding: .utf8)
-        chmod(password, 0o600)
-        let database = directory.path("ferry.db")
-        let configuration = directory.path("ferry.conf")
-        try """
-            [ferry]
-            database = \(database)
-
-            [store contacts]
-            kind = carddav
-            url = \(server.addressBookURL)
-            username = \(DAVServer.username)
-            password = file:\(password)
-            push = yes
-            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let (configuration, database) = try PushCommandTests.configuration(for: server, in: directory)
         #expect(try PushCommandTests.run(["sync", "-c", configuration]).status == 0)
         let sqlite = try #require(TestTools.executable("sqlite3"))
         for round in 0..<5 {

@@ -28,10 +28,9 @@ struct PushCommandTests {
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
-    @Test func pushExitsTwoWhileAConflictIsHeld_andConflictsResolveClearsIt() throws {
-        let server = try DAVServer(.radicale, cards: 3, events: 0)
-        defer { server.stop() }
-        let directory = try TemporaryDirectory()
+    /// A configuration with one push store, `contacts`, on `server`'s address book; returns
+    /// its path and the replica's.
+    static func configuration(for server: DAVServer, in directory: TemporaryDirectory) throws -> (configuration: String, database: String) {
         let password = directory.path("password")
         try DAVServer.password.write(toFile: password, atomically: true, encoding: .utf8)
         chmod(password, 0o600)
@@ -48,6 +47,14 @@ struct PushCommandTests {
             password = file:\(password)
             push = yes
             """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        return (configuration, database)
+    }
+
+    @Test func pushExitsTwoWhileAConflictIsHeld_andConflictsResolveClearsIt() throws {
+        let server = try DAVServer(.radicale, cards: 3, events: 0)
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let (configuration, database) = try Self.configuration(for: server, in: directory)
         #expect(try Self.run(["sync", "-c", configuration]).status == 0)
         let sqlite = try #require(TestTools.executable("sqlite3"))
         func sql(_ statement: String) throws { try Shell.run(sqlite, [database, statement]) }

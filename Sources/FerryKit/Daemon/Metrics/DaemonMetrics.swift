@@ -161,7 +161,9 @@ public final class DaemonMetrics: Sendable {
                     figures.localRefused = refused
                 }
                 figures.standing = report.isComplete ? .ok : .incomplete
-            case .failure(let error) where error.kind == .cancelled:
+            // A pass that found another process syncing the store did nothing, as a cancelled
+            // one: neither says anything about the store.
+            case .failure(let error) where error.kind == .cancelled || error.kind == .busy:
                 figures.passes[.cancelled, default: 0] += 1
             case .failure:
                 figures.passes[.failed, default: 0] += 1

@@ -316,13 +316,18 @@ extension ReplicaDatabase {
     /// A placeholder row (a local create) becomes the row of the remote record `remoteID`:
     /// the row and its outbox entry take the id. A row a pull already made of that record is the
     /// remote's copy and gives way (the remote's side is in the answer or the conflict). If
-    /// that row had a local change of its own queued, the two local writes are of one record:
-    /// the one written last stays, as a later write to one row would have replaced the other.
+    /// that row had an update of its own queued, the two local writes are of one record: the
+    /// one written last stays, as a later write to one row would have replaced the other. A
+    /// queued delete of that id gives way: it deleted a record the server no longer has under
+    /// that id (a server that hands a deleted record's id to a new one), or one the new row
+    /// replaces.
     /// Returns false when the record's own row stayed (its local change was the later one).
     @discardableResult
     func adoptRemoteID(_ remoteID: String, for placeholder: String, in prepared: PreparedStore) throws(SQLiteError) -> Bool {
         let table = quoted(prepared.definition.name)
-        let entries = try connection.prepare("SELECT id, changed FROM ferry_outbox WHERE store_id = ?1 AND id IN (?2, ?3)")
+        let entries = try connection.prepare("""
+            SELECT id, changed FROM ferry_outbox WHERE store_id = ?1 AND id IN (?2, ?3) AND op <> \(LocalOperation.delete.rawValue)
+            """)
         try entries.bind(prepared.storeID, at: 1)
         try entries.bind(placeholder, at: 2)
         try entries.bind(remoteID, at: 3)
