@@ -9,7 +9,9 @@ struct PushCommand: ParsableCommand {
         Sends what programs wrote to push stores' tables (push = yes) and is queued in ferry_outbox. \
         Exits 0 when every local write was pushed, 2 while one stays unpushed (held in a conflict: \
         ferry conflicts; refused by the remote: ferry status says why; or still queued: written meanwhile, \
-        or a create whose fate a crash left in doubt), 1 when the push itself failed.
+        or a create whose fate a crash left in doubt). When the push itself failed, the writes stay queued \
+        and the exit code says why, as for ferry sync: 69 the remote unavailable or answering wrongly, \
+        77 credentials refused, 74 the replica, 75 another process syncing the store for over 60 s.
         """)
 
     @OptionGroup var options: ConfigurationOptions

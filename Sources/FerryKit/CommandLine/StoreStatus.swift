@@ -140,9 +140,11 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         localWritesQueued = state?.localWritesQueued ?? 0
         localWritesRefused = state?.localWritesRefused ?? 0
         conflicts = state?.openConflicts ?? 0
-        if localWritesQueued > 0, incomplete == nil {
-            // Written locally after the last pass ended, not on the remote yet.
-            incomplete = "\(localWritesQueued) local write\(localWritesQueued == 1 ? "" : "s") not pushed yet"
+        if incomplete == nil {
+            // Local writes the last pull's words do not cover: written after it ended, or
+            // refused or held by a push since (`ferry push` records no pull's words).
+            let local = ReplicaGap.localChangesNotPushed(queued: localWritesQueued, held: conflicts, refused: localWritesRefused, reason: nil)
+            if localWritesQueued + conflicts + localWritesRefused > 0 { incomplete = ReplicaGap.summary([local]) }
         }
         self.state = Self.state(of: state)
     }

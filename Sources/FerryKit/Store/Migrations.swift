@@ -245,10 +245,13 @@ enum Migrations {
         // own send, landed, never a conflict. `ferry_conflicts.remote_fields`: the remote side's
         // extracted fields, so a resolution that takes it fills `fields` as a pull would.
         // `ferry_pass_claims`: the process running a store's pass (see PassClaim), so two
-        // processes never push or pull one store at once.
+        // processes never push or pull one store at once. `ferry_sync_state.push_error`: 1 when
+        // `last_error` is a push-only pass's (`ferry push`), which the next push that succeeds
+        // clears; a pull's error only a pull clears.
         Step(version: 12, sql: """
             ALTER TABLE ferry_outbox ADD COLUMN sent_body TEXT;
             ALTER TABLE ferry_conflicts ADD COLUMN remote_fields TEXT;
+            ALTER TABLE ferry_sync_state ADD COLUMN push_error INTEGER;
             CREATE TABLE ferry_pass_claims(
                 store_id INTEGER PRIMARY KEY,
                 pid INTEGER NOT NULL,

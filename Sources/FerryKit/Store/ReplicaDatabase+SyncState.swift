@@ -67,7 +67,7 @@ extension ReplicaDatabase {
     /// must list every id again; `swept`: the pass swept deleted ids.
     public func recordSuccess(of store: String, at date: Date, counts: MergeCounts, gaps: [ReplicaGap] = [], swept: Bool = false) throws(StoreError) {
         try updateState(store, """
-            last_success = ?2, last_error = NULL, total_inserted = total_inserted + ?3, total_updated = total_updated + ?4,
+            last_success = ?2, last_error = NULL, push_error = NULL, total_inserted = total_inserted + ?3, total_updated = total_updated + ?4,
             total_deleted = total_deleted + ?5, incomplete = ?6, sweep_pending = ?7,
             last_swept = CASE WHEN ?8 THEN ?2 ELSE last_swept END
             """) { statement throws(SQLiteError) in
@@ -91,23 +91,32 @@ extension ReplicaDatabase {
 
     /// Notes a failed pass with a message fit for `ferry status` (no secrets: callers pass an
     /// error's `description`).
-    public func recordFailure(of store: String, at date: Date, message: String) throws(StoreError) {
-        try updateState(store, "last_attempt = coalesce(last_attempt, ?2), last_error = ?3") { statement throws(SQLiteError) in
+    /// `byPush`: the failure is a push-only pass's (`ferry push`), which a later push that
+    /// succeeds clears (``recordPushSucceeded(of:)``).
+    public func recordFailure(of store: String, at date: Date, message: String, byPush: Bool = false) throws(StoreError) {
+        try updateState(store, "last_attempt = coalesce(last_attempt, ?2), last_error = ?3, push_error = ?4") { statement throws(SQLiteError) in
             try statement.bind(Self.timestamp(date), at: 2)
             try statement.bind(message, at: 3)
+            if byPush { try statement.bind(Int64(1), at: 4) } else { try statement.bindNull(at: 4) }
         }
+    }
+
+    /// A push-only pass pushed: a failure an earlier push recorded is over (the remote took
+    /// writes again); one a pull recorded stands until a pull succeeds.
+    public func recordPushSucceeded(of store: String) throws(StoreError) {
+        try updateState(store, "last_error = CASE WHEN push_error = 1 THEN NULL ELSE last_error END, push_error = NULL") { _ throws(SQLiteError) in }
     }
 
     /// Records a pass's failure (never a cancellation) and returns it; when the replica cannot
     /// take it (a full disk), returned with ``SyncError/unrecordedAt`` set, so the first error
     /// is not hidden by the second and the daemon publishes it elsewhere
     /// (``UnrecordedFailures``).
-    public func recordingFailure(_ failure: SyncError, of store: String, at date: Date = Date()) -> SyncError {
+    public func recordingFailure(_ failure: SyncError, of store: String, at date: Date = Date(), byPush: Bool = false) -> SyncError {
         // Neither a cancelled pass nor one that found another process syncing the store says
         // anything about the store.
         guard failure.kind != .cancelled, failure.kind != .busy else { return failure }
         do {
-            try recordFailure(of: store, at: date, message: failure.description)
+            try recordFailure(of: store, at: date, message: failure.description, byPush: byPush)
             return failure
         } catch {
             var unrecorded = failure

@@ -511,7 +511,10 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
     private func finishWithoutPull() {
         report.pulled = false
         do {
-            let gaps = try setup.database.write { database throws(StoreError) in try localChangeGaps(database) }
+            let gaps = try setup.database.write { database throws(StoreError) in
+                try database.recordPushSucceeded(of: setup.store.name)
+                return try localChangeGaps(database)
+            }
             report.gaps = gaps
         } catch {
             end(.failure(SyncError(error, store: setup.store.name)))
@@ -599,7 +602,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
             if pass?.staging == true, case .failure = result { try? database.discardStaged(of: store) }
             // Restoring the pragmas cannot fail in a way that would change the outcome.
             if pass?.bulk == true { try? database.setBulkMode(false) }
-            result = result.mapError { database.recordingFailure($0, of: store) }
+            result = result.mapError { database.recordingFailure($0, of: store, byPush: !setup.pull) }
             database.releasePass(of: store, token: claimToken)
             database.release(store)
         }

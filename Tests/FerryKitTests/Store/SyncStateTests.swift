@@ -38,6 +38,37 @@ struct SyncStateTests {
         }
     }
 
+    /// `ferry push` failing (the remote down) and then succeeding: the store is no longer
+    /// `failing`; a pull's failure stands until a pull succeeds. Local changes a push held or the
+    /// remote refused are named in `incomplete` even without a pull's words.
+    @Test func aPushThatSucceedsClearsAPushesFailure_notAPulls() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        defer { replica.close() }
+        try replica.prepare(StoreDefinition(name: "s", writeBack: WriteBackConfiguration(push: true)))
+        try replica.recordSuccess(of: "s", at: Date(timeIntervalSince1970: 100), counts: MergeCounts())
+        func state() throws -> String { StoreStatus.state(of: try replica.syncState(of: "s")) }
+        try replica.recordAttempt(of: "s", at: Date(timeIntervalSince1970: 200))
+        _ = replica.recordingFailure(SyncError(.transport(.connection), store: "s", message: "remote down"), of: "s", byPush: true)
+        #expect(try state() == "failing")
+        try replica.recordAttempt(of: "s", at: Date(timeIntervalSince1970: 300))
+        try replica.recordPushSucceeded(of: "s")
+        #expect(try state() == "ok")
+
+        try replica.recordAttempt(of: "s", at: Date(timeIntervalSince1970: 400))
+        _ = replica.recordingFailure(SyncError(.httpStatus(500), store: "s", message: "listing failed"), of: "s")
+        try replica.recordAttempt(of: "s", at: Date(timeIntervalSince1970: 500))
+        try replica.recordPushSucceeded(of: "s")
+        #expect(try state() == "failing", "a pull's failure stands")
+
+        let held = SyncState(store: "s", lastAttempt: Date(timeIntervalSince1970: 600), lastSuccess: Date(timeIntervalSince1970: 600))
+        var withConflict = held
+        withConflict.openConflicts = 1
+        let row = StoreStatus.collect(configuration: nil, states: [withConflict], now: Date(timeIntervalSince1970: 700))[0]
+        #expect(row.state == "incomplete")
+        #expect(row.incomplete == "1 local change held in conflict (ferry conflicts)")
+    }
+
     @Test func attemptSuccessFailureAndReset() throws {
         let directory = try TemporaryDirectory()
         let replica = try ReplicaDatabase(path: directory.path("replica.db"))
