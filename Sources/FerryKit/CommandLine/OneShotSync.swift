@@ -31,6 +31,10 @@ public final class OneShotSync {
     /// How long a pass waits for another process syncing its store (ferryd mid-pass, another
     /// `ferry sync`) before it gives up with ``FerryExitCode/busy``.
     public var claimWait: Duration = .seconds(60)
+    /// How long, in all, the command waits for servers that answer "rate limited, retry after
+    /// N s" before passing their stores again (rclone's way); a longer wait fails the pass and
+    /// says when to retry.
+    public var rateLimitWait: Duration = .seconds(60)
 
     /// Picks the stores to sync (all when `storeNames` is empty) and opens the database;
     /// an unknown store name is a usage error naming the known ones. A replica larger than
@@ -106,6 +110,35 @@ public final class OneShotSync {
     /// pass cleanly.
     public func run(refresh: Duration = .milliseconds(200), progress: ([Progress]) -> Void) -> [(store: String, result: Result<PassReport, SyncError>)] {
         let (accountResults, stores, tokens) = settleAccounts()
+        var results = passes(of: stores, tokens: tokens, refresh: refresh, progress: progress)
+        // Rate limited with a wait the budget still covers: wait as the server asked, then pass
+        // those stores again (their committed batches stay; the pass resumes from its cursor).
+        var waited = Duration.zero
+        while !interrupted {
+            let limited = results.filter { if case .failure(let error) = $0.result, error.kind == .rateLimited, let after = error.retryAfter {
+                waited + after <= rateLimitWait
+            } else { false } }
+            guard let delay = limited.compactMap({ if case .failure(let error) = $0.result { error.retryAfter } else { nil } }).max() else { break }
+            for (store, _) in limited {
+                logger.notice("store \(store): rate limited; the server asked to wait \(ConfigurationUnits.format(delay)): passing it again then (ferry sync waits up to \(ConfigurationUnits.format(rateLimitWait)) in all)")
+            }
+            Thread.sleep(forTimeInterval: delay.seconds)
+            waited += delay
+            let again = passes(of: stores.filter { store in limited.contains { $0.store == store.name } }, tokens: tokens, refresh: refresh, progress: progress)
+            results = results.map { old in again.first { $0.store == old.store } ?? old }
+        }
+        database.close()
+        return accountResults + results
+    }
+
+    /// Set when SIGINT cancelled the passes: no retry follows.
+    private var interrupted = false
+    /// The deferred integrity check ran beside the first passes; a retry does not run it again.
+    private var integrityChecked = false
+
+    /// One pass of each store, in parallel up to `max-concurrent-passes`, as ``run(refresh:progress:)`` describes.
+    private func passes(of stores: [StoreConfiguration], tokens: [String: String], refresh: Duration,
+                        progress: ([Progress]) -> Void) -> [(store: String, result: Result<PassReport, SyncError>)] {
         let queue = OperationQueue()
         queue.name = "ferry-sync"
         queue.maxConcurrentOperationCount = maxConcurrentPasses
@@ -127,8 +160,10 @@ public final class OneShotSync {
         queue.addOperations(operations, waitUntilFinished: false)
         // A replica too large to check before use is checked beside the passes; damage cancels
         // them, and every store reports it.
-        let integrity = IntegrityOutcome(done: !database.integrityCheckDeferred)
-        if database.integrityCheckDeferred {
+        let checking = database.integrityCheckDeferred && !integrityChecked
+        integrityChecked = true
+        let integrity = IntegrityOutcome(done: !checking)
+        if checking {
             database.checkIntegrityBeside { failure in
                 integrity.set(failure)
                 if failure != nil { operations.forEach { $0.cancel() } }
@@ -155,9 +190,9 @@ public final class OneShotSync {
         progress(snapshot())
         interrupt.cancel()
         signal(SIGINT, SIG_DFL)
-        database.close()
+        if operations.contains(where: \.isCancelled) { interrupted = true }
         let damage = integrity.state.failure
-        return accountResults + operations.map { operation in
+        return operations.map { operation in
             if let damage { return (operation.setup.store.name, .failure(SyncError(damage, store: operation.setup.store.name))) }
             let result: Result<PassReport, SyncError> = switch operation.result {
             case .success(let report): .success(report)

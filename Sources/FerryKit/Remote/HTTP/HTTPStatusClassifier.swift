@@ -47,6 +47,11 @@ enum HTTPStatusClassifier {
         case derivedURL
     }
 
+    /// When the server asked to be tried again, in words: "; the server asks to retry in 2 s".
+    private static func retryHint(_ wait: Duration?) -> String {
+        wait.map { "; the server asks to retry in \(ConfigurationUnits.format($0))" } ?? ""
+    }
+
     /// The error for a non-2xx answer: `head`'s status and headers, at `head.url`.
     static func error(_ head: ResponseHead, body: Data, target: Target, position: String = "", context: Context) -> SyncError {
         error(status: head.status, headers: head.headers, body: body, url: head.url, target: target, position: position,
@@ -65,9 +70,9 @@ enum HTTPStatusClassifier {
         }
         switch status {
         case 429:
-            return make(.rateLimited, "rate limited (HTTP 429)\(said)")
+            return make(.rateLimited, "rate limited (HTTP 429)\(said)\(retryHint(wait))")
         case 403 where isRateLimitExhausted(headers):
-            return make(.rateLimited, "rate limit exhausted (HTTP 403, X-RateLimit-Remaining: 0)")
+            return make(.rateLimited, "rate limit exhausted (HTTP 403, X-RateLimit-Remaining: 0)\(retryHint(wait))")
         case 401 where context.credentialsConfigured && credentialsWithheld:
             return make(.unauthorized, "the remote asks for credentials (HTTP 401) at the URL a redirect led to; it is on another origin, so the store's credentials were not sent (set url = to it if it is the same service)")
         case 401 where context.credentialsConfigured:
