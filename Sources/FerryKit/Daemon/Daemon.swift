@@ -57,6 +57,8 @@ public final class Daemon: @unchecked Sendable {
     private var statusRefreshPending = false
     /// The one timer of those refreshes, moved with `fireDate` (see ``refreshStatusSoon()``).
     private var statusRefreshTimer: Timer?
+    /// Fires when the daemon's next heartbeat is due (``scheduleHeartbeat(_:)``).
+    private var heartbeatTimer: Timer?
     private var heartbeats: HeartbeatPinger?
     /// What the runtime directory's ``UnrecordedFailures`` file says now.
     private var publishedUnrecorded: [String: UnrecordedFailures.Failure] = [:]
@@ -426,10 +428,28 @@ public final class Daemon: @unchecked Sendable {
         metrics.refresh(.init(running: snapshot.running.count, waiting: snapshot.waiting))
         publishSchedule()
         if let heartbeat = configuration.global.heartbeat {
-            // Every refresh (each pass's end, and every 5 s): a main loop that stops turning
-            // stops the pings, which is what a dead-man's switch is for.
+            // From the main loop (each refresh, and a timer set for when the next ping is due):
+            // a main loop that stops turning stops the pings, which is what a dead-man's switch
+            // is for.
             heartbeats?.report(.daemon, healthy: snapshot.failing.isEmpty && snapshot.incomplete.isEmpty, to: heartbeat)
+            scheduleHeartbeat(heartbeat)
         }
+    }
+
+    /// Sets the heartbeat timer for when the daemon's next ping is due, so pings keep the
+    /// interval instead of waiting for the next 5 s status tick (up to 5 s late each). One
+    /// repeating timer, moved, as for the status refresh.
+    private func scheduleHeartbeat(_ heartbeat: HeartbeatConfiguration) {
+        let due = heartbeats?.nextPing(of: .daemon, interval: heartbeat.interval) ?? .now + heartbeat.interval
+        let timer = heartbeatTimer ?? {
+            let timer = Timer(fire: .distantFuture, interval: 365 * 86_400, repeats: true) { [weak self] _ in self?.refreshStatus() }
+            timer.tolerance = 0.05
+            RunLoop.current.add(timer, forMode: .default)
+            timers.append(timer)
+            heartbeatTimer = timer
+            return timer
+        }()
+        timer.fireDate = Date(timeIntervalSinceNow: max(0.05, (due - .now).seconds))
     }
 
     private static func pushStores(_ configuration: FerryConfiguration) -> Set<String> {

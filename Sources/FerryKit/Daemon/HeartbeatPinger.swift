@@ -6,12 +6,16 @@ import Logging
 /// | last ping | health now | pings |
 /// |---|---|---|
 /// | none | any | yes |
-/// | healthy, less than `interval` ago | healthy | no |
-/// | healthy, `interval` or more ago | healthy | yes |
+/// | healthy, less than `interval` − early ago | healthy | no |
+/// | healthy, `interval` − early or more ago | healthy | yes |
 /// | healthy | not healthy | yes, at once (`/fail`) |
 /// | not healthy | healthy | yes, at once |
-/// | not healthy, less than `interval` ago | not healthy | no |
-/// | not healthy, `interval` or more ago | not healthy | yes (`/fail`) |
+/// | not healthy, less than `interval` − early ago | not healthy | no |
+/// | not healthy, `interval` − early or more ago | not healthy | yes (`/fail`) |
+///
+/// `early` (``earliness(_:)``: a tenth of the interval, at most a second) lets a ping the
+/// daemon's timer fires for when it is due go out then: a dead-man's switch set to the
+/// interval sees a ping at least every interval, not every interval plus a timer's tick.
 public enum HeartbeatSchedule {
     public struct Ping: Sendable, Equatable {
         public var at: ContinuousClock.Instant
@@ -25,7 +29,17 @@ public enum HeartbeatSchedule {
 
     public static func pings(healthy: Bool, last: Ping?, now: ContinuousClock.Instant, interval: Duration) -> Bool {
         guard let last else { return true }
-        return last.healthy != healthy || now - last.at >= interval
+        return last.healthy != healthy || now - last.at >= interval - earliness(interval)
+    }
+
+    /// How early a ping may go out before its interval is over.
+    public static func earliness(_ interval: Duration) -> Duration {
+        min(.seconds(1), interval / 10)
+    }
+
+    /// When the next ping after `last` is due (nil: at once).
+    public static func nextPing(after last: Ping?, interval: Duration) -> ContinuousClock.Instant? {
+        last.map { $0.at + interval - earliness(interval) }
     }
 
     /// The URL a ping goes to: the configured one, or its `/fail` endpoint (healthchecks.io's
@@ -87,6 +101,11 @@ final class HeartbeatPinger: RemoteSessionDelegate {
         } catch {
             warn(owner, target: heartbeat.target, "\(error.kind)")
         }
+    }
+
+    /// When `owner`'s next ping is due by its schedule (nil: none sent yet).
+    func nextPing(of owner: Owner, interval: Duration) -> ContinuousClock.Instant? {
+        HeartbeatSchedule.nextPing(after: last[owner], interval: interval)
     }
 
     /// Stops pings in flight (the daemon is stopping).

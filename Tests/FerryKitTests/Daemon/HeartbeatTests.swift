@@ -16,17 +16,23 @@ struct HeartbeatTests {
         let rows: [(last: Ping?, healthy: Bool, after: Duration, pings: Bool)] = [
             (nil, true, .zero, true),
             (nil, false, .zero, true),
-            (Ping(at: Self.start, healthy: true), true, .seconds(59), false),
+            (Ping(at: Self.start, healthy: true), true, .seconds(58), false),
+            // Up to a second early (a tenth of the interval at most): a timer set for the
+            // interval's end fires on it, never a tick later.
+            (Ping(at: Self.start, healthy: true), true, .seconds(59), true),
             (Ping(at: Self.start, healthy: true), true, .seconds(60), true),
             (Ping(at: Self.start, healthy: true), false, .seconds(1), true),
             (Ping(at: Self.start, healthy: false), true, .seconds(1), true),
-            (Ping(at: Self.start, healthy: false), false, .seconds(59), false),
-            (Ping(at: Self.start, healthy: false), false, .seconds(60), true),
+            (Ping(at: Self.start, healthy: false), false, .seconds(58), false),
+            (Ping(at: Self.start, healthy: false), false, .seconds(59), true),
         ]
         for row in rows {
             #expect(HeartbeatSchedule.pings(healthy: row.healthy, last: row.last, now: Self.start + row.after, interval: Self.minute) == row.pings,
                     "\(row)")
         }
+        #expect(HeartbeatSchedule.nextPing(after: nil, interval: Self.minute) == nil)
+        #expect(HeartbeatSchedule.nextPing(after: Ping(at: Self.start, healthy: true), interval: Self.minute) == Self.start + .seconds(59))
+        #expect(HeartbeatSchedule.nextPing(after: Ping(at: Self.start, healthy: true), interval: .seconds(5)) == Self.start + .milliseconds(4500))
         #expect(HeartbeatSchedule.url("https://hc-ping.com/abc", healthy: true) == "https://hc-ping.com/abc")
         #expect(HeartbeatSchedule.url("https://hc-ping.com/abc", healthy: false) == "https://hc-ping.com/abc/fail")
         #expect(HeartbeatSchedule.url("https://hc.example/ping/abc/?rid=1", healthy: false) == "https://hc.example/ping/abc/fail?rid=1")
