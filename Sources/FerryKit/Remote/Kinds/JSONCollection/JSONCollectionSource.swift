@@ -113,11 +113,15 @@ public final class JSONCollectionSource: RemoteSource {
             if let etag = stored.etag { request.headers.set("If-None-Match", etag) }
             if let lastModified = stored.lastModified { request.headers.set("If-Modified-Since", lastModified) }
         }
-        // A full pass starts the mark afresh; an incremental one keeps it when nothing is newer.
+        // The mark never moves back within a store's life: a sweep starts from it too, since
+        // the records of pages it skips unchanged (and of a sweep cut short) are older than it,
+        // and a sweep that began at nothing stored `{}` after reading only unchanged pages, and a
+        // lower mark when it failed halfway, after which every pass listed everything. A rebuild
+        // (`ferry resync`, no stored cursor) starts afresh.
         let setup = JSONPageProducer.Setup(store: store, logger: logger, options: options, scanner: scanner, headers: headers,
                                            publicHeaders: publicHeaders,
                                            session: store.session, reconcile: plan.reconcile, firstURL: url, firstRequest: request,
-                                           cursor: JSONCollectionCursor(highWater: plan.reconcile ? nil : stored.highWater),
+                                           cursor: JSONCollectionCursor(highWater: stored.highWater),
                                            maxUnconsumedRecords: batchTarget, errorContext: HTTPStatusClassifier.Context(store),
                                            digestSeed: store.writeBack.push ? nil : PageDigest.seed([
                                                store.identity, options.recordsPath, options.idField, options.versionField,
