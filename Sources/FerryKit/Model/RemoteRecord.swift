@@ -70,6 +70,10 @@ public struct RecordProblem: Sendable, Equatable, CustomStringConvertible {
 /// becomes valid once it is committed. The merge engine applies the changes and stores the cursor in one transaction.
 public struct ChangeBatch: Sendable, Equatable {
     public var changes: [RecordChange]
+    /// A rebuild's batch (``ReplicaDatabase/switchToRebuilt(_:problems:maxDeleteShare:rowsBefore:cursor:)``):
+    /// a record whose version differs from the row's replaces it, whatever the version order
+    /// says, since a rebuild makes the replica what the remote holds now.
+    public var rebuilds = false
     /// The cursor to store with this batch; `nil` keeps the stored cursor (for example the
     /// multiget batches of a DAV pass before its final sync-token).
     public var cursor: String?

@@ -94,7 +94,7 @@ extension ReplicaDatabase {
                 }
                 switch changes[position] {
                 case .upsert(let record):
-                    try upsert(record, into: prepared, at: now, counts: &counts)
+                    try upsert(record, into: prepared, at: now, rebuilding: batch.rebuilds, counts: &counts)
                 case .delete(let id):
                     try delete(id, from: prepared, at: now, counts: &counts)
                 }
@@ -147,10 +147,14 @@ extension ReplicaDatabase {
         }
     }
 
-    private func upsert(_ record: RemoteRecord, into store: PreparedStore, at now: Double, counts: inout MergeCounts) throws(SQLiteError) {
+    /// `rebuilding`: the batch is a rebuild's, which writes whatever differs from the row, even
+    /// a version the store's order calls older (an API restored from a backup).
+    private func upsert(_ record: RemoteRecord, into store: PreparedStore, at now: Double, rebuilding: Bool = false,
+                        counts: inout MergeCounts) throws(SQLiteError) {
         // Fast paths: one statement, one index descent, as in a raw upsert. When they change
         // nothing (the id exists / is new / is stale / is a tombstone) the full path below decides.
-        switch store.probe {
+        // A rebuild's updates are decided below: the update probe keeps only newer versions.
+        switch rebuilding && store.probe == .update ? .read : store.probe {
         case .insert:
             try run(store.insertIfAbsent, with: record, at: now)
             if connection.changes > 0 {
@@ -176,7 +180,7 @@ extension ReplicaDatabase {
             stored = MergePlan.Stored(version: select.string(at: 0) ?? "", deleted: select.int64(at: 1) != 0)
         }
         select.reset()
-        let action = MergePlan.upsertAction(incoming: record.version, stored: stored, comparison: store.definition.comparison)
+        let action = MergePlan.upsertAction(incoming: record.version, stored: stored, comparison: rebuilding ? .opaque : store.definition.comparison)
         switch action {
         case .insert:
             try run(store.insert, with: record, at: now)

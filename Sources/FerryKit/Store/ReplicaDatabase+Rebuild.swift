@@ -125,7 +125,9 @@ extension ReplicaDatabase {
         while true {
             let chunk = try stagedChunk(of: store, after: after)
             if chunk.isEmpty, problems.isEmpty { return counts }
-            counts += try apply(ChangeBatch(changes: chunk, cursor: nil, problems: problems), to: store.definition.name)
+            var batch = ChangeBatch(changes: chunk, cursor: nil, problems: problems)
+            batch.rebuilds = true
+            counts += try apply(batch, to: store.definition.name)
             problems = []
             guard let last = chunk.last else { return counts }
             after = last.id
