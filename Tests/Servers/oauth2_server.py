@@ -34,12 +34,15 @@ Prints "PORT <n>", serves until SIGTERM/SIGINT.
                      with WWW-Authenticate: Bearer error="invalid_token".
   ANY  /echo         {"method","body"} of the request, for a live access token (else 401)
   POST /admin/config {"lifetime","rotate","grace","delay","early","date_skew","token_status",
-                      "approve_after","device_expires","die_after_requests"}
+                      "approve_after","device_expires","die_after_requests","quote_authorization"}
       delay: seconds /token waits before answering.  early: seconds before their announced
       expiry the resource server already refuses access tokens (a server clock running
       ahead).  date_skew: seconds added to the Date header of every answer.  token_status:
       answer /token with this HTTP status (503, say) until set to 0.  die_after_requests: an
       access token is refused after this many resource requests (expiry mid-pass).
+      quote_authorization: /records answers 502 with an error page quoting the request's
+      Authorization header, as a misconfigured proxy's page does (the token in
+      /admin/state's "last_access_token").
   POST /admin/revoke {"refresh": true, "access": true}   every refresh / access token dies
   POST /admin/issue  {"refresh_token"}: a new valid refresh token, as a person's consent gives
   POST /admin/approve {"user_code": C, "deny": false}
@@ -61,7 +64,7 @@ import http_core
 
 LOCK = threading.Lock()
 CONFIG = {"lifetime": 3600, "rotate": False, "grace": False, "delay": 0.0, "early": 0.0, "date_skew": 0, "token_status": 0,
-          "approve_after": 0, "device_expires": 600, "die_after_requests": 0}
+          "approve_after": 0, "device_expires": 600, "die_after_requests": 0, "quote_authorization": False}
 CLIENT = {"id": "", "secret": None}
 REFRESH = {}      # refresh token -> alive
 PARENT = {}       # with grace: a rotated refresh token -> the one it replaced, still alive
@@ -235,6 +238,11 @@ class Handler(http_core.Handler):
     def records(self, query):
         if not self.authorized():
             return
+        if CONFIG["quote_authorization"]:
+            auth = self.headers.get("Authorization", "")
+            with LOCK:
+                STATE["last_access_token"] = auth[7:]
+            return self.send(502, {"error": "upstream refused the request sent with Authorization: " + auth})
         with LOCK:
             ids = sorted(RECORDS)
         page = int(query.get("page", ["1"])[-1])

@@ -83,7 +83,8 @@ extension SyncError {
     /// reaches status, the journal or an exit message even when a server echoes it or a URL
     /// carries it.
     public func redacting(_ secrets: [Secret]) -> SyncError {
-        let values = secrets.map(\.value)
+        // Tokens fetched at run time as well (an OAuth2 access token a server quoted back).
+        let values = secrets.map(\.value) + RuntimeSecrets.values
         var redacted = self
         redacted.url = url.redacting(values)
         redacted.position = position.redacting(values)

@@ -102,9 +102,12 @@ final class PushPhase: RemoteWriterSink {
     func writer(_ writer: any RemoteWriter, didPush results: [(change: LocalChange, result: PushResult)]) throws {
         guard case .pushing = state else { return }
         // A server's words may echo a secret: redacted before they are stored or logged.
-        let secrets = store.secrets.map(\.value)
         let results = results.map { change, result in
-            if case .refused(let reason) = result { (change: change, result: PushResult.refused(reason.redacting(secrets))) } else { (change: change, result: result) }
+            if case .refused(let reason) = result {
+                (change: change, result: PushResult.refused(reason.redactingSecrets(store.secrets)))
+            } else {
+                (change: change, result: result)
+            }
         }
         let resolutions = try write { database throws(StoreError) in
             try database.recordPushes(results, of: store.name, at: Date(), confirmingCreates: store.kind.reportsDeletions)

@@ -562,7 +562,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, RemoteSource
 
     /// `text` without any of the store's secrets (a URL a server sent back may hold one).
     private func redacted(_ text: String) -> String {
-        text.redacting(setup.store.secrets.map(\.value))
+        text.redactingSecrets(setup.store.secrets)
     }
 
     // MARK: - Ending

@@ -73,7 +73,10 @@ public struct DeviceAuthorization {
             let answer = try send(OAuth2TokenExchange.deviceAuthorizationRequest(grant, url: deviceURL))
             let code: OAuth2TokenExchange.DeviceCode
             switch OAuth2TokenExchange.deviceCode(status: answer.status, body: answer.body) {
-            case .success(let value): code = value
+            case .success(let value):
+                code = value
+                // A server that quotes the device code back in an error must not show it.
+                RuntimeSecrets.remember(value.deviceCode)
             case .failure(let failure): throw .refused(describe(failure))
             }
             prompt(Prompt(verificationURI: code.verificationURI, userCode: code.userCode,
@@ -141,7 +144,7 @@ public struct DeviceAuthorization {
         case .error(let code, let description, let status): "HTTP \(status), \(code)" + (description.map { ": \($0)" } ?? "")
         case .unreadable(let status, let detail): "HTTP \(status): \(detail)"
         }
-        return text.redacting(grant.secrets.map(\.value))
+        return text.redactingSecrets(grant.secrets)
     }
 }
 

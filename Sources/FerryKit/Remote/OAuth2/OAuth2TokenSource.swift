@@ -164,6 +164,10 @@ public final class OAuth2TokenSource: RequestAuthorizer, @unchecked Sendable {
         let handed: Result<String, TransferError> = result.map { "Bearer " + $0.accessToken }
         let waiters = state.withLock { state -> [Waiter] in
             state.fetching = false
+            if case .success(let token) = result {
+                RuntimeSecrets.remember(token.accessToken)
+                token.refreshToken.map(RuntimeSecrets.remember)
+            }
             if case .success(let token) = result, let received {
                 let renewAt = token.expiresIn.map { life in received + .milliseconds(Int64(1000 * (life - min(60, life / 5)))) }
                 state.token = AccessToken(authorization: "Bearer " + token.accessToken, renewAt: renewAt)

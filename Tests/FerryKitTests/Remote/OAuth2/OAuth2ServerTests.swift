@@ -113,6 +113,27 @@ struct OAuth2ServerTests {
         #expect(try !String(contentsOfFile: fixture.tokenFile, encoding: .utf8).contains("access"))
     }
 
+    /// A server that quotes the request's Authorization header back in an error page: the
+    /// access token, fetched at run time, is redacted like a configured secret from the error,
+    /// the replica's sync state and `ferry status`.
+    @Test func anAccessTokenQuotedBackIsRedacted() throws {
+        let fixture = try Fixture()
+        defer { fixture.stop() }
+        try fixture.configure(#"{"quote_authorization": true}"#)
+        guard case .failure(let error) = try fixture.sync(try fixture.load()) else {
+            Issue.record("the pass succeeded against a 502")
+            return
+        }
+        let token = try #require(try fixture.state()["last_access_token"] as? String)
+        #expect(token.count >= 8)
+        #expect(!error.description.contains(token), "\(error)")
+        #expect(error.description.contains("Bearer"), "the quote is still there, redacted: \(error)")
+        let replica = try Data(contentsOf: URL(fileURLWithPath: fixture.database))
+        #expect(replica.range(of: Data(token.utf8)) == nil, "not in the replica's sync state")
+        let lastError = try Shell.sqlite(fixture.database, "SELECT last_error FROM ferry_sync_state WHERE store = 'things'").joined()
+        #expect(!lastError.contains(token) && lastError.contains("502"), "\(lastError)")
+    }
+
     @Test func anAccessTokenThatDiesMidPass_isRefreshedOnce_andThePassCompletes() throws {
         let fixture = try Fixture(serverArguments: [])
         defer { fixture.stop() }
