@@ -50,12 +50,7 @@ struct DiscoverCommand: ParsableCommand {
             } else {
                 report.lines.forEach { print($0) }
             }
-            let code: FerryExitCode = switch report.verdict {
-            case .syncsCollection, .syncsAccount: .success
-            case .namesNoCollection, .cannotChoose: .configuration
-            case .failed(let error): FerryExitCode.for(error)
-            }
-            if worst == .success { worst = code }
+            if worst == .success { worst = report.exitCode }
         }
         if worst != .success { throw ExitCode(worst.rawValue) }
     }

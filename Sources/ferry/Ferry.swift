@@ -21,7 +21,7 @@ struct Ferry: ParsableCommand {
 
 /// `--instance NAME`: the files of `ferryd@NAME.service` instead of the default ones.
 struct InstanceOption: ParsableArguments {
-    @Option(help: "Reach the instance ferryd@NAME: /etc/ferry/NAME.conf, /var/lib/ferry/NAME/, /run/ferry/NAME/ (default: $FERRY_INSTANCE).")
+    @Option(help: "Reach the instance ferryd@NAME: /etc/ferry/NAME.conf, /var/lib/ferry/NAME/, /run/ferry-NAME/ (default: $FERRY_INSTANCE).")
     var instance: String?
 
     /// The instance chosen, if any.

@@ -293,6 +293,13 @@ check_real "ferry status --instance tenant reads that instance" wait_until 10 te
 check "systemctl reload ferryd@tenant (its own runtime directory)" box systemctl reload ferryd@tenant
 check "both instances active side by side" test "$(show ActiveState) $(box systemctl show -P ActiveState ferryd@tenant | tr -d '\r')" = "active active"
 check_real "ferry log --instance tenant reads its journal" bash -c '"$0" exec ferry log --instance tenant --lines 20 | grep -q "authors"' "$SDBOX"
+# The main unit owns /run/ferry and systemd removes it whole when that unit stops: an
+# instance's runtime files must not be there.
+check "systemctl restart ferryd beside ferryd@tenant" box systemctl restart ferryd
+check "ferryd@tenant keeps its runtime directory (/run/ferry-tenant/ferryd.pid)" box test -s /run/ferry-tenant/ferryd.pid
+check "systemctl reload ferryd@tenant after the main unit restarted" box systemctl reload ferryd@tenant
+tenant_schedule() { box ferry status --instance tenant --json | python3 -c 'import json, sys; r = json.loads(sys.stdin.readline()); sys.exit(0 if r["syncing"] is not None else 1)'; }
+check_real "ferry status --instance tenant still reads its schedule" wait_until 10 tenant_schedule
 check "systemctl stop ferryd@tenant" box systemctl stop ferryd@tenant
 
 # --- stop --------------------------------------------------------------------------------------

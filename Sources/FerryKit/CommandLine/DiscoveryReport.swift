@@ -50,11 +50,22 @@ public struct DiscoveryReport: Sendable {
         }
     }
 
-    /// Whether the store works as configured.
+    /// Whether the store works as configured: a `dav-account` store that would sync no
+    /// collection does not.
     public var isUsable: Bool {
         switch verdict {
-        case .syncsCollection, .syncsAccount: true
+        case .syncsCollection: true
+        case .syncsAccount(let chosen): !chosen.isEmpty
         case .namesNoCollection, .cannotChoose, .failed: false
+        }
+    }
+
+    /// `ferry discover`'s exit code for this store: 0 when it syncs something, 78 when as
+    /// configured it syncs nothing, else the discovery failure's.
+    public var exitCode: FerryExitCode {
+        switch verdict {
+        case .failed(let error): FerryExitCode.for(error)
+        default: isUsable ? .success : .configuration
         }
     }
 

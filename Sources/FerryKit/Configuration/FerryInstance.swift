@@ -2,7 +2,7 @@ import Foundation
 
 /// One of several ferryd instances on a host, run by the template unit `ferryd@NAME.service`
 /// (tenants or credentials kept apart): its configuration is `/etc/ferry/NAME.conf`, its
-/// state `/var/lib/ferry/NAME/` and its runtime directory `/run/ferry/NAME/`, as the unit's
+/// state `/var/lib/ferry/NAME/` and its runtime directory `/run/ferry-NAME/`, as the unit's
 /// `StateDirectory=ferry/%i` and `RuntimeDirectory=ferry/%i` make them.
 ///
 /// `ferry --instance NAME ...` (or `FERRY_INSTANCE=NAME`) reaches an instance: the same paths
@@ -27,7 +27,9 @@ public struct FerryInstance: Sendable, Equatable, CustomStringConvertible {
 
     public var configurationPath: String { "/etc/ferry/\(name).conf" }
     public var stateDirectory: String { "/var/lib/ferry/\(name)" }
-    public var runtimeDirectory: String { "/run/ferry/\(name)" }
+    /// Beside `/run/ferry`, not under it: `ferryd.service` owns that directory, and systemd
+    /// removes it whole when the main unit stops.
+    public var runtimeDirectory: String { "/run/ferry-\(name)" }
     public var unit: String { "ferryd@\(name).service" }
     public var description: String { unit }
 

@@ -10,7 +10,7 @@ import Testing
         #expect(instance.unit == "ferryd@tenant-a.service")
         let environment = instance.environment(["HOME": "/root"])
         #expect(GlobalConfiguration.defaultDatabasePath(environment: environment) == "/var/lib/ferry/tenant-a/ferry.db")
-        #expect(GlobalConfiguration.defaultRuntimeDirectory(environment: environment) == "/run/ferry/tenant-a")
+        #expect(GlobalConfiguration.defaultRuntimeDirectory(environment: environment) == "/run/ferry-tenant-a")
         #expect(ConfigurationLoader.defaultPath(environment: environment) == "/etc/ferry/tenant-a.conf")
         #expect(ConfigurationLoader.defaultPath(environment: instance.environment(["FERRY_CONFIG": "/elsewhere.conf"])) == "/elsewhere.conf")
     }

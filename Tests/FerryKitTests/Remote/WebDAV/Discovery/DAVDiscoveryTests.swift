@@ -199,3 +199,19 @@ struct DAVDiscoveryFaultTests {
         #expect(DAVDiscovery.lastSegment("http://h/dav/Fam%C3%ADlia/") == "Família")
     }
 }
+
+/// `ferry discover` exits 78 for a `dav-account` store that would sync nothing, as its
+/// `--help` says, not 0.
+@Suite("A dav-account store that syncs nothing")
+struct EmptyAccountTests {
+    @Test func anAccountStoreWithNoCollectionToSyncIsAConfigurationProblem() throws {
+        let directory = try TemporaryDirectory()
+        try "secret".write(toFile: directory.path("password"), atomically: true, encoding: .utf8)
+        chmod(directory.path("password"), 0o600)
+        let store = try configuredStore(name: "work", kind: "dav-account", url: "https://dav.example/",
+                                        ["username": "u", "password": "file:" + directory.path("password")])
+        let report = DiscoveryReport(store: store, result: .success(DAVAccount(startURL: "https://dav.example/", contextURL: "https://dav.example/")))
+        #expect(!report.isUsable)
+        #expect(report.exitCode == .configuration)
+    }
+}
