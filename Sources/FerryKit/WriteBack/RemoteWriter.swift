@@ -43,7 +43,9 @@ public struct LocalChange: Sendable, Equatable {
     /// How long after a send whose answer was lost its write may still land on the server (a
     /// request the server was still handling when the client died): until then, not finding
     /// it there proves nothing.
-    public static let sendSettle: TimeInterval = 30
+    /// `FERRY_SEND_SETTLE_SECONDS` sets it (the two-way tests settle rounds in seconds).
+    public static let sendSettle: TimeInterval = ProcessInfo.processInfo.environment["FERRY_SEND_SETTLE_SECONDS"]
+        .flatMap(TimeInterval.init).map { max(0, $0) } ?? 30
 
     /// Whether an earlier send of this change may still be at work on the server.
     public func sendMayStillLand(now: Date = Date()) -> Bool {

@@ -95,7 +95,14 @@ final class TwoWayDriver {
 
     static var ferry: String { PushCommandTests.ferry }
 
+    /// How long a lost send may still land (``LocalChange/sendSettle``), here and in the
+    /// `ferry push` processes the driver starts: a create whose send a kill cut off waits that
+    /// long before it is sent again, and a round settles in a few seconds, not thirty.
+    static let sendSettle = 2
+
     init(remote: any TwoWayRemote, policy: ConflictPolicy) throws {
+        // Before anything reads LocalChange.sendSettle; children inherit it.
+        setenv("FERRY_SEND_SETTLE_SECONDS", "\(Self.sendSettle)", 1)
         self.remote = remote
         self.policy = policy
         proxy = try TestServer.python("lossy_proxy.py", arguments: ["--upstream", remote.upstream])
@@ -262,6 +269,8 @@ final class TwoWayDriver {
                 if quiet == 2 { break }
             } else {
                 quiet = 0
+                // A create a kill cut off waits for its send to settle before it goes again.
+                if !report.isComplete { Thread.sleep(forTimeInterval: Double(Self.sendSettle) / 2) }
             }
         }
         let expected = TwoWayModel.settle(start: settled, local: local, other: other, policy: policy, chosen: chosen)
