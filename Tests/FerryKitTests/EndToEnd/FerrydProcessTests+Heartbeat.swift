@@ -17,16 +17,7 @@ extension FerrydProcessTests {
             .write(toFile: configPath, atomically: true, encoding: .utf8)
         try "rest-secret".write(toFile: directory.url.path + "/rest-key", atomically: true, encoding: .utf8)
         chmod(directory.url.path + "/rest-key", 0o600)
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: Self.binary("ferryd"))
-        daemon.arguments = ["--config", configPath]
-        var environment = ProcessInfo.processInfo.environment
-        environment["RUNTIME_DIRECTORY"] = directory.url.path + "/run"
-        environment.removeValue(forKey: "NOTIFY_SOCKET")
-        environment.removeValue(forKey: "JOURNAL_STREAM")
-        daemon.environment = environment
-        daemon.standardError = FileHandle.nullDevice
-        try daemon.run()
+        let daemon = try launch(Self.binary("ferryd"), ["--config", configPath], runtime: directory.url.path + "/run")
         defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
 
         func pings() throws -> Int {
