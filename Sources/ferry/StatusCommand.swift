@@ -13,6 +13,9 @@ struct StatusCommand: ParsableCommand {
     @Flag(help: "Print JSON lines instead of a table.")
     var json = false
 
+    @Flag(help: "Exit 1 when a store is failing, 2 when one is not ok otherwise (incomplete, never synced, gone), 0 when all are ok (for scripts and monitoring).")
+    var check = false
+
     @Option(help: "ferryd's runtime directory, where it publishes its schedule and failures the replica could not take (default: $RUNTIME_DIRECTORY, else /run/ferry).")
     var runtimeDirectory: String?
 
@@ -48,5 +51,7 @@ struct StatusCommand: ParsableCommand {
         } else {
             print(StoreStatus.table(rows))
         }
+        let code = StoreStatus.checkExitCode(rows)
+        if check, code != .success { throw ExitCode(code.rawValue) }
     }
 }

@@ -149,6 +149,15 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         self.state = Self.state(of: state)
     }
 
+    /// `ferry status --check`'s exit code over `rows`, for scripts and monitoring: 1 when a
+    /// store is `failing`, else 2 when one is anything but `ok` (incomplete, never synced, gone,
+    /// no longer configured), else 0; the table's codes for a pass.
+    public static func checkExitCode(_ rows: [StoreStatus]) -> FerryExitCode {
+        if rows.contains(where: { $0.state == "failing" }) { return .failure }
+        if rows.contains(where: { $0.state != "ok" }) { return .incomplete }
+        return .success
+    }
+
     /// The state word of a store's sync state: failing before incomplete before ok.
     static func state(of state: SyncState?) -> String {
         guard let state, state.lastAttempt != nil || state.lastSuccess != nil else { return "never-synced" }

@@ -229,3 +229,20 @@ struct ChangeLogPruningTests {
         #expect(try replica.changes(after: 0, limit: 10).map(\.sequence) == [251])
     }
 }
+
+/// `ferry status --check`: a failing store exits 1, one otherwise not ok 2, all ok 0.
+@Suite("ferry status --check")
+struct StatusCheckTests {
+    @Test func theExitCodeFollowsTheWorstState() {
+        let now = Date(timeIntervalSince1970: 1000)
+        let ok = SyncState(store: "a", lastAttempt: now, lastSuccess: now)
+        var incomplete = SyncState(store: "b", lastAttempt: now, lastSuccess: now)
+        incomplete.openConflicts = 1
+        let failing = SyncState(store: "c", lastAttempt: now, lastSuccess: Date(timeIntervalSince1970: 10), lastError: "down")
+        func code(_ states: [SyncState]) -> FerryExitCode { StoreStatus.checkExitCode(StoreStatus.collect(configuration: nil, states: states, now: now)) }
+        #expect(code([ok]) == .success)
+        #expect(code([ok, incomplete]) == .incomplete)
+        #expect(code([ok, incomplete, failing]) == .failure)
+        #expect(code([]) == .success)
+    }
+}
