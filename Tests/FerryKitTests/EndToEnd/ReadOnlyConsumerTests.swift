@@ -30,11 +30,33 @@ struct ReadOnlyConsumerTests {
             try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file)
         }
         let asNobody = ["runuser", "-u", "nobody", "--"]
+        // The build may lie under a directory other users cannot enter (a home directory is 0700
+        // on Debian 12): nobody runs a copy of ferry in the test's directory.
+        let ferry = directory.path("ferry")
+        try FileManager.default.copyItem(atPath: Self.ferry, toPath: ferry)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: ferry)
         let count = try Shell.run("/usr/bin/env", asNobody + ["sqlite3", path, "select count(*) from items"])
         #expect(String(decoding: count, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "5")
-        let status = try Shell.run("/usr/bin/env", asNobody + [Self.ferry, "status", "--json", "--database", path, "--config", "/nonexistent.conf"])
+        let status = try Shell.run("/usr/bin/env", asNobody + [ferry, "status", "--json", "--database", path, "--config", "/nonexistent.conf"])
         #expect(String(decoding: status, as: UTF8.self).contains(#""records":5"#))
-        let changes = try Shell.run("/usr/bin/env", asNobody + [Self.ferry, "changes", "--database", path, "--config", "/nonexistent.conf"])
+        let changes = try Shell.run("/usr/bin/env", asNobody + [ferry, "changes", "--database", path, "--config", "/nonexistent.conf"])
         #expect(String(decoding: changes, as: UTF8.self).split(separator: "\n").count == 5)
+
+        // A replica in a directory nobody may not enter: permission denied, exit 74, not "no
+        // database yet".
+        let closed = directory.path("closed")
+        try FileManager.default.createDirectory(atPath: closed, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.copyItem(atPath: path, toPath: closed + "/replica.db")
+        let denied = Process()
+        denied.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        denied.arguments = asNobody + [ferry, "status", "--database", closed + "/replica.db", "--config", "/nonexistent.conf"]
+        let errors = Pipe()
+        denied.standardError = errors
+        denied.standardOutput = FileHandle.nullDevice
+        try denied.run()
+        let words = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        denied.waitUntilExit()
+        #expect(denied.terminationStatus == FerryExitCode.database.rawValue, "\(words)")
+        #expect(words.contains("permission denied") && words.contains("may not enter \(closed)"), "\(words)")
     }
 }
