@@ -46,14 +46,8 @@ public struct DeviceAuthorization {
         guard let grant = store.oauth2 else { throw .notOAuth2(name) }
         self.store = name
         self.grant = grant
-        var file = RefreshTokenFile(databasePath: databasePath, store: grant.owner)
-        if geteuid() == 0 {
-            // Root writes for the service: whoever owns the replica's directory.
-            var info = stat()
-            let directory = (databasePath as NSString).deletingLastPathComponent
-            if stat(directory, &info) == 0, info.st_uid != 0 { file.owner = (info.st_uid, info.st_gid) }
-        }
-        self.file = file
+        // Root writes for the service: whoever owns the replica's directory (RefreshTokenFile).
+        file = RefreshTokenFile(databasePath: databasePath, store: grant.owner)
         var transport = store.session
         transport.authorizer = nil
         self.transport = transport

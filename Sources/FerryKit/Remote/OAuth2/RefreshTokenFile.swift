@@ -37,14 +37,21 @@ struct RefreshTokenFile: Sendable {
     }
 
     let path: String
-    /// Who must own the file and its directory: `ferry auth` run as root writes for the
-    /// service's user (the owner of the replica's directory). Nil: whoever writes.
+    /// Who must own the file and its directory: root (`sudo ferry auth`, `sudo ferry sync` of a
+    /// store whose server rotates refresh tokens) writes for the service's user, the owner of
+    /// the replica's directory, or the service could no longer read the token that replaced
+    /// the one root's refresh revoked. Nil: whoever writes.
     var owner: (user: uid_t, group: gid_t)?
 
     /// The file of `store` among the tokens kept beside the replica at `databasePath`.
     init(databasePath: String, store: String) {
-        let directory = ((databasePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent("oauth2-tokens")
+        let replicaDirectory = (databasePath as NSString).deletingLastPathComponent
+        let directory = (replicaDirectory as NSString).appendingPathComponent("oauth2-tokens")
         path = (directory as NSString).appendingPathComponent("\(store).json")
+        if geteuid() == 0 {
+            var info = stat()
+            if stat(replicaDirectory.isEmpty ? "." : replicaDirectory, &info) == 0, info.st_uid != 0 { owner = (info.st_uid, info.st_gid) }
+        }
     }
 
     var directory: String { (path as NSString).deletingLastPathComponent }

@@ -113,6 +113,27 @@ struct OAuth2ServerTests {
         #expect(try !String(contentsOfFile: fixture.tokenFile, encoding: .utf8).contains("access"))
     }
 
+    /// `sudo ferry sync` of a store whose server rotates refresh tokens: the rotated token's
+    /// file belongs to the replica directory's owner (the service's user), not root, or the
+    /// service could not read the only live token left.
+    @Test func aTokenRotatedByRootBelongsToTheReplicasOwner() throws {
+        guard geteuid() == 0 else {
+            try #require(!isCI, "CI runs as root and must check this")
+            return
+        }
+        let fixture = try Fixture()
+        defer { fixture.stop() }
+        let nobody: uid_t = 65534
+        let group: gid_t = 65534
+        #expect(chown(fixture.directory.url.path, nobody, group) == 0)
+        _ = try fixture.sync(try fixture.load()).get()
+        var info = stat()
+        #expect(stat(fixture.tokenFile, &info) == 0)
+        #expect(info.st_uid == nobody && info.st_gid == group, "owner \(info.st_uid):\(info.st_gid)")
+        #expect(info.st_mode & 0o777 == 0o600)
+        #expect(stat(fixture.directory.path("oauth2-tokens"), &info) == 0 && info.st_uid == nobody)
+    }
+
     /// A server that quotes the request's Authorization header back in an error page: the
     /// access token, fetched at run time, is redacted like a configured secret from the error,
     /// the replica's sync state and `ferry status`.
