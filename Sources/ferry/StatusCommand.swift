@@ -51,7 +51,6 @@ struct StatusCommand: ParsableCommand {
         } else {
             print(StoreStatus.table(rows))
         }
-        let code = StoreStatus.checkExitCode(rows)
-        if check, code != .success { throw ExitCode(code.rawValue) }
+        if check, case let code = StoreStatus.checkExitCode(rows), code != .success { throw ExitCode(code.rawValue) }
     }
 }

@@ -115,10 +115,12 @@ public final class OneShotSync {
         // those stores again (their committed batches stay; the pass resumes from its cursor).
         var waited = Duration.zero
         while !interrupted {
-            let limited = results.filter { if case .failure(let error) = $0.result, error.kind == .rateLimited, let after = error.retryAfter {
-                waited + after <= rateLimitWait
-            } else { false } }
-            guard let delay = limited.compactMap({ if case .failure(let error) = $0.result { error.retryAfter } else { nil } }).max() else { break }
+            let limited = results.compactMap { result -> (store: String, after: Duration)? in
+                guard case .failure(let error) = result.result, error.kind == .rateLimited, let after = error.retryAfter,
+                      waited + after <= rateLimitWait else { return nil }
+                return (result.store, after)
+            }
+            guard let delay = limited.map(\.after).max() else { break }
             for (store, _) in limited {
                 logger.notice("store \(store): rate limited; the server asked to wait \(ConfigurationUnits.format(delay)): passing it again then (ferry sync waits up to \(ConfigurationUnits.format(rateLimitWait)) in all)")
             }

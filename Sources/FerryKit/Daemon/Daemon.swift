@@ -398,21 +398,24 @@ public final class Daemon: @unchecked Sendable {
         let due = statusRefreshedAt + Self.statusRefreshGap
         guard due > now else { return refreshStatus() }
         statusRefreshPending = true
-        // One repeating timer with a year's interval, moved each time. A one-shot timer made
-        // per refresh is never freed by swift-corelibs-foundation, and with them ferryd was
-        // seen refreshing 43 times a second after a few minutes with 5,000 stores (once a
-        // second with this one).
-        let timer = statusRefreshTimer ?? {
-            let timer = Timer(fire: .distantFuture, interval: 365 * 86_400, repeats: true) { [weak self] _ in
-                self?.statusRefreshPending = false
-                self?.refreshStatus()
-            }
-            RunLoop.current.add(timer, forMode: .default)
-            timers.append(timer)
-            statusRefreshTimer = timer
-            return timer
-        }()
+        let timer = statusRefreshTimer ?? movableTimer { [weak self] _ in
+            self?.statusRefreshPending = false
+            self?.refreshStatus()
+        }
+        statusRefreshTimer = timer
         timer.fireDate = Date(timeIntervalSinceNow: (due - now).seconds)
+    }
+
+    /// A repeating timer with a year's interval, on this run loop, that its user moves with
+    /// `fireDate`. A one-shot timer made per use is never freed by swift-corelibs-foundation:
+    /// with them ferryd was seen refreshing 43 times a second after a few minutes with 5,000
+    /// stores (once a second with one moved timer).
+    private func movableTimer(tolerance: TimeInterval = 0, _ fire: @escaping @Sendable (Timer) -> Void) -> Timer {
+        let timer = Timer(fire: .distantFuture, interval: 365 * 86_400, repeats: true, block: fire)
+        timer.tolerance = tolerance
+        RunLoop.current.add(timer, forMode: .default)
+        timers.append(timer)
+        return timer
     }
 
     private func refreshStatus() {
@@ -437,18 +440,11 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// Sets the heartbeat timer for when the daemon's next ping is due, so pings keep the
-    /// interval instead of waiting for the next 5 s status tick (up to 5 s late each). One
-    /// repeating timer, moved, as for the status refresh.
+    /// interval instead of waiting for the next 5 s status tick (up to 5 s late each).
     private func scheduleHeartbeat(_ heartbeat: HeartbeatConfiguration) {
         let due = heartbeats?.nextPing(of: .daemon, interval: heartbeat.interval) ?? .now + heartbeat.interval
-        let timer = heartbeatTimer ?? {
-            let timer = Timer(fire: .distantFuture, interval: 365 * 86_400, repeats: true) { [weak self] _ in self?.refreshStatus() }
-            timer.tolerance = 0.05
-            RunLoop.current.add(timer, forMode: .default)
-            timers.append(timer)
-            heartbeatTimer = timer
-            return timer
-        }()
+        let timer = heartbeatTimer ?? movableTimer(tolerance: 0.05) { [weak self] _ in self?.refreshStatus() }
+        heartbeatTimer = timer
         timer.fireDate = Date(timeIntervalSinceNow: max(0.05, (due - .now).seconds))
     }
 

@@ -43,9 +43,8 @@ public enum ReplicaAccessError: Error, Equatable, CustomStringConvertible {
 
     private static func advice(_ path: String) -> String {
         var info = stat()
-        if stat(path, &info) == 0, let group = getgrgid(info.st_gid).flatMap({ $0.pointee.gr_name.map { String(cString: $0) } }),
-           info.st_mode & 0o040 != 0 {
-            let name = getpwuid(geteuid()).flatMap { $0.pointee.pw_name.map { String(cString: $0) } } ?? "USER"
+        if stat(path, &info) == 0, let group = ReplicaPathDiagnosis.groupName(info.st_gid), info.st_mode & 0o040 != 0 {
+            let name = ReplicaPathDiagnosis.userName(geteuid()) ?? "USER"
             return "members of group \(group) may: sudo usermod -aG \(group) \(name) (effective at the next login)"
         }
         return "ask whoever runs ferryd for read access"

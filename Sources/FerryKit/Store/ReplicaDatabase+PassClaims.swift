@@ -28,15 +28,7 @@ extension ReplicaDatabase {
         do {
             guard let storeID = try storeID(of: store) else { return nil }
             return try connection.transaction { () throws(SQLiteError) -> PassClaimHolder? in
-                let read = try connection.prepare("SELECT pid, process_start, token, command, claimed FROM ferry_pass_claims WHERE store_id = ?1")
-                try read.bind(storeID, at: 1)
-                if try read.step(), read.string(at: 2) != token {
-                    let holder = ProcessIdentity(pid: Int32(read.int64(at: 0)), start: read.string(at: 1) ?? "")
-                    if holder.isRunning {
-                        return PassClaimHolder(pid: holder.pid, command: read.string(at: 3) ?? "?", since: Date(timeIntervalSince1970: read.double(at: 4)))
-                    }
-                }
-                read.reset()
+                if let standing = try liveClaim(of: storeID), standing.token != token { return standing.holder }
                 let me = ProcessIdentity.current
                 let claim = try connection.prepare("""
                     INSERT INTO ferry_pass_claims(store_id, pid, process_start, token, command, claimed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -65,18 +57,23 @@ extension ReplicaDatabase {
         try? release.run()
     }
 
-    /// Who holds `store`'s pass now, if a live process does (for `ferry status`).
+    /// Who holds `store`'s pass now, if a live process does.
     public func passClaimHolder(of store: String) throws(StoreError) -> PassClaimHolder? {
         do {
-            let read = try connection.prepare("""
-                SELECT c.pid, c.process_start, c.command, c.claimed FROM ferry_pass_claims c JOIN ferry_stores s ON s.store_id = c.store_id
-                WHERE s.name = ?1
-                """)
-            try read.bind(store, at: 1)
-            guard try read.step() else { return nil }
-            let holder = ProcessIdentity(pid: Int32(read.int64(at: 0)), start: read.string(at: 1) ?? "")
-            guard holder.isRunning else { return nil }
-            return PassClaimHolder(pid: holder.pid, command: read.string(at: 2) ?? "?", since: Date(timeIntervalSince1970: read.double(at: 3)))
+            guard let storeID = try storeID(of: store) else { return nil }
+            return try liveClaim(of: storeID)?.holder
         } catch { throw StoreError(error, path: path, store: store) }
+    }
+
+    /// The store's claim and its token, when the process that made it still runs.
+    private func liveClaim(of storeID: Int64) throws(SQLiteError) -> (holder: PassClaimHolder, token: String)? {
+        let read = try connection.prepare("SELECT pid, process_start, token, command, claimed FROM ferry_pass_claims WHERE store_id = ?1")
+        try read.bind(storeID, at: 1)
+        defer { read.reset() }
+        guard try read.step() else { return nil }
+        let process = ProcessIdentity(pid: Int32(read.int64(at: 0)), start: read.string(at: 1) ?? "")
+        guard process.isRunning else { return nil }
+        return (PassClaimHolder(pid: process.pid, command: read.string(at: 3) ?? "?", since: Date(timeIntervalSince1970: read.double(at: 4))),
+                read.string(at: 2) ?? "")
     }
 }

@@ -39,17 +39,23 @@ enum ReplicaPathDiagnosis {
     }
 
     static func user() -> String {
-        let uid = geteuid()
-        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "user \(uid)" }
-        return "user \(String(cString: name))"
+        userName(geteuid()).map { "user \($0)" } ?? "user \(geteuid())"
+    }
+
+    static func userName(_ uid: uid_t) -> String? {
+        getpwuid(uid).flatMap { $0.pointee.pw_name.map { String(cString: $0) } }
+    }
+
+    static func groupName(_ gid: gid_t) -> String? {
+        getgrgid(gid).flatMap { $0.pointee.gr_name.map { String(cString: $0) } }
     }
 
     /// `owner O, group G, mode 750`, as `ls -l` would tell.
     static func ownership(_ path: String) -> String {
         var info = stat()
         guard stat(path, &info) == 0 else { return "cannot stat it" }
-        let owner = getpwuid(info.st_uid).flatMap { $0.pointee.pw_name.map { String(cString: $0) } } ?? "\(info.st_uid)"
-        let group = getgrgid(info.st_gid).flatMap { $0.pointee.gr_name.map { String(cString: $0) } } ?? "\(info.st_gid)"
+        let owner = userName(info.st_uid) ?? "\(info.st_uid)"
+        let group = groupName(info.st_gid) ?? "\(info.st_gid)"
         return "owner \(owner), group \(group), mode \(String(info.st_mode & 0o777, radix: 8))"
     }
 }

@@ -339,9 +339,7 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         case .get(let id):
             recoveredMember(id, head: head, body: errorBody)
         case .sync(let token):
-            // The body may say why (valid-sync-token, supported-report); an unparseable body says nothing.
-            let errors = (400..<500).contains(head.status) ? (try? parser.parse(errorBody))?.errors ?? [] : []
-            handleSyncRefusal(head, errors: errors, body: errorBody, sentToken: token)
+            handleSyncRefusal(head, errors: reportErrors(head, errorBody), body: errorBody, sentToken: token)
         case .query:
             let error = statusError(head, body: errorBody)
             let fatal = switch error.kind {
@@ -388,8 +386,13 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
     /// REPORT, so a 403 naming `DAV:supported-report` falls back instead of failing as refused
     /// credentials.
     private func reportNotSupported(_ head: ResponseHead, _ body: Data) -> Bool {
-        let errors = (400..<500).contains(head.status) ? (try? parser.parse(body))?.errors ?? [] : []
-        return SyncReportRefusal.reportNotSupported(status: head.status, errors: errors)
+        SyncReportRefusal.reportNotSupported(status: head.status, errors: reportErrors(head, body))
+    }
+
+    /// The `DAV:error` elements a REPORT's 4xx answer names (valid-sync-token,
+    /// supported-report...); an unparseable body says nothing.
+    private func reportErrors(_ head: ResponseHead, _ body: Data) -> [String] {
+        (400..<500).contains(head.status) ? (try? parser.parse(body))?.errors ?? [] : []
     }
 
     // MARK: - Collection check
