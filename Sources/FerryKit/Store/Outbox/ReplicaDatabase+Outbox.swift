@@ -95,6 +95,17 @@ extension ReplicaDatabase {
         } catch { throw StoreError(error, path: path, store: store) }
     }
 
+    /// How the store's local writes leave the replica differing from the remote when a pass
+    /// ends: queued (written while it ran, or put off), held or refused; none for a store that
+    /// does not push. `queued` gets the count of those queued.
+    func unpushedGaps(of store: StoreConfiguration, queued: inout Int) throws(StoreError) -> [ReplicaGap] {
+        guard store.writeBack.push else { return [] }
+        let outbox = try outboxSummary(of: store.name)
+        queued = outbox.queued
+        guard !outbox.isEmpty else { return [] }
+        return [.localChangesNotPushed(queued: outbox.queued, held: outbox.held, refused: outbox.refused, reason: outbox.lastRefusal)]
+    }
+
     /// Records that a create is about to be sent, with what is sent: after a crash the next
     /// push finds `sent` set and looks the record up before creating it again. False when the
     /// create is no longer queued (its row was deleted before it was ever sent): then it must
