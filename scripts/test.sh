@@ -30,8 +30,16 @@ skipped=()
 phase() { echo; echo "=== $*"; }
 ok() { passed=$((passed + 1)); echo "--- passed: $1"; }
 bad() { failed=$((failed + 1)); echo "--- FAILED: $1"; }
+# Why a failed phase failed, printed again at the end: a long run's log is often read only
+# by its head and tail.
+reasons=$(mktemp)
+logs=$(mktemp -d)
+remember() { # NAME LOG: the lines of LOG that say why a test failed
+    { echo "--- $1:"; grep -a -E '✘|Expectation failed|FERRY_TWO_WAY_SEED|error:|FAIL' "$2" | grep -a -v -E '✘ Test run|^--- ' | head -40; } >>"$reasons"
+}
 finish() {
     echo
+    if [[ -s "$reasons" ]]; then echo "=== why:"; cat "$reasons"; echo; fi
     [[ ${#skipped[@]} -gt 0 ]] && printf 'skipped: %s\n' "${skipped[@]}"
     echo "$passed passed, $failed failed"
     [[ $failed -eq 0 ]]
@@ -90,10 +98,11 @@ fi
 
 phase "unit and integration tests: swift test"
 # The two-way model and the push contract run in the next phase, with their own cap.
-if timeout "$(cap 12)" swift test --skip 'TwoWayModelTests|PushContractTests'; then
+if timeout "$(cap 12)" swift test --skip 'TwoWayModelTests|PushContractTests' 2>&1 | tee "$logs/swift-test.log"; then
     ok "swift test"
 else
     bad "swift test"
+    remember "swift test" "$logs/swift-test.log"
 fi
 
 phase "two-way sync against the model, and the push contract (every server)"
@@ -102,10 +111,11 @@ phase "two-way sync against the model, and the push contract (every server)"
 # servers, Radicale, Xandikos, DAViCal and sabre/dav; then the push contract's fixed sequences
 # for every kind that pushes. A failure prints its seed (FERRY_TWO_WAY_SEED=N replays it).
 if timeout "$(cap 12)" env FERRY_TWO_WAY_ROUNDS="${FERRY_TWO_WAY_ROUNDS:-8}" \
-        swift test --skip-build --filter 'TwoWayModelTests|PushContractTests'; then
+        swift test --skip-build --filter 'TwoWayModelTests|PushContractTests' 2>&1 | tee "$logs/two-way.log"; then
     ok "two-way model and push contract"
 else
     bad "two-way model and push contract"
+    remember "two-way model and push contract" "$logs/two-way.log"
 fi
 
 phase "reliability: crash loop (Tests/Reliability/crash_loop.py)"
