@@ -11,7 +11,8 @@ struct DiscoverCommand: ParsableCommand {
         Starts at each store's url: the server (through /.well-known/carddav and /.well-known/caldav), \
         the user's principal, a home set or a collection; follows current-user-principal and the home sets, \
         and lists every address book and calendar with its name, colour, components and sync support; \
-        for a dav-account store, the collections it would sync and their tables. Writes nothing. Exits 0 when every store chosen names a collection it can sync, 78 when one does not, \
+        for a dav-account store, the collections it would sync and their tables (a collection the replica \
+        already has keeps its table). Writes nothing. Exits 0 when every store chosen names a collection it can sync, 78 when one does not, \
         and with the failure's code when discovery failed.
         """)
 
@@ -34,6 +35,15 @@ struct DiscoverCommand: ParsableCommand {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = configuration.global.maxConcurrentPasses
         queue.addOperations(operations, waitUntilFinished: true)
+        // The tables collections already synced keep, when the replica can be read: discovery
+        // shows the names a pass would use.
+        var knownTables: [String: [String: String]] = [:]
+        let path = options.database ?? configuration.global.databasePath
+        if FileManager.default.fileExists(atPath: path), ReplicaAccessError.check(readable: path) == nil,
+           let database = try? ReplicaDatabase.openReadOnly(path: path) {
+            for collection in (try? database.knownCollections()) ?? [] { knownTables[collection.account, default: [:]][collection.url] = collection.store }
+            database.close()
+        }
         var worst = FerryExitCode.success
         for operation in operations {
             let result: Result<DAVAccount, SyncError> = switch operation.result {
@@ -43,7 +53,8 @@ struct DiscoverCommand: ParsableCommand {
             case nil: .failure(SyncError(.cancelled, store: operation.store.name, message: "discovery did not finish"))
             }
             let others = Set(configuration.stores.map(\.name)).subtracting([operation.store.name])
-            let report = DiscoveryReport(store: operation.store, result: result, otherStores: others)
+            let report = DiscoveryReport(store: operation.store, result: result, otherStores: others,
+                                         knownTables: knownTables[operation.store.name] ?? [:])
             if json {
                 let data = try JSONSerialization.data(withJSONObject: report.json, options: [.sortedKeys, .withoutEscapingSlashes])
                 print(String(decoding: data, as: UTF8.self))

@@ -23,8 +23,10 @@ public struct DiscoveryReport: Sendable {
     public var verdict: Verdict
 
     /// `otherStores`: the other configured stores' names (a `dav-account` store's tables may
-    /// not take one).
-    public init(store: StoreConfiguration, result: Result<DAVAccount, SyncError>, otherStores: Set<String> = []) {
+    /// not take one); `knownTables`: the tables the replica has for collections it synced, by
+    /// URL, which they keep.
+    public init(store: StoreConfiguration, result: Result<DAVAccount, SyncError>, otherStores: Set<String> = [],
+                knownTables: [String: String] = [:]) {
         self.store = store.name
         kind = store.kind
         switch result {
@@ -34,7 +36,7 @@ public struct DiscoveryReport: Sendable {
         case .success(let account):
             self.account = account
             if let options = store.options.as(DAVAccountOptions.self) {
-                switch options.selection.choose(from: account.collections, account: store.name, otherStores: otherStores) {
+                switch options.selection.choose(from: account.collections, account: store.name, otherStores: otherStores, known: knownTables) {
                 case .success(let chosen): verdict = .syncsAccount(chosen)
                 case .failure(let problem): verdict = .cannotChoose(problem)
                 }

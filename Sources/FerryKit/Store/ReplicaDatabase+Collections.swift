@@ -141,7 +141,9 @@ extension ReplicaDatabase {
     /// `columns` are the account's typed columns, which every collection table has.
     public func rebuildAccountView(_ account: String, columns: [TypedColumn]) throws(StoreError) {
         requireWritable()
-        let synced = try knownCollections(of: account).filter { $0.goneSince == nil }
+        // Gone collections whose rows are kept are part of the account until they go: the view
+        // has every table the account has (`ferry_collections.gone_since` tells them apart).
+        let synced = try knownCollections(of: account)
         let names = ["id", "version", "body", "fields", "first_seen", "last_synced", "deleted"] + columns.map(\.name)
         let list = names.map(quoted).joined(separator: ", ")
         let selects = synced.map { "SELECT \(literal($0.store)) AS collection, \(list) FROM \(quoted($0.store))" }

@@ -3,8 +3,10 @@ import Testing
 
 /// Which collections a `dav-account` store syncs, and their tables, as a spec.
 @Suite struct CollectionSelectionTests {
-    static func collection(_ segment: String, _ content: WebDAVOptions.Content = .addressBook, name: String? = nil, components: [String] = []) -> DiscoveredCollection {
-        var collection = DiscoveredCollection(url: "https://dav.example.com/home/\(segment)/", segment: segment, content: content)
+    static func collection(_ segment: String, _ content: WebDAVOptions.Content = .addressBook, name: String? = nil, components: [String] = [],
+                           home: String? = nil) -> DiscoveredCollection {
+        let home = home ?? (content == .calendar ? "calendars/user" : "addressbooks/user")
+        var collection = DiscoveredCollection(url: "https://dav.example.com/\(home)/\(segment)/", segment: segment, content: content)
         collection.displayName = name
         collection.components = components
         return collection
@@ -21,9 +23,11 @@ import Testing
         #expect(dash == "personal__a_b_" + CollectionSelection.hash("a-b"))
         #expect(underscore == "personal__a_b")
         #expect(dash != underscore)
-        // Upper case, non-ASCII, nothing usable at all.
-        #expect(CollectionSelection.tableName(account: "p", segment: "Contacts") == "p___ontacts_" + CollectionSelection.hash("Contacts"))
-        #expect(CollectionSelection.tableName(account: "p", segment: "Família").hasSuffix("_" + CollectionSelection.hash("Família")))
+        // Upper case and accents are folded to lower case (hashed, so `Contacts` and `contacts`
+        // stay apart); what has no lower-case form at all is only the hash.
+        #expect(CollectionSelection.tableName(account: "p", segment: "Contacts") == "p__contacts_" + CollectionSelection.hash("Contacts"))
+        #expect(CollectionSelection.tableName(account: "p", segment: "Team-Cal") == "p__team_cal_" + CollectionSelection.hash("Team-Cal"))
+        #expect(CollectionSelection.tableName(account: "p", segment: "Família") == "p__familia_" + CollectionSelection.hash("Família"))
         #expect(CollectionSelection.tableName(account: "p", segment: "日本") == "p__" + CollectionSelection.hash("日本"))
         // A Nextcloud-style id: long, dashed.
         let long = CollectionSelection.tableName(account: String(repeating: "a", count: 40), segment: "0f8e5c3a-1b2c-4d5e-8f90-a1b2c3d4e5f6-calendar")
@@ -69,11 +73,48 @@ import Testing
         #expect(chosen.map(\.table) == ["p__book_0_\(CollectionSelection.hash("book-0"))", "p__book_1_\(CollectionSelection.hash("book-1"))",
                                         "p__book_2_\(CollectionSelection.hash("book-2"))", "p__book_3_\(CollectionSelection.hash("book-3"))",
                                         "p__book_4_\(CollectionSelection.hash("book-4"))"])
-        // The same segment in two home sets (an address book and a calendar both called "main").
-        let twins = [Self.collection("main"), Self.collection("main", .calendar)]
-        #expect(CollectionSelection().choose(from: twins, account: "p", otherStores: [])
-            == .failure(.sameTable("p__main", first: twins[0].url, second: twins[1].url)))
         #expect(CollectionSelection().choose(from: [Self.collection("main")], account: "p", otherStores: ["p__main"])
-            == .failure(.tableIsAStore("p__main", url: twins[0].url)))
+            == .failure(.tableIsAStore("p__main", url: Self.collection("main").url)))
+    }
+
+    /// Stock layouts: a default address book and a default calendar with one segment in two
+    /// homes (sabre/dav's `default`, others' `Default` or `personal`).
+    @Test(arguments: ["default", "Default", "personal", "Team Cal"])
+    func collectionsOfOneSegmentInTwoHomesGetTwoTables(segment: String) throws {
+        let book = Self.collection(segment), calendar = Self.collection(segment, .calendar)
+        let chosen = try CollectionSelection().choose(from: [book, calendar], account: "p", otherStores: []).get()
+        #expect(chosen.map(\.table) == [CollectionSelection.tableName(account: "p", segment: segment, qualifier: "addressbook"),
+                                        CollectionSelection.tableName(account: "p", segment: segment, qualifier: "calendar")])
+        #expect(Set(chosen.map(\.table)).count == 2)
+        #expect(chosen.allSatisfy { $0.table.count <= 63 && $0.table.allSatisfy { "abcdefghijklmnopqrstuvwxyz0123456789_".contains($0) } })
+        // Either alone has the plain name.
+        #expect(try CollectionSelection().choose(from: [calendar], account: "p", otherStores: []).get().map(\.table)
+            == [CollectionSelection.tableName(account: "p", segment: segment)])
+    }
+
+    @Test func collectionsOfOneContentInTwoHomesAreToldApartByTheirURL() throws {
+        let mine = Self.collection("default", .calendar), shared = Self.collection("default", .calendar, home: "calendars/team")
+        let chosen = try CollectionSelection().choose(from: [mine, shared], account: "p", otherStores: []).get()
+        #expect(Set(chosen.map(\.table)).count == 2)
+        #expect(chosen.map(\.table) == [CollectionSelection.tableName(account: "p", segment: "default", qualifier: "calendar"),
+                                        CollectionSelection.tableName(account: "p", segment: "default", qualifier: CollectionSelection.hash(shared.url))])
+    }
+
+    /// A name never changes with what else the account comes to hold: a collection the replica
+    /// knows keeps its table, and a newcomer whose name would meet it is qualified instead.
+    @Test func aKnownCollectionKeepsItsTableWhenATwinAppears() throws {
+        let book = Self.collection("default"), calendar = Self.collection("default", .calendar)
+        let first = try CollectionSelection().choose(from: [book], account: "p", otherStores: []).get()
+        #expect(first.map(\.table) == ["p__default"])
+        let known = [book.url: "p__default"]
+        let later = try CollectionSelection().choose(from: [book, calendar], account: "p", otherStores: [], known: known).get()
+        #expect(later.map(\.table) == ["p__default", "p__default_calendar"])
+        // Order of discovery does not matter.
+        let reversed = try CollectionSelection().choose(from: [calendar, book], account: "p", otherStores: [], known: known).get()
+        #expect(reversed.map(\.table) == ["p__default_calendar", "p__default"])
+        // A table named under the earlier rules stays too.
+        let old = try CollectionSelection().choose(from: [Self.collection("Team-Cal")], account: "p", otherStores: [],
+                                                   known: [Self.collection("Team-Cal").url: "p___eam_al_12345678"]).get()
+        #expect(old.map(\.table) == ["p___eam_al_12345678"])
     }
 }

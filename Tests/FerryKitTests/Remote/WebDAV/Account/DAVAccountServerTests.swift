@@ -165,7 +165,9 @@ struct DAVAccountServerTests {
         #expect(gone[colleagues] == nil)
         #expect(gone[books]?.recordCount == 4)
         #expect(try account.query("SELECT count(*) FROM \(colleagues)") == ["1"])
-        #expect(try account.query("SELECT count(*) FROM personal WHERE collection = '\(colleagues)'") == ["0"])
+        // The account's view still has its rows: they are the account's until they go.
+        #expect(try account.query("SELECT count(*) FROM personal WHERE collection = '\(colleagues)'") == ["1"])
+        #expect(try account.query("SELECT gone_since IS NOT NULL FROM ferry_collections WHERE store = '\(colleagues)'") == ["1"])
 
         // Let go: the rows are deleted (the change log says so) and the table dropped.
         account.extra = ["max-delete-share = 1"]
@@ -195,5 +197,44 @@ struct DAVAccountServerTests {
         #expect(second["personal"]?.isComplete == true)
         #expect(try account.query("SELECT count(*) FROM sqlite_schema WHERE name = '\(books)'") == ["0"])
         #expect(try account.query("SELECT collection, count(*) FROM personal GROUP BY collection") == ["\(calendar)|2"])
+    }
+
+    /// Servers whose address books and calendars live in two homes, where a stock account
+    /// has a default address book and a default calendar of one segment.
+    static let twoHomes = DAVServer.Kind.available.filter { $0 == .xandikos || $0 == .sabredav }
+
+    @Test(arguments: twoHomes)
+    func anAddressBookAndACalendarOfOneSegmentAreTwoTables(_ kind: DAVServer.Kind) throws {
+        let server = try DAVServer(kind, cards: 2, events: 1)
+        defer { server.stop() }
+        let bookHome = Self.home(of: server.addressBookPath), calendarHome = Self.home(of: server.calendarPath)
+        #expect(bookHome != calendarHome)
+        for segment in ["default", "Team-Cal"] {
+            try Self.makeAddressBook(server, bookHome + segment + "/", name: segment)
+            try server.put(bookHome + segment + "/c1.vcf", DAVServer.vCard(uid: "c1-\(segment)", name: "Card \(segment)", email: "c@example.com"))
+            try Self.curl(server, "MKCALENDAR", calendarHome + segment + "/", body: """
+                <?xml version="1.0"?><C:mkcalendar xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav"><D:set><D:prop>\
+                <D:displayname>\(segment)</D:displayname></D:prop></D:set></C:mkcalendar>
+                """)
+            try server.put(calendarHome + segment + "/e1.ics", """
+                BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//ferry//test//EN\r\nBEGIN:VEVENT\r\nUID:e1-\(segment)\r\nDTSTAMP:20260101T000000Z\r\n\
+                DTSTART:20260105T100000Z\r\nDTEND:20260105T110000Z\r\nSUMMARY:Event \(segment)\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n
+                """, contentType: "text/calendar; charset=utf-8")
+        }
+        let account = try Account(server)
+        let reports = succeeded(try account.sync())
+        #expect(reports["personal"]?.isComplete == true)
+        for segment in ["default", "Team-Cal"] {
+            let book = CollectionSelection.tableName(account: "personal", segment: segment, qualifier: "addressbook")
+            let calendar = CollectionSelection.tableName(account: "personal", segment: segment, qualifier: "calendar")
+            #expect(reports[book]?.counts.inserted == 1)
+            #expect(reports[calendar]?.counts.inserted == 1)
+            #expect(try account.query("SELECT json_extract(fields, '$.FN') FROM \(book)") == ["Card \(segment)"])
+            #expect(try account.query("SELECT json_extract(fields, '$.SUMMARY') FROM \(calendar)") == ["Event \(segment)"])
+        }
+        #expect(CollectionSelection.tableName(account: "personal", segment: "Team-Cal", qualifier: "calendar").hasPrefix("personal__team_cal_"))
+        // The names hold at the next pass.
+        let again = succeeded(try account.sync())
+        #expect(Set(again.keys) == Set(reports.keys))
     }
 }

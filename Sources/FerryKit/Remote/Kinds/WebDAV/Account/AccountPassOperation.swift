@@ -92,7 +92,15 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
     private func settle(_ account: DAVAccount, requests: Int) {
         let store = setup.store
         let chosen: [ChosenCollection]
-        switch options.selection.choose(from: account.collections, account: store.name, otherStores: setup.otherStores) {
+        let known: [KnownCollection]
+        do {
+            known = try setup.database.write { database throws(StoreError) in try database.knownCollections(of: store.name) }
+        } catch {
+            return end(.failure(SyncError(error, store: store.name)))
+        }
+        // A collection synced before keeps its table, whatever else the account now holds.
+        let tables = Dictionary(known.map { ($0.url, $0.store) }, uniquingKeysWith: { first, _ in first })
+        switch options.selection.choose(from: account.collections, account: store.name, otherStores: setup.otherStores, known: tables) {
         case .success(let value): chosen = value
         case .failure(let problem):
             return end(.failure(SyncError(.configuration, store: store.name, url: account.contextURL, message: problem.description)))
@@ -106,7 +114,6 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
         report.wasFullSync = true
         do {
             let gaps = try setup.database.write { database throws(StoreError) -> [ReplicaGap] in
-                let known = try database.knownCollections(of: store.name)
                 let synced = Set(known.filter { $0.goneSince == nil }.map(\.store))
                 // New collections only: a known one's table exists, and its own pass prepares it.
                 for item in chosen where !synced.contains(item.table) {

@@ -12,9 +12,17 @@ import Foundation
 ///
 /// Each gets a table named `ACCOUNT__SEGMENT` from the URL's last segment, which is unique in
 /// its home set and stays when the collection is renamed. A segment that is not already
-/// lowercase letters, digits and `_` is mapped to them and followed by `_` and 8 hex digits of
-/// a hash of the segment, so `a-b` and `a_b` never share a table, and a name never changes
-/// with what else the account holds.
+/// lowercase letters, digits and `_` is lowercased, stripped of accents, mapped to them and
+/// followed by `_` and 8 hex digits of a hash of the segment, so `a-b` and `a_b` never share a
+/// table (`Team-Cal` is `team_cal_` and a hash).
+///
+/// A segment is unique in its home, not in the account: many servers make a default address
+/// book and a default calendar with one segment (`/addressbooks/USER/default/` and
+/// `/calendars/USER/default/`). Collections whose names would meet are told apart by their
+/// content (`ACCOUNT__default_addressbook`, `ACCOUNT__default_calendar`), and collections of
+/// one content in different homes by a hash of their URL. A collection the replica already
+/// knows keeps the table it has (`known`), so a name never changes with what else the account
+/// comes to hold.
 public struct CollectionSelection: Sendable, Equatable {
     public var contents: Set<WebDAVOptions.Content>
     /// Patterns over display names and segments; empty: every collection.
@@ -45,42 +53,64 @@ public struct CollectionSelection: Sendable, Equatable {
     }
 
     /// The collections `account` syncs, each with its table; or why it cannot sync them.
-    /// `otherStores` are the names of every other configured store (a table may not take one).
-    public func choose(from found: [DiscoveredCollection], account: String, otherStores: Set<String>) -> Result<[ChosenCollection], CollectionSelectionError> {
-        let chosen = found.filter(includes).map { ChosenCollection(collection: $0, table: Self.tableName(account: account, segment: $0.segment)) }
-        guard chosen.count <= maximum else {
-            return .failure(.tooMany(found: chosen.count, maximum: maximum))
+    /// `otherStores` are the names of every other configured store (a table may not take one);
+    /// `known` maps the URL of each collection the replica has synced to its table.
+    public func choose(from found: [DiscoveredCollection], account: String, otherStores: Set<String>,
+                       known: [String: String] = [:]) -> Result<[ChosenCollection], CollectionSelectionError> {
+        let included = found.filter(includes)
+        guard included.count <= maximum else {
+            return .failure(.tooMany(found: included.count, maximum: maximum))
         }
-        var byTable: [String: ChosenCollection] = [:]
-        for item in chosen {
-            if let earlier = byTable[item.table] {
-                return .failure(.sameTable(item.table, first: earlier.collection.url, second: item.collection.url))
+        // Names already taken: the tables of known collections chosen again.
+        var taken = Set(included.compactMap { known[$0.url] })
+        let plain = included.map { Self.tableName(account: account, segment: $0.segment) }
+        var meeting: [String: Int] = [:]
+        for (collection, name) in zip(included, plain) where known[collection.url] == nil { meeting[name, default: 0] += 1 }
+        var chosen: [ChosenCollection] = []
+        for (collection, name) in zip(included, plain) {
+            let table: String
+            if let kept = known[collection.url] {
+                table = kept
+            } else {
+                var candidates = [name]
+                if meeting[name, default: 0] > 1 || taken.contains(name) {
+                    candidates = [Self.tableName(account: account, segment: collection.segment, qualifier: collection.content.tableQualifier)]
+                }
+                candidates.append(Self.tableName(account: account, segment: collection.segment, qualifier: Self.hash(collection.url)))
+                table = candidates.first { !taken.contains($0) } ?? candidates[candidates.count - 1]
             }
-            if otherStores.contains(item.table) {
-                return .failure(.tableIsAStore(item.table, url: item.collection.url))
+            if let earlier = chosen.first(where: { $0.table == table }) {
+                return .failure(.sameTable(table, first: earlier.collection.url, second: collection.url))
             }
-            byTable[item.table] = item
+            if otherStores.contains(table) {
+                return .failure(.tableIsAStore(table, url: collection.url))
+            }
+            taken.insert(table)
+            chosen.append(ChosenCollection(collection: collection, table: table))
         }
         return .success(chosen)
     }
 
-    /// `ACCOUNT__SEGMENT`, at most 63 characters of `[a-z0-9_]` (a store name's rules) for an
-    /// account name of at most ``maximumAccountName`` characters.
-    public static func tableName(account: String, segment: String) -> String {
+    /// `ACCOUNT__SEGMENT` (with `_QUALIFIER` when given), at most 63 characters of
+    /// `[a-z0-9_]` (a store name's rules) for an account name of at most
+    /// ``maximumAccountName`` characters.
+    public static func tableName(account: String, segment: String, qualifier: String? = nil) -> String {
         let prefix = account + "__"
+        let suffix = qualifier.map { "_" + $0 } ?? ""
         var mapped = ""
-        for scalar in segment.unicodeScalars {
+        let folded = segment.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
+        for scalar in folded.unicodeScalars {
             switch scalar {
             case "a"..."z", "0"..."9", "_": mapped.unicodeScalars.append(scalar)
             default: if !mapped.hasSuffix("_") { mapped += "_" }
             }
         }
         let lossy = mapped != segment || mapped.isEmpty
-        if !lossy, prefix.count + mapped.count <= 63 { return prefix + mapped }
+        if !lossy, prefix.count + mapped.count + suffix.count <= 63 { return prefix + mapped + suffix }
         // Mapped or too long: as much of it as leaves room for the hash.
-        var head = String(mapped.prefix(max(0, 63 - prefix.count - 9)))
+        var head = String(mapped.prefix(max(0, 63 - prefix.count - suffix.count - 9)))
         while head.hasSuffix("_") { head.removeLast() }
-        return prefix + head + (head.isEmpty ? "" : "_") + hash(segment)
+        return prefix + head + (head.isEmpty ? "" : "_") + hash(segment) + suffix
     }
 
     /// The longest name of a `dav-account` store: its tables need room for a segment.
@@ -143,6 +173,16 @@ public enum CollectionSelectionError: Error, Sendable, Equatable, CustomStringCo
             "collections \(first) and \(second) would both be table \(table): leave one out with collections ="
         case .tableIsAStore(let table, let url):
             "collection \(url) would be table \(table), which is another store's name: rename that store"
+        }
+    }
+}
+
+extension WebDAVOptions.Content {
+    /// What tells an address book and a calendar of one segment apart in a table name.
+    var tableQualifier: String {
+        switch self {
+        case .addressBook: "addressbook"
+        case .calendar: "calendar"
         }
     }
 }

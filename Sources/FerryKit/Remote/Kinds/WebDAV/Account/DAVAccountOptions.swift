@@ -45,6 +45,7 @@ public struct DAVAccountOptions: StoreOptions, Equatable {
         store.options = AnyStoreOptions(options)
         // The account's heartbeat is pinged after the account's pass, not after each collection's.
         store.heartbeat = nil
+        store.account = account.name
         return store
     }
 
