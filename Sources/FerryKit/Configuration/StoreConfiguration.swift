@@ -19,14 +19,27 @@ public struct Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugS
     public let value: String
     /// Where it came from ("credential parse-key", "file /etc/ferry/key"): safe to show.
     public let source: String
+    /// The reference it was read through, for checks of who else can read it; nil for a
+    /// secret written inline or fetched at run time.
+    public let origin: SecretOrigin?
 
-    public init(_ value: String, source: String) {
+    public init(_ value: String, source: String, origin: SecretOrigin? = nil) {
         self.value = value
         self.source = source
+        self.origin = origin
     }
 
     public var description: String { "<secret from \(source)>" }
     public var debugDescription: String { description }
+}
+
+/// The reference a ``Secret`` was read through.
+public enum SecretOrigin: Sendable, Equatable {
+    /// `credential:NAME`: from `$CREDENTIALS_DIRECTORY` under the unit, else from `path`
+    /// (`credentials/NAME` beside the configuration, where the unit's `LoadCredential=` takes it).
+    case credential(name: String, path: String)
+    /// `file:PATH`.
+    case file(path: String)
 }
 
 public enum StorePriority: Int, Sendable, Comparable, CaseIterable {
@@ -107,6 +120,9 @@ public struct StoreConfiguration: Sendable, Equatable {
     public var writeBack = WriteBackConfiguration()
     /// Where its requests get OAuth2 access tokens (its `oauth2-*` keys); nil without them.
     public var oauth2: OAuth2Grant?
+    /// For a collection of a `dav-account` store: the account's name. Its passes follow the
+    /// account's discovery, which reads its sync-token (``Scheduler/accountDiscovered(_:tokens:)``).
+    public var account: String?
     /// Where the store's section starts, for errors found after loading.
     public var location: ConfigurationLocation
 

@@ -194,12 +194,14 @@ public final class Daemon: @unchecked Sendable {
     // MARK: - Accounts
 
     /// After an account's pass: its collections as the pass left them start, stop or change
-    /// in the schedule (a new one syncs at once).
+    /// in the schedule (a new one syncs at once), and each passes now with the sync-token the
+    /// discovery read for it.
     private func accountPassFinished(_ store: String, _ outcome: Result<PassReport, SyncError>, scheduler: Scheduler) {
-        guard accountStores.contains(store), case .success = outcome else { return }
+        guard accountStores.contains(store), case .success(let report) = outcome else { return }
         let before = running
         expandAccounts()
         if running != before { scheduler.apply(running) }
+        scheduler.accountDiscovered(store, tokens: report.collectionTokens)
     }
 
     // MARK: - Reload

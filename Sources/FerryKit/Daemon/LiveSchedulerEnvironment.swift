@@ -72,6 +72,7 @@ public final class LiveSchedulerEnvironment: SchedulerEnvironment, @unchecked Se
                                                 reconcile: request.reconcile, sweepInterval: request.sweepInterval,
                                                 pass: request.number, logger: logger)
             setup.tally = metrics?.tally(for: request.store.name)
+            setup.currentToken = request.currentToken
             operation = SyncPassOperation(setup)
         }
         let store = request.store.name

@@ -172,6 +172,22 @@ public final class Scheduler {
         dispatch()
     }
 
+    /// After `account`'s discovery succeeded: each of its collections passes now, with the
+    /// sync-token discovery read for it, if any (a collection whose token is the stored one
+    /// then makes no request, so a quiet account costs discovery's requests per interval). A
+    /// collection running, backing off or waiting for a Retry-After keeps its schedule.
+    public func accountDiscovered(_ account: String, tokens: [String: String]) {
+        for (name, schedule) in schedules where schedule.configuration.account == account {
+            guard schedule.running == nil, schedule.consecutiveFailures == 0 else { continue }
+            schedule.discoveredToken = tokens[name]
+            if schedule.nextDue > environment.now {
+                schedule.nextDue = environment.now
+                enqueue(name)
+            }
+        }
+        dispatch()
+    }
+
     // MARK: - Stopping
 
     /// Cancels every pass; `completion` runs on the scheduler's thread once all have ended
@@ -250,8 +266,11 @@ public final class Scheduler {
         passCounter += 1
         let number = passCounter
         let reconcile = schedule.needsReconciliation(now: now)
-        let request = PassRequest(store: schedule.configuration, trigger: schedule.trigger, reconcile: reconcile, number: number,
+        var request = PassRequest(store: schedule.configuration, trigger: schedule.trigger, reconcile: reconcile, number: number,
                                   sweepInterval: schedule.sweepOwed ? nil : schedule.configuration.reconcileInterval)
+        // A token is news for the pass right after the discovery that read it, not later.
+        request.currentToken = schedule.discoveredToken
+        schedule.discoveredToken = nil
         schedule.runningNumber = number
         schedule.rerunRequested = false
         schedule.cancelledAsStuck = nil
@@ -308,6 +327,11 @@ public final class Scheduler {
                 schedule.sweepOwed = false
             }
             schedule.nextDue = now + schedule.configuration.interval + schedule.configuration.jitter * environment.randomUnit()
+            if let account = schedule.configuration.account, schedules[account] != nil {
+                // The account's next discovery brings the collection's next pass, with its
+                // token; this is only the fallback should discovery not come.
+                schedule.nextDue = schedule.nextDue + schedule.configuration.interval
+            }
             schedule.trigger = .scheduled
         case .failure(let error) where error.kind == .cancelled:
             // Cancelled by a reload, a stop or a person: not the store's failure. Run again soon.

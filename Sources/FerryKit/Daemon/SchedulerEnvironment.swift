@@ -10,6 +10,9 @@ public struct PassRequest: Sendable {
     public var number: Int
     /// With `reconcile`: only when the replica's last sweep is this old (nil: now).
     public var sweepInterval: Duration? = nil
+    /// The collection's sync-token as its account's discovery read it just before
+    /// (``PassPlan/currentToken``): the pass makes no request when it is the stored one.
+    public var currentToken: String? = nil
 }
 
 /// A pass the environment started, as the scheduler sees it.

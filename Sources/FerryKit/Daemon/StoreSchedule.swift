@@ -38,6 +38,8 @@ final class StoreSchedule {
     /// When the running pass was cancelled for making no progress (its cancellation is then
     /// a failure, and a pass that ignores it for long is a wedged daemon).
     var cancelledAsStuck: ContinuousClock.Instant?
+    /// A collection's sync-token from its account's discovery, for its next pass only.
+    var discoveredToken: String?
     /// Bumped whenever the store's place in the scheduler's queues changes, so older queue
     /// entries are recognised as stale (``DueQueue``).
     var generation = 0

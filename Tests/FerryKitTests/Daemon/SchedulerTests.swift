@@ -244,6 +244,59 @@ struct SchedulerTests {
         #expect(started("busy") == 2, "the running store runs again right after")
     }
 
+    /// A quiet account under ferryd costs its discovery per interval: each discovery brings
+    /// its collections' passes at once, with the tokens it read (which a pass compares with the
+    /// stored one before asking anything), and a collection's own timer is only a fallback.
+    @Test func anAccountsDiscoveryBringsItsCollectionsPassesWithTheirTokens() throws {
+        let environment = FakeSchedulerEnvironment()
+        environment.unit = 0
+        let interval = Duration.seconds(60)
+        var collections = ["acct__a", "acct__b", "acct__c"].map { Self.store($0, interval: interval) }
+        for index in collections.indices { collections[index].account = "acct" }
+        let scheduler = Scheduler(configuration: Self.configuration([Self.store("acct", interval: interval)] + collections),
+                                  environment: environment, logger: Logger(label: "test"))
+        scheduler.start()
+        func latest(_ name: String) throws -> FakePass {
+            try #require(environment.started.last { $0.request.store.name == name })
+        }
+        func starts(_ name: String) -> Int { environment.started.filter { $0.request.store.name == name }.count }
+        // The first passes: everything due at once, no token yet.
+        for name in ["acct", "acct__a", "acct__b", "acct__c"] { try latest(name).finish(.success(Self.report(name))) }
+        #expect(environment.started.allSatisfy { $0.request.currentToken == nil })
+
+        for round in 1...3 {
+            // The account is due first; its collections are not due on their own by then.
+            environment.advance(by: interval, scheduler)
+            #expect(starts("acct") == round + 1)
+            #expect(starts("acct__a") == round && starts("acct__b") == round && starts("acct__c") == round)
+            // Discovery read two tokens (c's server lists none): every collection passes now,
+            // each with its own token, once.
+            try latest("acct").finish(.success(Self.report("acct")))
+            scheduler.accountDiscovered("acct", tokens: ["acct__a": "token-a\(round)", "acct__b": "token-b\(round)"])
+            #expect(try latest("acct__a").request.currentToken == "token-a\(round)")
+            #expect(try latest("acct__b").request.currentToken == "token-b\(round)")
+            #expect(try latest("acct__c").request.currentToken == nil)
+            for name in ["acct__a", "acct__b", "acct__c"] {
+                #expect(starts(name) == round + 1)
+                try latest(name).finish(.success(Self.report(name)))
+            }
+        }
+        // A token is for the pass right after its discovery: a later pass asks the server.
+        scheduler.passSoon(["acct__a"])
+        #expect(starts("acct__a") == 5)
+        #expect(try latest("acct__a").request.currentToken == nil)
+        try latest("acct__a").finish(.success(Self.report("acct__a")))
+
+        // Without discovery (the account keeps failing), each collection still passes on its
+        // own, at twice its interval.
+        environment.advance(by: interval, scheduler)
+        try latest("acct").finish(.failure(Self.failure("acct", .httpStatus(503))))
+        let before = starts("acct__b")
+        environment.advance(by: interval, scheduler)
+        #expect(starts("acct__b") == before + 1)
+        #expect(try latest("acct__b").request.currentToken == nil)
+    }
+
     @Test func stopCancelsEveryPassAndWaitsForThem() {
         let environment = FakeSchedulerEnvironment()
         let scheduler = Scheduler(configuration: Self.configuration([Self.store("a"), Self.store("b")]),

@@ -55,4 +55,63 @@ extension FerrydProcessTests {
         try waitFor("exit", timeout: 5) { !daemon.isRunning }
         #expect(daemon.terminationStatus == 0)
     }
+
+    /// A quiet account under ferryd costs its discovery's requests per interval: each
+    /// discovery lists the collections' sync-tokens and brings their passes at once, and a
+    /// collection whose token is the stored one asks nothing. Counted on the wire by a proxy
+    /// in front of Radicale, against the requests `ferry discover` makes for the same account.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary("ferryd")) && DAVServer.shouldRun, "build ferryd first and install radicale"))
+    func aQuietAccountCostsDiscoveryPerInterval() throws {
+        let dav = try DAVServer(.radicale, cards: 3, events: 2)
+        defer { dav.stop() }
+        for index in 1...6 {
+            try DAVAccountServerTests.makeAddressBook(dav, "/ferry/book-\(index)/", name: "Book \(index)")
+            try dav.put("/ferry/book-\(index)/c.vcf", DAVServer.vCard(uid: "c\(index)", name: "Card \(index)", email: "c\(index)@example.com"))
+        }
+        let proxy = try TestServer.python("lossy_proxy.py", arguments: ["--upstream", dav.baseURL])
+        defer { proxy.stop() }
+        func forwarded() throws -> Int {
+            let stats = try JSONSerialization.jsonObject(with: proxy.control("/__proxy/stats")) as? [String: Any]
+            return try #require(stats?["forwarded"] as? Int)
+        }
+        let configPath = directory.url.path + "/ferry.conf"
+        let runtime = directory.url.path + "/run"
+        try DAVServer.password.write(toFile: directory.url.path + "/dav-password", atomically: true, encoding: .utf8)
+        chmod(directory.url.path + "/dav-password", 0o600)
+        let interval = 2
+        try """
+            [ferry]
+            database = \(directory.url.path)/ferry.db
+
+            [store personal]
+            kind = dav-account
+            url = \(proxy.baseURL)/
+            username = \(DAVServer.username)
+            password = file:\(directory.url.path)/dav-password
+            interval = \(interval)s
+            jitter = 0s
+            """.write(toFile: configPath, atomically: true, encoding: .utf8)
+        let daemon = try launch(Self.binary("ferryd"), ["--config", configPath], runtime: runtime)
+        defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+        try waitFor("every collection synced") { (try? rows("personal")) == 3 + 2 + 6 }
+        // Two intervals for the first passes' tokens to be stored.
+        Thread.sleep(forTimeInterval: Double(2 * interval))
+
+        let beforeDiscover = try forwarded()
+        _ = try Shell.run(Self.binary("ferry"), ["discover", "--config", configPath])
+        let discovery = try forwarded() - beforeDiscover
+        // ferryd asked meanwhile too: the window's requests are bounded, not exact.
+        let window = 5 * interval
+        let start = try forwarded()
+        Thread.sleep(forTimeInterval: Double(window))
+        let asked = try forwarded() - start
+        let intervals = window / interval
+        print("quiet account under ferryd: \(asked) requests in \(window) s (interval \(interval) s, 8 collections); discovery costs \(discovery)")
+        #expect(discovery > 0)
+        #expect(asked >= discovery, "ferryd ran its discovery in the window")
+        // Each collection asking once per interval would add 8 per interval.
+        #expect(asked <= (intervals + 1) * discovery, "\(asked) requests in \(intervals) intervals; discovery is \(discovery)")
+        kill(daemon.processIdentifier, SIGTERM)
+        try waitFor("exit", timeout: 5) { !daemon.isRunning }
+    }
 }
