@@ -174,6 +174,23 @@ if [[ $INFRA_ONLY -eq 1 ]]; then
     finish
 fi
 
+# --- check-config reads the secrets as the service will ------------------------------------------
+# Run as root, it still refuses a credential the unit does not load (root could read the file),
+# naming the drop-in and the restart; with the drop-in back it passes.
+unloaded_credential_refused() {
+    local out rc
+    box mv /etc/systemd/system/ferryd.service.d/credential.conf /root/credential.conf.off
+    box systemctl daemon-reload
+    out=$(box ferry check-config 2>&1); rc=$?
+    box mv /root/credential.conf.off /etc/systemd/system/ferryd.service.d/credential.conf
+    box systemctl daemon-reload
+    echo "$out" | tail -2
+    [[ $rc -eq 78 ]] && grep -q 'LoadCredential=parse-rest-key:/etc/ferry/credentials/parse-rest-key' <<<"$out" \
+        && grep -q 'systemctl restart' <<<"$out"
+}
+check "ferry check-config refuses a credential the unit does not load (exit 78, names LoadCredential= and the restart)" unloaded_credential_refused
+check "ferry check-config passes once the unit loads it" box ferry check-config
+
 # --- start -----------------------------------------------------------------------------------
 show() { box systemctl show -P "$1" ferryd | tr -d '\r'; }
 check "systemctl start ferryd" box systemctl start ferryd

@@ -30,17 +30,37 @@ struct SecretResolver {
                 return .failure(.init("credential name must be a plain file name, as in LoadCredential=NAME:/path"))
             }
             if handling == .referencesOnly { return .success(Secret("", source: "credential \(name), not read")) }
+            // Where the unit loads it from, beside the configuration.
+            let fallback = ((baseDirectory as NSString).appendingPathComponent("credentials") as NSString).appendingPathComponent(name)
+            let origin = SecretOrigin.credential(name: name, path: fallback)
             if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
                 let path = (directory as NSString).appendingPathComponent(name)
-                return read(path: path, source: "credential \(name)", checkMode: false)
+                guard FileManager.default.fileExists(atPath: path) else {
+                    return .failure(.init("credential \(name) is not among the credentials the unit loads ($CREDENTIALS_DIRECTORY has no \(name)): "
+                        + "add LoadCredential=\(name):\(fallback) with `systemctl edit` on the unit, then restart it "
+                        + "(credentials are loaded at start, not at reload)"))
+                }
+                return read(path: path, source: "credential \(name)", checkMode: false, origin: origin)
             }
-            // Outside the unit: where the unit loads it from, beside the configuration.
-            let fallback = ((baseDirectory as NSString).appendingPathComponent("credentials") as NSString).appendingPathComponent(name)
-            guard FileManager.default.fileExists(atPath: fallback) else {
-                return .failure(.init("credential:\(name) is neither in $CREDENTIALS_DIRECTORY (not set: ferryd gets it from "
-                    + "systemd's LoadCredential=\(name):/path) nor at \(fallback); put it there (chmod 600), or use file:/path"))
+            // Outside the unit, or a unit without LoadCredential= lines: the file itself.
+            var info = stat()
+            if stat(fallback, &info) != 0 {
+                let denied = errno == EACCES
+                let unit = environment["INVOCATION_ID"] != nil ? "the unit has no LoadCredential= lines ($CREDENTIALS_DIRECTORY is not set)"
+                    : "$CREDENTIALS_DIRECTORY is not set (ferry runs outside the unit)"
+                if denied {
+                    return .failure(.init("credential:\(name): \(ReplicaPathDiagnosis.user()) may not read \(fallback), and \(unit): "
+                        + "give it to the service with LoadCredential=\(name):\(fallback) in a drop-in (systemctl edit ferryd), "
+                        + "then systemctl restart ferryd (credentials are loaded at start, not at reload)"))
+                }
+                return .failure(.init("credential:\(name) is not at \(fallback), and \(unit): put the secret there (chmod 600) "
+                    + "and load it with LoadCredential=\(name):\(fallback) in the unit, or use file:/path"))
             }
-            return read(path: fallback, source: "credential \(name) (\(fallback))", checkMode: true)
+            return read(path: fallback, source: "credential \(name) (\(fallback))", checkMode: true, origin: origin).mapError { problem in
+                guard access(fallback, R_OK) != 0 else { return problem }
+                return SecretProblem(problem.message + "; give it to the service with LoadCredential=\(name):\(fallback) in a drop-in "
+                    + "(systemctl edit ferryd), then systemctl restart ferryd")
+            }
         }
         if reference.hasPrefix("file:"), handling == .referencesOnly {
             return .success(Secret("", source: "\(reference), not read"))
@@ -54,13 +74,13 @@ struct SecretResolver {
                 path = (baseDirectory as NSString).appendingPathComponent(path)
             }
             path = (path as NSString).standardizingPath
-            return read(path: path, source: "file \(path)", checkMode: true)
+            return read(path: path, source: "file \(path)", checkMode: true, origin: .file(path: path))
         }
         return .failure(.init("inline secrets are refused; write credential:NAME (systemd LoadCredential=) "
             + "or file:/path/to/secret (a file readable only by its owner)"))
     }
 
-    private func read(path: String, source: String, checkMode: Bool) -> Result<Secret, SecretProblem> {
+    private func read(path: String, source: String, checkMode: Bool, origin: SecretOrigin) -> Result<Secret, SecretProblem> {
         var info = stat()
         guard stat(path, &info) == 0 else {
             return .failure(.init("\(source): cannot read \(path): \(String(cString: strerror(errno)))"))
@@ -75,7 +95,7 @@ struct SecretResolver {
             return .failure(.init("\(path) is readable by group or others (mode \(mode)); run: chmod 600 \(path)"))
         }
         guard let data = FileManager.default.contents(atPath: path) else {
-            return .failure(.init("\(source): cannot read \(path): permission denied"))
+            return .failure(.init("\(source): \(ReplicaPathDiagnosis.user()) may not read \(path) (\(ReplicaPathDiagnosis.ownership(path)))"))
         }
         guard let text = String(data: data, encoding: .utf8) else {
             return .failure(.init("\(source): \(path) is not UTF-8 text"))
@@ -85,7 +105,7 @@ struct SecretResolver {
         guard !value.isEmpty else {
             return .failure(.init("\(source): \(path) is empty"))
         }
-        return .success(Secret(value, source: source))
+        return .success(Secret(value, source: source, origin: origin))
     }
 }
 

@@ -316,7 +316,7 @@ import Testing
             .init(file: Self.file, line: 4, key: "header.X-Api-Key", message: "X-Api-Key carries a credential: write credential:NAME (systemd LoadCredential=) or file:/path/to/secret, not the value"),
             .init(file: Self.file, line: 5, key: "header.Depth", message: "Depth is set by Ferry for each request and cannot be configured"),
             .init(file: Self.file, line: 6, key: "header.Bad Name", message: "'Bad Name' is not an HTTP header name"),
-            .init(file: Self.file, line: 7, key: "header.Authorization", message: "credential:missing is neither in $CREDENTIALS_DIRECTORY (not set: ferryd gets it from systemd's LoadCredential=missing:/path) nor at /etc/ferry/credentials/missing; put it there (chmod 600), or use file:/path"),
+            .init(file: Self.file, line: 7, key: "header.Authorization", message: "credential:missing is not at /etc/ferry/credentials/missing, and $CREDENTIALS_DIRECTORY is not set (ferry runs outside the unit): put the secret there (chmod 600) and load it with LoadCredential=missing:/etc/ferry/credentials/missing in the unit, or use file:/path"),
         ])
     }
 

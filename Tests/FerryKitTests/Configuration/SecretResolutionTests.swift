@@ -69,11 +69,15 @@ import Testing
             let file = directory + "/f.conf"
             #expect(problems(config("credential:parse-rest-key"), file: file, environment: [:]) == [
                 .init(file: file, line: 4, key: "rest-api-key",
-                      message: "credential:parse-rest-key is neither in $CREDENTIALS_DIRECTORY (not set: ferryd gets it from systemd's LoadCredential=parse-rest-key:/path) nor at \(directory)/credentials/parse-rest-key; put it there (chmod 600), or use file:/path"),
+                      message: "credential:parse-rest-key is not at \(directory)/credentials/parse-rest-key, and $CREDENTIALS_DIRECTORY is not set (ferry runs outside the unit): put the secret there (chmod 600) and load it with LoadCredential=parse-rest-key:\(directory)/credentials/parse-rest-key in the unit, or use file:/path"),
             ])
+            // Under a unit without LoadCredential= lines, the message says so.
+            let underUnit = problems(config("credential:parse-rest-key"), file: file, environment: ["INVOCATION_ID": "0123"])
+            #expect(underUnit.first?.message.contains("the unit has no LoadCredential= lines ($CREDENTIALS_DIRECTORY is not set)") == true)
+            // The unit loads credentials, but not this one: it must be added, and the service restarted.
             let missing = problems(config("credential:absent"), file: file, environment: ["CREDENTIALS_DIRECTORY": directory])
             #expect(missing == [.init(file: file, line: 4, key: "rest-api-key",
-                                      message: "credential absent: cannot read \(directory)/absent: No such file or directory")])
+                                      message: "credential absent is not among the credentials the unit loads ($CREDENTIALS_DIRECTORY has no absent): add LoadCredential=absent:\(directory)/credentials/absent with `systemctl edit` on the unit, then restart it (credentials are loaded at start, not at reload)")])
             let traversal = problems(config("credential:../etc/shadow"), file: file, environment: ["CREDENTIALS_DIRECTORY": directory])
             #expect(traversal.first?.message == "credential name must be a plain file name, as in LoadCredential=NAME:/path")
         }
