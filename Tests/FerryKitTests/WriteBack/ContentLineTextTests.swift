@@ -23,9 +23,9 @@ struct ContentLineTextTests {
 @Suite("vCard text on the wire")
 struct WireTextTests {
     @Test func everyLineEndsInCRLF_whateverItEndedInBefore() {
-        #expect(WebDAVWriter.wireText("BEGIN:VCARD\nUID:a\r\nEND:VCARD\n") == Data("BEGIN:VCARD\r\nUID:a\r\nEND:VCARD\r\n".utf8))
-        #expect(WebDAVWriter.sameText(WebDAVWriter.wireText("A:1\nB:2\n"), "B:2\r\nA:1"))
+        #expect(DAVBodyForm.wire("BEGIN:VCARD\nUID:a\r\nEND:VCARD\n") == Data("BEGIN:VCARD\r\nUID:a\r\nEND:VCARD\r\n".utf8))
+        #expect(WebDAVWriter.sameText(DAVBodyForm.wire("A:1\nB:2\n"), "B:2\r\nA:1"))
         // And back as a pull stores it.
-        #expect(WebDAVWriter.replicaText(Data("A:1\r\nB:2\r\n".utf8)) == Data("A:1\nB:2\n".utf8))
+        #expect(DAVBodyForm.replica(Data("A:1\r\nB:2\r\n".utf8)) == Data("A:1\nB:2\n".utf8))
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// | Answer | Verdict |
 /// |---|---|
-/// | response 2xx with data within `max-record-size` | the record (etag as version) |
+/// | response 2xx with data within `max-record-size` | the record (etag as version), its body with LF line ends (``DAVBodyForm``) |
 /// | response 2xx, data too large, or no data | a problem naming why |
 /// | response 404 or 410 | fetch it alone: deleted since it was listed, or misread by the server (Xandikos and hrefs with `%23`) |
 /// | response, any other status | a problem naming the status |
@@ -38,7 +38,7 @@ struct WebDAVMemberReader: Sendable {
             guard let data = response.data else {
                 return .problem("no \(kind == .caldav ? "calendar-data" : "address-data") in the answer")
             }
-            let body = Data(data.utf8)
+            let body = DAVBodyForm.replica(Data(data.utf8))
             guard body.count <= maxRecordBytes else { return .problem(tooLarge) }
             return .change(.upsert(RemoteRecord(id: id, version: response.etag ?? "", body: body, fields: fields(of: data))))
         case let other:
@@ -54,7 +54,7 @@ struct WebDAVMemberReader: Sendable {
             if body.count > maxRecordBytes { return .problem(tooLarge) }
             guard !etag.isEmpty else { return .problem("GET answered without an ETag") }
             guard let text = String(validating: body, as: UTF8.self) else { return .problem("body is not valid UTF-8") }
-            return .change(.upsert(RemoteRecord(id: id, version: etag, body: body, fields: fields(of: text))))
+            return .change(.upsert(RemoteRecord(id: id, version: etag, body: DAVBodyForm.replica(body), fields: fields(of: text))))
         case 404, 410:
             return .change(.delete(id: id))
         case 401, 403, 429:

@@ -165,7 +165,7 @@ final class WebDAVWriter: RemoteWriter {
     /// After a successful PUT: the record as stored, from the answer's ETag or read back.
     private func stored(_ page: HTTPPageLoader.Page, member: String, sent: String, change: LocalChange) {
         if let etag = page.head.headers["ETag"], !etag.hasPrefix("W/") {
-            let body = Self.replicaText(Data(sent.utf8))
+            let body = DAVBodyForm.replica(Data(sent.utf8))
             let fields = try? CardFieldExtractor.fields(of: body, kind: builder.kind)
             return walk.finish(change, .accepted(RemoteRecord(id: member, version: etag, body: body, fields: fields)))
         }
@@ -176,7 +176,7 @@ final class WebDAVWriter: RemoteWriter {
         var request = HTTPRequest(method: method, url: builder.collection.url(forHref: builder.collection.href(forID: member)))
         if let body {
             request.headers.set("Content-Type", content == .addressBook ? "text/vcard; charset=utf-8" : "text/calendar; charset=utf-8")
-            request.body = Self.wireText(body)
+            request.body = DAVBodyForm.wire(body)
         }
         builder.authorize(&request)
         return request
@@ -217,46 +217,11 @@ final class WebDAVWriter: RemoteWriter {
                 guard (200..<300).contains(page.head.status) else {
                     return walk.fail(page.statusError(target: .derivedURL, context: errorContext))
                 }
-                let body = Self.replicaText(page.body)
+                let body = DAVBodyForm.replica(page.body)
                 let fields = try? CardFieldExtractor.fields(of: body, kind: builder.kind)
                 then(RemoteRecord(id: member, version: page.head.headers["ETag"] ?? "", body: body, fields: fields))
             }
         }
-    }
-
-    /// The text as RFC 6350 and RFC 5545 want it on the wire: every line ending CRLF. Pulled
-    /// bodies have LF (they arrive inside XML, whose parsing normalises line ends), and people
-    /// write either.
-    static func wireText(_ text: String) -> Data {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count + text.utf8.count / 32)
-        var previous: UInt8 = 0
-        for byte in text.utf8 {
-            if byte == UInt8(ascii: "\n"), previous != UInt8(ascii: "\r") { bytes.append(UInt8(ascii: "\r")) }
-            bytes.append(byte)
-            previous = byte
-        }
-        return Data(bytes)
-    }
-
-    /// The text as the replica holds what a pull brings: LF line ends (a pull's bodies arrive
-    /// inside XML, whose parsing turns CRLF into LF), so a pushed or fetched record reads the
-    /// same as a pulled one.
-    static func replicaText(_ data: Data) -> Data {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(data.count)
-        var index = data.startIndex
-        while index < data.endIndex {
-            let byte = data[index]
-            let next = data.index(after: index)
-            if byte == UInt8(ascii: "\r"), next < data.endIndex, data[next] == UInt8(ascii: "\n") {
-                index = next
-                continue
-            }
-            bytes.append(byte)
-            index = next
-        }
-        return Data(bytes)
     }
 
     /// Whether two vCard/iCalendar texts hold the same content lines, whatever their order,
