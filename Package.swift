@@ -21,10 +21,13 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // libical (Debian's libical-dev): RFC 5545 recurrence and time zones for the calendar
+        // time-range filter a server that refuses calendar-query needs.
+        .systemLibrary(name: "CICal", providers: [.apt(["libical-dev"])]),
         .target(
             name: "FerryKit",
             dependencies: [
-                "CCurl", "CSQLite", "CSystemd",
+                "CCurl", "CSQLite", "CSystemd", "CICal",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

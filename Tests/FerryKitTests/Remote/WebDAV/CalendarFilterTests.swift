@@ -4,7 +4,8 @@ import Testing
 
 /// The local half of a calendar filter (a server that refuses calendar-query), as a spec.
 @Suite struct CalendarFilterTests {
-    static let now = CalendarFilter.date("20261124T120000Z")!
+    /// 2026-11-24T12:00:00Z.
+    static let now = Date(timeIntervalSince1970: 1_795_521_600)
 
     static func object(_ component: String, _ lines: [String]) -> String {
         (["BEGIN:VCALENDAR", "VERSION:2.0", "BEGIN:\(component)", "UID:x"] + lines + ["BEGIN:VALARM", "TRIGGER:-PT15M", "END:VALARM",
@@ -41,7 +42,7 @@ import Testing
         #expect(filter.includes(Self.object("VEVENT", ["DTSTART;TZID=Europe/Paris:20261201T090000"]), now: Self.now))
     }
 
-    @Test func recurrencesAreKeptUntilTheirLastOccurrenceCanEnd() {
+    @Test func recurrencesAreExpandedAsAServerWould() {
         let filter = Self.month
         #expect(filter.includes(Self.object("VEVENT", ["DTSTART:20200101T100000Z", "RRULE:FREQ=WEEKLY"]), now: Self.now))
         #expect(!filter.includes(Self.object("VEVENT", ["DTSTART:20200101T100000Z", "RRULE:FREQ=WEEKLY;UNTIL=20210101T000000Z"]), now: Self.now))
@@ -51,6 +52,32 @@ import Testing
         #expect(!filter.includes(Self.object("VEVENT", ["DTSTART:20250101T100000Z", "RRULE:FREQ=DAILY;INTERVAL=30;COUNT=19"]), now: Self.now))
         // Not started yet.
         #expect(!filter.includes(Self.object("VEVENT", ["DTSTART:20280101T100000Z", "RRULE:FREQ=DAILY"]), now: Self.now))
+        // A yearly rule whose instances all miss the range, although its span covers it.
+        #expect(!filter.includes(Self.object("VEVENT", ["DTSTART:20200301T100000Z", "DTEND:20200301T110000Z", "RRULE:FREQ=YEARLY"]), now: Self.now))
+        // An instance that starts before the range and lasts into it.
+        #expect(filter.includes(Self.object("VEVENT", ["DTSTART:20261020T100000Z", "DURATION:P10D", "RRULE:FREQ=YEARLY"]), now: Self.now))
+    }
+
+    /// The cases a hand-written filter got wrong: every recurrence source counts.
+    @Test func rdatesExdatesAndMovedInstancesCount() {
+        let filter = Self.month
+        // A date added by RDATE falls in the range.
+        #expect(filter.includes(Self.object("VEVENT", ["DTSTART:20240101T100000Z", "DTEND:20240101T110000Z", "RDATE:20261201T100000Z"]), now: Self.now))
+        // The only instance in range is excluded.
+        #expect(!filter.includes(Self.object("VEVENT", ["DTSTART:20261124T100000Z", "RRULE:FREQ=DAILY;COUNT=1", "EXDATE:20261124T100000Z"]), now: Self.now))
+        // A series long over, one of whose instances was moved into the range.
+        #expect(filter.includes(Self.series(master: ["DTSTART:20250101T100000Z", "DTEND:20250101T110000Z", "RRULE:FREQ=WEEKLY;COUNT=3"],
+                                            moved: ["RECURRENCE-ID:20250108T100000Z", "DTSTART:20261201T100000Z", "DTEND:20261201T110000Z"]), now: Self.now))
+        // A series whose only instance in range was moved out of it.
+        #expect(!filter.includes(Self.series(master: ["DTSTART:20261201T100000Z", "DTEND:20261201T110000Z", "RRULE:FREQ=DAILY;COUNT=1"],
+                                             moved: ["RECURRENCE-ID:20261201T100000Z", "DTSTART:20240101T100000Z", "DTEND:20240101T110000Z"]), now: Self.now))
+    }
+
+    /// Local times are read in their own zone: the range ends 2027-01-23T12:00Z, 07:00 in New York.
+    @Test func timesAreReadInTheirZones() {
+        let filter = Self.month
+        #expect(filter.includes(Self.object("VEVENT", ["DTSTART;TZID=America/New_York:20270123T060000"]), now: Self.now))
+        #expect(!filter.includes(Self.object("VEVENT", ["DTSTART;TZID=America/New_York:20270123T080000"]), now: Self.now))
     }
 
     @Test func tasksAndJournalsFollowRFC4791() {
@@ -60,6 +87,14 @@ import Testing
         #expect(!filter.includes(Self.object("VTODO", ["DUE:20250101T000000Z"]), now: Self.now))
         #expect(!filter.includes(Self.object("VJOURNAL", ["SUMMARY:no date"]), now: Self.now))
         #expect(filter.includes(Self.object("VJOURNAL", ["DTSTART;VALUE=DATE:20261124"]), now: Self.now))
+        #expect(!filter.includes(Self.object("VJOURNAL", ["DTSTART:20250101T100000Z"]), now: Self.now))
+        // A task completed long ago, with nothing else to place it: out of range (§9.9).
+        #expect(!filter.includes(Self.object("VTODO", ["COMPLETED:20250101T000000Z"]), now: Self.now))
+        #expect(filter.includes(Self.object("VTODO", ["COMPLETED:20261201T000000Z"]), now: Self.now))
+        #expect(!filter.includes(Self.object("VTODO", ["CREATED:20270201T000000Z"]), now: Self.now))
+        // Started before the range, due after it: it spans the range.
+        #expect(filter.includes(Self.object("VTODO", ["DTSTART:20260101T000000Z", "DUE:20271231T000000Z"]), now: Self.now))
+        #expect(!filter.includes(Self.object("VTODO", ["DTSTART:20260101T000000Z", "DUE:20260201T000000Z"]), now: Self.now))
     }
 
     @Test func componentsChooseTheTypeWithOrWithoutARange() {
@@ -72,13 +107,13 @@ import Testing
         #expect(!Self.month.includes("BEGIN:VCARD\r\nEND:VCARD\r\n", now: Self.now))
     }
 
-    @Test func durationsAndDatesParse() {
-        #expect(CalendarFilter.icalDuration("PT1H30M") == 5_400)
-        #expect(CalendarFilter.icalDuration("P2W") == 1_209_600)
-        #expect(CalendarFilter.icalDuration("-P1D") == -86_400)
-        #expect(CalendarFilter.icalDuration("P1X") == nil)
-        #expect(CalendarFilter.date("20261124") == CalendarFilter.date("20261124T000000Z"))
-        #expect(CalendarFilter.date("2026112") == nil)
+    @Test func theQueryNamesTheRangeInUTC() {
         #expect(CalendarFilter.utc(Self.now) == "20261124T120000Z")
+    }
+
+    /// A VCALENDAR with a recurring master and one moved instance (same UID).
+    static func series(master: [String], moved: [String]) -> String {
+        (["BEGIN:VCALENDAR", "VERSION:2.0", "BEGIN:VEVENT", "UID:s"] + master + ["END:VEVENT", "BEGIN:VEVENT", "UID:s"] + moved
+            + ["END:VEVENT", "END:VCALENDAR"]).joined(separator: "\r\n")
     }
 }
