@@ -54,13 +54,19 @@ struct DAVDiscoveryServerTests {
         #expect(fromPrincipal.principalURL == fromRoot.principalURL)
     }
 
+    /// From a collection's URL, as from any start, the account's collections are all listed
+    /// (through the `current-user-principal` the collection names), the start first; a
+    /// `caldav` store there syncs that one.
     @Test(arguments: DAVServer.Kind.available)
-    func aCollectionURLIsTheAccountsOnlyCollection(_ kind: DAVServer.Kind) throws {
+    func aCollectionURLLeadsToTheWholeAccountAndComesFirst(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer.shared(kind)
         let account = try account(server, from: server.calendarURL)
+        let fromRoot = try self.account(server, from: server.baseURL + "/")
         #expect(account.startedAtCollection)
-        #expect(account.collections.map(\.url) == [server.calendarURL])
+        #expect(account.collections.first?.url == server.calendarURL)
         #expect(account.collections.first?.content == .calendar)
+        #expect(Set(account.collections.map(\.url)) == Set(fromRoot.collections.map(\.url)))
+        #expect(account.principalURL == fromRoot.principalURL)
         let report = DiscoveryReport(store: server.store(.caldav, url: server.calendarURL), result: .success(account))
         guard case .syncsCollection(let url) = report.verdict else {
             Issue.record("a calendar store at its calendar's URL: \(report.verdict)")

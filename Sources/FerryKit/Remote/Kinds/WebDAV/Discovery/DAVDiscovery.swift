@@ -9,7 +9,8 @@ import Logging
 /// 1. **Context.** A start URL without a path goes to the well-known URL first (redirects
 ///    followed); a well-known URL the server does not have (404, 405, 501...) falls back to
 ///    the start URL. PROPFIND Depth 0 asks it for `current-user-principal`, the home sets and
-///    the resource type. A collection there is the account's only collection.
+///    the resource type. A collection there is listed first; the account's other collections
+///    follow through the `current-user-principal` it names (without one, it is the only one).
 /// 2. **Principal.** PROPFIND Depth 0 of the principal for `addressbook-home-set` and
 ///    `calendar-home-set`, once per principal, and its scheduling inbox and outbox, which
 ///    are left out of the listing.
@@ -103,7 +104,7 @@ public final class DAVDiscovery: RemoteSessionDelegate {
     // MARK: - Steps
 
     private func nextContent() {
-        guard !remaining.isEmpty, !account.startedAtCollection else { return finish() }
+        guard !remaining.isEmpty else { return finish() }
         let content = remaining.removeFirst()
         guard Self.isServerRoot(store.url), let wellKnown = Self.wellKnownURL(store.url, content: content) else {
             return askContext(store.url, content: content)
@@ -130,13 +131,15 @@ public final class DAVDiscovery: RemoteSessionDelegate {
         if account.contextURL == account.startURL { account.contextURL = url }
         if let resource { noteScheduling(resource, answeredAt: url) }
         let types = resource?.resourceTypes ?? []
-        if types.contains(DAVName.addressBook) || types.contains(DAVName.calendar) {
-            account.startedAtCollection = true
-            if let resource { take(resource, answeredAt: url, home: nil) }
-            return finish()
-        }
         let principal = resource?[DAVName.dav + "current-user-principal"]?.hrefs.first.flatMap { Self.resolve($0, against: url) }
             ?? (types.contains(DAVName.principal) ? url : nil)
+        if types.contains(DAVName.addressBook) || types.contains(DAVName.calendar) {
+            // The collection comes first (a carddav or caldav store syncs it); the rest of the
+            // account is listed through the principal it names, as from any other start.
+            account.startedAtCollection = true
+            if let resource { take(resource, answeredAt: url, home: nil) }
+            guard principal != nil else { return finish() }
+        }
         if let principal { account.principalURL = account.principalURL ?? principal }
         let homes = (resource?[Self.homeSet(content)]?.hrefs ?? []).compactMap { Self.resolve($0, against: url) }
         if !homes.isEmpty { return list(homes, content: content) }
