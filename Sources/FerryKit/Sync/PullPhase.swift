@@ -188,6 +188,14 @@ final class PullPhase: RemoteSourceSink {
     func source(_ source: any RemoteSource, didProduce batch: ChangeBatch) throws {
         guard case .pulling(var pull) = state else { return }
         var batch = batch
+        if let cursor = batch.cursor, Self.carriesSecret(cursor, store.secrets) {
+            // A cursor is stored and shown by `ferry status`: one that carries a credential (a
+            // server quoting a token into its sync token or link) is refused, not stored.
+            let failure = SyncError(.malformedResponse, store: store.name, url: batch.origin.redactingSecrets(store.secrets),
+                                    message: "the server's cursor carries one of the store's credentials; it is not stored")
+            fail(failure)
+            throw failure
+        }
         // A staged rebuild's cursor, and that of a DAV pull whose cursor vouches for its
         // sweep, commit with the switch or the sweep, never before it.
         if pull.isStaging || (pull.sweep.isMarking && store.kind.reportsDeletions), let cursor = batch.cursor {
@@ -276,6 +284,11 @@ final class PullPhase: RemoteSourceSink {
     func source(_ source: any RemoteSource, didFailWith error: SyncError) {
         guard case .pulling = state else { return }
         fail(error)
+    }
+
+    /// Whether `cursor` holds one of `secrets` or a secret fetched at run time.
+    static func carriesSecret(_ cursor: String, _ secrets: [Secret]) -> Bool {
+        cursor.redactingSecrets(secrets) != cursor
     }
 
     // MARK: - The end of a pull

@@ -61,3 +61,14 @@ struct PassPlannerTests {
         #expect(!PassPlanner.plan(Self.facts { $0.hasCursor = true }).fillsEmptyTable)
     }
 }
+
+/// A cursor is stored in the replica and shown by `ferry status`: one that carries a
+/// credential, configured or fetched at run time, is refused.
+@Suite struct CursorSecretTests {
+    @Test func aCursorCarryingACredentialIsRefused() {
+        let key = Secret("s3cr3t-api-key-value", source: "test")
+        #expect(PullPhase.carriesSecret("https://dav.example.com/sync/s3cr3t-api-key-value/42", [key]))
+        #expect(!PullPhase.carriesSecret("https://dav.example.com/sync/42", [key]))
+        #expect(!PullPhase.carriesSecret(#"{"highWater":"2026-11-27T10:00:00Z"}"#, [key]))
+    }
+}
