@@ -79,6 +79,27 @@ struct PushContractTests {
         }
     }
 
+    /// Found by the model driver on the JSON server under load: the id of a record another
+    /// client deleted went to a new record of ours, while an update of the old record was
+    /// queued; the update was taken for a write to the new record and overwrote it. The
+    /// update meets the delete (by the policy), the new record stays.
+    @Test(arguments: Kind.installed, ConflictPolicy.allCases)
+    func aQueuedUpdateOfARecordWhoseIdWentToANewOneMeetsTheDelete(_ kind: Kind, _ policy: ConflictPolicy) throws {
+        try Self.run(kind, policy: policy) { _ in
+            [.localInsert(key: "a", value: "v1"), .settle(seed: 1),
+             .localInsert(key: "b", value: "v2"), .otherDelete(key: "a"), .localUpdate(key: "a", value: "v3"), .settle(seed: 2)]
+        }
+    }
+
+    /// Found by the model driver: a create whose answer was lost, then the row deleted here;
+    /// what the create made on the server goes too.
+    @Test(arguments: Kind.installed)
+    func aCreateDeletedAfterItsAnswerWasLostLeavesNothing(_ kind: Kind) throws {
+        try Self.run(kind) { _ in
+            [.localInsert(key: "a", value: "v1"), .lostAnswer, .localDelete(key: "a"), .settle(seed: 1)]
+        }
+    }
+
     @Test(arguments: Kind.installed)
     func aRefusalWaitsWithItsReasonUntilTheRowIsFixed(_ kind: Kind) throws {
         try Self.run(kind) { _ in

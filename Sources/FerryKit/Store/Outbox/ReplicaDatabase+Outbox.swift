@@ -205,7 +205,7 @@ extension ReplicaDatabase {
             try refuse.run()
             return nil
         case .accepted(let record):
-            try accept(change, record: record, in: prepared, at: now)
+            try accept(change, record: record, madeNow: change.operation == .create && change.sent == nil, in: prepared, at: now)
             if confirmingCreates, change.operation == .create, let record { try awaitConfirmation(of: record.id, in: prepared, at: now) }
             return nil
         case .acceptedEarlierSend(let record, let sent):
@@ -257,8 +257,8 @@ extension ReplicaDatabase {
 
     /// `keepingLocalBody`: the remote holds an earlier send; the row's body is newer and stays
     /// queued on top of it.
-    private func accept(_ change: LocalChange, record: RemoteRecord?, keepingLocalBody: Bool = false, in prepared: PreparedStore,
-                        at now: Double) throws(SQLiteError) {
+    private func accept(_ change: LocalChange, record: RemoteRecord?, keepingLocalBody: Bool = false, madeNow: Bool = false,
+                        in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
         let table = quoted(prepared.definition.name)
         let read = try connection.prepare("SELECT generation FROM ferry_outbox WHERE store_id = ?1 AND id = ?2")
         try read.bind(prepared.storeID, at: 1)
@@ -270,7 +270,8 @@ extension ReplicaDatabase {
         if let record {
             // The remote assigned the id: the placeholder row and its entry take it (or fold into
             // the record's own row, written here later, which then stays queued on top).
-            if record.id != change.id, !(try adoptRemoteID(record.id, for: change.id, in: prepared)) { newerLocalWrite = true }
+            if record.id != change.id,
+               !(try adoptRemoteID(record.id, for: change.id, in: prepared, madeNow: madeNow, at: now)) { newerLocalWrite = true }
             // A newer local write keeps its body; the version is the remote's either way, so
             // the next push of it is conditional on what this one made.
             let sql = newerLocalWrite
@@ -333,9 +334,20 @@ extension ReplicaDatabase {
     /// that id (a server that hands a deleted record's id to a new one), or one the new row
     /// replaces.
     /// Returns false when the record's own row stayed (its local change was the later one).
+    ///
+    /// `madeNow`: the remote made the record just now, for this create (not an earlier send of
+    /// it, nor another writer's record under an id the create chose). A row of ours at that id
+    /// then stood for another record, one the remote no longer has: a server that hands a
+    /// deleted record's id to a new one. That row's queued write is no write to the new record:
+    /// it moves to a placeholder of its own and meets the delete as any write meets one
+    /// (``settleOnDeletedRecord(_:in:at:)``), and the new record takes the id.
     @discardableResult
-    func adoptRemoteID(_ remoteID: String, for placeholder: String, in prepared: PreparedStore) throws(SQLiteError) -> Bool {
+    func adoptRemoteID(_ remoteID: String, for placeholder: String, in prepared: PreparedStore, madeNow: Bool = false,
+                       at now: Double = Date().timeIntervalSince1970) throws(SQLiteError) -> Bool {
         let table = quoted(prepared.definition.name)
+        if madeNow, let moved = try moveAside(remoteID, in: prepared) {
+            try settleOnDeletedRecord(moved, in: prepared, at: now)
+        }
         let entries = try connection.prepare("""
             SELECT id, changed FROM ferry_outbox WHERE store_id = ?1 AND id IN (?2, ?3) AND op <> \(LocalOperation.delete.rawValue)
             """)
@@ -368,6 +380,50 @@ extension ReplicaDatabase {
         try renameEntry.bind(remoteID, at: 3)
         try renameEntry.run()
         return true
+    }
+
+    /// Moves the row `id` and its queued non-delete write to a fresh placeholder id; nil (and
+    /// nothing moved) when `id` has no such write.
+    private func moveAside(_ id: String, in prepared: PreparedStore) throws(SQLiteError) -> String? {
+        let table = quoted(prepared.definition.name)
+        let entry = try connection.prepare("""
+            SELECT 1 FROM ferry_outbox WHERE store_id = ?1 AND id = ?2 AND op <> \(LocalOperation.delete.rawValue)
+            """)
+        try entry.bind(prepared.storeID, at: 1)
+        try entry.bind(id, at: 2)
+        let queued = try entry.step()
+        entry.reset()
+        guard queued else { return nil }
+        let fresh = "local-" + (0..<10).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let rename = try connection.prepare("UPDATE \(table) SET id = ?2 WHERE id = ?1")
+        try rename.bind(id, at: 1)
+        try rename.bind(fresh, at: 2)
+        try rename.run()
+        let renameEntry = try connection.prepare("UPDATE ferry_outbox SET id = ?3 WHERE store_id = ?1 AND id = ?2")
+        try renameEntry.bind(prepared.storeID, at: 1)
+        try renameEntry.bind(id, at: 2)
+        try renameEntry.bind(fresh, at: 3)
+        try renameEntry.run()
+        return fresh
+    }
+
+    /// A queued write whose record the remote deleted (found out other than by pushing it):
+    /// decided by the store's conflict policy as a push that met the delete would be.
+    private func settleOnDeletedRecord(_ id: String, in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
+        guard let entry = try queuedEntries(of: prepared)[id] else { return }
+        let outcome = ConflictPlan.outcome(local: entry.operation, base: entry.baseVersion, held: entry.held, remote: .delete,
+                                           comparison: prepared.definition.comparison, policy: prepared.definition.writeBack.conflict)
+        switch outcome {
+        case .conflict(let resolution):
+            try resolve(id, entry: entry, remote: nil, resolution: resolution, in: prepared, at: now)
+        case .refreshHeld:
+            try refreshHeldConflict(id, remote: nil, in: prepared)
+        case .keepLocal:
+            let resolution = ConflictPlan.resolution(prepared.definition.writeBack.conflict, localDeleted: entry.operation == .delete)
+            try resolve(id, entry: entry, remote: nil, resolution: resolution, in: prepared, at: now)
+        case .bothDeleted:
+            try settleBothDeleted(id, of: prepared, at: now)
+        }
     }
 
     /// A local delete the remote made too: nothing to push, and the log records the delete the

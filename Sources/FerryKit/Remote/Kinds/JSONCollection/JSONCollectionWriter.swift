@@ -53,7 +53,7 @@ final class JSONCollectionWriter: RemoteWriter {
 
     private func pushCreate(_ change: LocalChange) {
         guard let template = templates.create else { return walk.finish(change, .refused("no push-create in the store's section")) }
-        guard let body = change.body else { return walk.finish(change, .accepted(nil)) }
+        guard let body = change.body else { return undoCreate(change, template: template) }
         guard let local = JSONValue.object(parsing: body) else { return walk.finish(change, .refused("the local body is not a JSON object")) }
         let sent = ParseFieldMerge.encode(local.filter { $0.key != options.idField })
         switch walk.willSendCreate(change, body: String(decoding: sent, as: UTF8.self)) {
@@ -73,6 +73,23 @@ final class JSONCollectionWriter: RemoteWriter {
                 return walk.finish(change, .acceptedEarlierSend(created, sent: nil))
             }
             answered(page, for: change, id: nil)
+        }
+    }
+
+    /// A create whose row was deleted here after it was sent, its answer lost: what the send
+    /// made must go too. The same send again, under the same Idempotency-Key, makes an API
+    /// that keeps keys answer with the record the first send made (or make it now, if the
+    /// first never arrived); that record is then deleted like any other, by the next round.
+    private func undoCreate(_ change: LocalChange, template: JSONPushTemplates.Template) {
+        guard change.sent != nil, let sent = change.baseBody, templates.delete != nil else { return walk.finish(change, .accepted(nil)) }
+        var request = request(template.method, template.url(store: store.url, id: nil), body: Data(sent.utf8))
+        request.headers.set("Idempotency-Key", "ferry-\(store.name)-\(change.id)")
+        send(request, for: change) { [self] page in
+            guard let made = record(page.body) else {
+                return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url,
+                                           message: "the create was answered without the record (no \(options.idField) and \(options.versionField)): Ferry cannot tell its id"))
+            }
+            walk.finish(change, .acceptedEarlierSend(made, sent: nil))
         }
     }
 
