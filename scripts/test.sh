@@ -9,7 +9,8 @@
 # (Tests/Reliability/crash_loop.py), the two-way crash loop of ferryd with local
 # writes (Tests/Reliability/push_crash_loop.py), a short libFuzzer run over the parsers
 # (scripts/fuzz.sh), the daemon suite (Tests/Reliability/daemon_suite.py), a stock Prometheus
-# scraping ferryd (Tests/System/prometheus_scrape.py), the unit files' offline checks
+# scraping ferryd (Tests/System/prometheus_scrape.py), the shipped alert rules and dashboard
+# against it (contrib/check.sh), the unit files' offline checks
 # (systemd/check-unit.sh) and the systemd system test
 # (Tests/System/systemd-test.sh, when sdbox works here). A missing dependency of the crash loop,
 # Prometheus or the system test is a skip on a developer's machine and a failure under CI=true.
@@ -59,7 +60,7 @@ cap() {
 phase "dependencies: apt"
 if ensure_apt_packages libcurl4-openssl-dev libsqlite3-dev libsystemd-dev libical-dev pkg-config \
         systemd-container sqlite3 python3-venv curl openssl git nginx-light prometheus \
-        davical postgresql-15 php-sabre-dav php-sqlite3; then
+        davical postgresql-15 php-sabre-dav php-sqlite3 sogo memcached; then
     ok "apt dependencies"
 else
     bad "apt dependencies"
@@ -179,6 +180,17 @@ case $? in
     0) ok "Prometheus scrape" ;;
     2) if is_ci; then bad "Prometheus scrape: prometheus missing"; else skipped+=("Prometheus scrape: prometheus not installed"); fi ;;
     *) bad "Prometheus scrape" ;;
+esac
+
+phase "metrics: alert rules and dashboard (contrib/check.sh)"
+# promtool check rules and promtool test rules on contrib/prometheus, then every PromQL
+# expression of the rules and of the Grafana dashboard against Debian's prometheus scraping
+# ferryd every second, with the rules loaded (≈10 s).
+FERRYD="$root/.build/debug/ferryd" timeout "$(cap 2)" bash contrib/check.sh
+case $? in
+    0) ok "alert rules and dashboard" ;;
+    2) if is_ci; then bad "alert rules and dashboard: prometheus missing"; else skipped+=("alert rules and dashboard: prometheus not installed"); fi ;;
+    *) bad "alert rules and dashboard" ;;
 esac
 
 phase "unit files: systemd/check-unit.sh (verify without warnings, exposure <= 1.5)"
