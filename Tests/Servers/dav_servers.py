@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Start a real CardDAV/CalDAV server on 127.0.0.1 for Ferry's tests: Radicale, Xandikos,
-DAViCal or sabre/dav 1.8.
+DAViCal, sabre/dav 1.8 or SOGo 5.8.
 
-    dav_servers.py --server radicale|xandikos|davical|sabredav [--cards N] [--events M] [--auth USER:PASSWORD]
+    dav_servers.py --server radicale|xandikos|davical|sabredav|sogo [--cards N] [--events M] [--auth USER:PASSWORD]
 
 Creates, in a fresh temporary directory, one address book and one calendar for one user, loaded
 with N generated vCards and M generated VEVENTs, and prints, once the server accepts connections:
@@ -13,9 +13,10 @@ with N generated vCards and M generated VEVENTs, and prints, once the server acc
     PORT n
 
 (PORT last: a reader may stop at it.) It serves until SIGTERM/SIGINT, or until the process that
-started it is gone, then stops the server (and PostgreSQL for DAViCal) and removes the directory;
-it does the same when starting fails. Every server process also gets SIGTERM (PostgreSQL SIGINT,
-its fast shutdown) from the kernel if this script dies without cleaning up.
+started it is gone, then stops the server (and PostgreSQL for DAViCal and SOGo, memcached for
+SOGo) and removes the directory; it does the same when starting fails. Every server process also
+gets SIGTERM (PostgreSQL SIGINT, its fast shutdown; sogod SIGKILL, see below) from the kernel if
+this script dies without cleaning up.
 
 radicale  (pip: $FERRY_VENV/bin or PATH) files written straight into its storage before it starts
           (a PUT per card is slow: it rescans the collection). Without --auth: no authentication;
@@ -44,11 +45,34 @@ sabredav  (apt: php-sabre-dav php-sqlite3; sabre/dav 1.8) php/sabredav_server.ph
           users table's digest hash). No sync-collection (sabre/dav has it from 2.0), no
           /.well-known answer. /addressbooks/USER/contacts/, /calendars/USER/calendar/,
           principal /principals/USER/.
+sogo      (apt: sogo memcached postgresql; SOGo 5.8 on GNUstep/SOPE) sogod itself, no Apache in
+          front, run as the package's sogo user when we are root (sogod refuses root, and
+          /etc/sogo/sogo.conf, which it always reads, is root:sogo 0640: as another user it
+          cannot start). A private
+          PostgreSQL cluster as for DAViCal, with a sogo role and database holding the SQL user
+          source (table sogo_users: c_uid, c_name, c_password plain, c_cn, mail; the user from
+          --auth, default ferry:secret; SOGo refuses empty passwords); SOGo makes its own tables
+          on first use. memcached on a unix socket in the directory, as the sogo user. sogod's
+          configuration is sogo/defaults/sogod.plist in the directory (the "sogod" defaults
+          domain, which wins over /etc/sogo/sogo.conf), found through GNUSTEP_CONFIG_FILE naming
+          sogo/GNUstep.conf there: GNUstep takes the user's home from the password database, not
+          from $HOME. Database URLs without a host, so libpq takes PGHOST (our socket). One
+          process (WOUseWatchDog NO), one request at a time: the watchdog's forked workers
+          (setsid, no death signal) outlive a killed watchdog, and the watchdog waits for them
+          forever when they ignore its SIGTERM. sogod acts on SIGTERM only when its run loop next
+          wakes, so we connect once after sending it, and the kernel sends it SIGKILL, not
+          SIGTERM, if we die. The personal address book and calendar come into being on the
+          first PROPFIND of each (the user's, HTTP Basic); the cards and events are then PUT one
+          request each, a connection each (sogod closes every connection after one answer;
+          25 cards and 5 events in about a second). /.well-known/* is not handled: sogod answers
+          it (and any path outside /SOGo/dav/) with 200 and its HTML login page.
+          /SOGo/dav/USER/Contacts/personal/, /SOGo/dav/USER/Calendar/personal/, principal
+          /SOGo/dav/USER/.
 
 Both PHP servers are one `php -S` process, answering one request at a time (its
 PHP_CLI_SERVER_WORKERS would fork workers that outlive their parent when it is killed); their
-request log is a file in the directory, shown when starting fails.
-Behavioural differences between the four that matter to a sync client: DAV-SERVERS.md.
+request log is a file in the directory (sogo.log for SOGo), shown when starting fails.
+Behavioural differences between the five that matter to a sync client: DAV-SERVERS.md.
 
 Card i has UID ferry-card-i, FN "Person i", EMAIL person-i@example.com (a second EMAIL for
 every 7th card), TEL +1-555-i, ORG "Org i;Team"; every 5th card has a long folded NOTE.
@@ -76,6 +100,9 @@ PG_BIN = "/usr/lib/postgresql/15/bin"
 DAVICAL = "/usr/share/davical"
 SABRE_SQL = "/usr/share/doc/php-sabre-dav/examples/sql"
 SABRE_REALM = "SabreDAV"
+SOGOD = "/usr/sbin/sogod"
+MEMCACHED = "/usr/bin/memcached"
+GNUSTEP_CONF = "/etc/GNUstep/GNUstep.conf"
 
 
 def tool(name):
@@ -219,9 +246,14 @@ def user_and_password(args):
 class Launch:
     """What a start_* function hands back: the server's command and where things are."""
 
-    def __init__(self, command, book, cal, principal, env=None, log=None):
+    def __init__(self, command, book, cal, principal, env=None, log=None, user=None, ready=None,
+                 death_signal=signal.SIGTERM, after_terminate=None):
         self.command, self.book, self.cal, self.principal = command, book, cal, principal
         self.env, self.log = env, log
+        self.user = user  # a pwd entry to run the server as (None: as we are)
+        self.ready = ready  # called with the port once the server listens, before the paths are printed
+        self.death_signal = death_signal  # what the kernel sends the server if this script dies
+        self.after_terminate = after_terminate  # called with the port after the server got SIGTERM
 
 
 def start_radicale(root, port, args, cleanups):
@@ -294,7 +326,7 @@ def start_postgres(root, cleanups):
     """A private PostgreSQL 15 cluster in root/pg, on a unix socket there and no TCP port;
     returns the socket directory. Run as the postgres user when we are root (initdb refuses root)."""
     import pwd
-    require_files("davical", "postgresql", os.path.join(PG_BIN, "initdb"))
+    require_files("PostgreSQL 15", "postgresql", os.path.join(PG_BIN, "initdb"))
     pgdir = os.path.join(root, "pg")
     data = os.path.join(pgdir, "data")
     log = os.path.join(root, "postgresql.log")
@@ -393,7 +425,154 @@ def start_sabredav(root, port, args, cleanups):
                   env=php_server_env({"FERRY_SABREDAV_DB": db}), log=os.path.join(root, "php.log"))
 
 
-SERVERS = {"radicale": start_radicale, "xandikos": start_xandikos, "davical": start_davical, "sabredav": start_sabredav}
+def sogo_gnustep_conf(home):
+    """A copy of the system's GNUstep.conf whose user defaults (and other per-user directories)
+    are in `home`: GNUstep takes the user's home from the password database, not from $HOME, so
+    GNUSTEP_CONFIG_FILE naming this file is what keeps sogod off ~sogo (/run/sogo)."""
+    lines = []
+    with open(GNUSTEP_CONF) as f:
+        for line in f.read().splitlines():
+            key, eq, value = line.partition("=")
+            if eq and key.startswith("GNUSTEP_USER_DIR") and not value.startswith("/"):
+                line = f"{key}={os.path.join(home, value)}"
+            elif key == "GNUSTEP_USER_DEFAULTS_DIR":
+                continue
+            lines.append(line)
+    lines.append(f"GNUSTEP_USER_DEFAULTS_DIR={os.path.join(home, 'defaults')}")
+    path = os.path.join(home, "GNUstep.conf")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def start_sogo(root, port, args, cleanups):
+    import base64
+    import http.client
+    import plistlib
+    import pwd
+    require_files("sogo", "sogo memcached", SOGOD, MEMCACHED, GNUSTEP_CONF)
+    user, password = user_and_password(args)
+    # sogod refuses root ("Don't run SOGo as root!"); the package's system user owns nothing of
+    # ours but can read /etc/sogo/sogo.conf (root:sogo 0640), which sogod always reads.
+    run_as = pwd.getpwnam("sogo") if os.geteuid() == 0 else None
+    pgdir = start_postgres(root, cleanups)
+    home = os.path.join(root, "sogo")
+    os.makedirs(os.path.join(home, "defaults"))
+    if run_as:
+        for directory in (home, os.path.join(home, "defaults")):
+            os.chown(directory, run_as.pw_uid, run_as.pw_gid)
+    log = os.path.join(root, "sogo.log")
+
+    # The database: SOGo makes its own tables (profiles, folder info, sessions, and three tables
+    # per collection) on first use; we make the role, the database and the SQL user source.
+    env = dict(os.environ, PGHOST=pgdir, PGOPTIONS="--client-min-messages=warning")
+    psql = [os.path.join(PG_BIN, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"]
+    run_step("creating SOGo's database", psql + ["-U", "postgres", "-d", "postgres",
+                                                  "-c", "CREATE ROLE sogo LOGIN", "-c", "CREATE DATABASE sogo OWNER sogo"],
+             env=env, cwd=root)
+    users = ("CREATE TABLE sogo_users (c_uid varchar(255) PRIMARY KEY, c_name varchar(255), "
+             "c_password varchar(255), c_cn varchar(255), mail varchar(255));\n"
+             "INSERT INTO sogo_users VALUES (:'uid', :'uid', :'password', 'Ferry Tests', :'mail');\n")
+    run_step("SOGo's user table", psql + ["-U", "sogo", "-d", "sogo", "-v", f"uid={user}", "-v", f"password={password}",
+                                          "-v", f"mail={user}@example.com"],
+             input=users.encode(), env=env, cwd=root)
+
+    # memcached on a unix socket in the directory (SOGo caches users, sessions and ACLs there).
+    memcached_socket = os.path.join(home, "memcached.sock")
+    memcached_log = os.path.join(root, "memcached.log")
+    with open(memcached_log, "w") as out:
+        memcached = subprocess.Popen([MEMCACHED, "-s", memcached_socket, "-a", "0700", "-m", "16", "-t", "1"],
+                                     stdout=out, stderr=out, cwd=home, preexec_fn=child_setup(user=run_as))
+
+    def stop_memcached():
+        if memcached.poll() is None:
+            memcached.terminate()
+            try:
+                memcached.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                memcached.kill()
+                memcached.wait()
+    cleanups.append(stop_memcached)
+    deadline = time.time() + 10
+    while not os.path.exists(memcached_socket):
+        if memcached.poll() is not None or time.time() > deadline:
+            sys.stderr.write("memcached did not start\n")
+            show_log(memcached_log)
+            sys.exit(1)
+        time.sleep(0.02)
+
+    # sogod's own defaults (the "sogod" domain), which win over /etc/sogo/sogo.conf; the host-less
+    # database URLs make libpq take PGHOST, the socket directory of our PostgreSQL.
+    db = "postgresql://sogo@/sogo"
+    defaults = {
+        "SOGoProfileURL": f"{db}/sogo_user_profile",
+        "OCSFolderInfoURL": f"{db}/sogo_folder_info",
+        "OCSSessionsFolderURL": f"{db}/sogo_sessions_folder",
+        "OCSEMailAlarmsFolderURL": f"{db}/sogo_alarms_folder",
+        "SOGoUserSources": [{"type": "sql", "id": "users", "viewURL": f"{db}/sogo_users", "canAuthenticate": "YES",
+                             "isAddressBook": "NO", "userPasswordAlgorithm": "plain"}],
+        "SOGoMemcachedHost": memcached_socket,
+        "SOGoTimeZone": "UTC",
+        "SOGoMailDomain": "example.com",
+        "SOGoAppointmentSendEMailNotifications": "NO",
+        "SOGoEnableEMailAlarms": "NO",
+        # One process, no watchdog: the watchdog's workers (setsid, no death signal) outlive it
+        # when it is killed, and it waits for them forever when they do not exit on SIGTERM. One
+        # request at a time, as DAViCal and sabre/dav here; queued, not refused, when more come.
+        "WOUseWatchDog": "NO",
+        "WOListenQueueSize": "64",
+        "SxVMemLimit": "0",  # no restart above 384 MB: without the watchdog, that would be the end
+    }
+    with open(os.path.join(home, "defaults", "sogod.plist"), "wb") as f:
+        plistlib.dump(defaults, f)
+    sogo_env = dict(os.environ, GNUSTEP_CONFIG_FILE=sogo_gnustep_conf(home), PGHOST=pgdir, HOME=home)
+    command = [SOGOD, "-WOPort", f"127.0.0.1:{port}", "-WONoDetach", "YES", "-WOLogFile", "-",
+               "-WOPidFile", os.path.join(home, "sogod.pid")]
+    book, cal = f"/SOGo/dav/{user}/Contacts/personal/", f"/SOGo/dav/{user}/Calendar/personal/"
+
+    def load(port):
+        """SOGo makes the user's personal address book and calendar on first access: a PROPFIND
+        of each, then a PUT per card and event (a connection each: sogod closes it after every
+        answer, without saying so)."""
+        authorization = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+        def request(method, path, body, expect, **headers):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            try:
+                connection.request(method, path, body=body, headers=dict(headers, Authorization=authorization))
+                response = connection.getresponse()
+                status, data = response.status, response.read()
+            except (OSError, http.client.HTTPException) as error:
+                status, data = None, str(error).encode()
+            finally:
+                connection.close()
+            if status not in expect:
+                sys.stderr.write(f"SOGo: {method} {path}: {status}\n{data.decode(errors='replace')[:2000]}\n")
+                show_log(log)
+                sys.exit(1)
+
+        for path in (book, cal):
+            request("PROPFIND", path, b'<?xml version="1.0"?><propfind xmlns="DAV:"><prop><resourcetype/></prop></propfind>',
+                    (207,), Depth="0", **{"Content-Type": "application/xml"})
+        for i in range(args.cards):
+            request("PUT", f"{book}card-{i}.vcf", vcard(i).encode(), (201,), **{"Content-Type": "text/vcard"})
+        for j in range(args.events):
+            request("PUT", f"{cal}event-{j}.ics", vevent(j).encode(), (201,), **{"Content-Type": "text/calendar"})
+
+    def wake(port):
+        """sogod acts on SIGTERM only once its run loop wakes up: a connection wakes it."""
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            pass
+
+    # SIGKILL if we die: sogod would wait for a request that never comes.
+    return Launch(command, book, cal, f"/SOGo/dav/{user}/", env=sogo_env, log=log, user=run_as, ready=load,
+                  death_signal=signal.SIGKILL, after_terminate=wake)
+
+
+SERVERS = {"radicale": start_radicale, "xandikos": start_xandikos, "davical": start_davical, "sabredav": start_sabredav,
+           "sogo": start_sogo}
 
 
 def main():
@@ -404,8 +583,8 @@ def main():
     parser.add_argument("--server", choices=sorted(SERVERS), required=True)
     parser.add_argument("--cards", type=int, default=10)
     parser.add_argument("--events", type=int, default=5)
-    parser.add_argument("--auth", help="USER:PASSWORD (Radicale: htpasswd plain, none without it; DAViCal and "
-                                       "sabre/dav: the user, default ferry:secret; Xandikos: ignored)")
+    parser.add_argument("--auth", help="USER:PASSWORD (Radicale: htpasswd plain, none without it; DAViCal, "
+                                       "sabre/dav and SOGo: the user, default ferry:secret; Xandikos: ignored)")
     parser.add_argument("--dir", help="use this directory instead of a fresh temporary one (kept)")
     parser.add_argument("--collections", type=int, default=1,
                         help="Xandikos only: this many address books (each with --cards cards) and this many "
@@ -432,8 +611,8 @@ def main():
 
     root = args.dir or tempfile.mkdtemp(prefix=f"ferry-{args.server}-")
     port = free_port()
-    process = None
-    cleanups = []  # run last to first: PostgreSQL for DAViCal
+    process = launch = None
+    cleanups = []  # run last to first: PostgreSQL for DAViCal and SOGo, memcached for SOGo
 
     def on_signal(*_):
         raise SystemExit(0)
@@ -445,11 +624,13 @@ def main():
         if launch.log:
             with open(launch.log, "w") as log:
                 process = subprocess.Popen(launch.command, stdout=log, stderr=log, env=launch.env, cwd=root,
-                                           preexec_fn=child_setup())
+                                           preexec_fn=child_setup(launch.death_signal, user=launch.user))
         else:
             process = subprocess.Popen(launch.command, stdout=subprocess.DEVNULL, stderr=sys.stderr, env=launch.env,
-                                       preexec_fn=child_setup())
+                                       preexec_fn=child_setup(launch.death_signal, user=launch.user))
         wait_listening(port, process, log=launch.log)
+        if launch.ready:
+            launch.ready(port)
         proxied = args.no_sync_collection or args.truncate_sync or args.query
         public_port = start_proxy(port, args.no_sync_collection, args.truncate_sync, args.query, args.query_keep) \
             if proxied else port
@@ -464,6 +645,8 @@ def main():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if process is not None and process.poll() is None:
             process.terminate()
+            if launch.after_terminate:
+                launch.after_terminate(port)
             try:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:

@@ -183,12 +183,15 @@ struct CalendarFilterServerTests {
         case .xandikos: ["rdate-in.ics"]
         // DAViCal matches no VTODO placed by COMPLETED alone.
         case .davical: ["completed-this-week.ics"]
+        // SOGo judges a recurring event by where its series ends, not by its instances, and
+        // matches a task without DTSTART whatever the range.
+        case .sogo: ["yearly-miss.ics", "moved-out.ics", "completed-long-ago.ics"]
         }
     }
 
     /// The same objects judged by the server's calendar-query and by the filter here: they
     /// agree on every object, but for the departures each server is known for.
-    @Test(arguments: DAVServer.Kind.available)
+    @Test(arguments: DAVServer.Kind.accountServers)
     func theFilterHereAnswersAsTheServersQuery(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer(kind, cards: 0, events: 0)
         defer { server.stop() }
@@ -196,8 +199,8 @@ struct CalendarFilterServerTests {
         for (name, body) in panel {
             do {
                 try server.put(server.calendarPath + name, body, contentType: "text/calendar; charset=utf-8")
-            } catch where name.hasPrefix("journal-") && kind == .sabredav {
-                // sabre/dav's default calendar takes events and tasks only.
+            } catch where name.hasPrefix("journal-") && (kind == .sabredav || kind == .sogo) {
+                // sabre/dav's and SOGo's default calendars take events and tasks only.
                 panel[name] = nil
             }
         }

@@ -15,7 +15,7 @@ import FerryTestSupport
 /// How the four differ for a sync client: `Tests/Servers/DAV-SERVERS.md`.
 final class DAVServer: @unchecked Sendable {
     enum Kind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-        case radicale, xandikos, davical, sabredav
+        case radicale, xandikos, davical, sabredav, sogo
         var testDescription: String { rawValue }
 
         /// The servers with sync-collection installed here (all three in CI, where a missing
@@ -25,6 +25,10 @@ final class DAVServer: @unchecked Sendable {
         static let everyServer: [Kind] = [.radicale, .xandikos, .davical, .sabredav]
         /// Every server installed here (every one in CI, where a missing one fails).
         static var available: [Kind] { everyServer.filter(\.shouldRun) }
+        /// The servers the discovery, account and calendar-filter suites run against: every
+        /// one, and SOGo (a groupware server whose stock account has an address book and a
+        /// calendar both named `personal`, and whose calendar is also the scheduling outbox).
+        static var accountServers: [Kind] { (everyServer + [.sogo]).filter(\.shouldRun) }
         /// The servers with RFC 6578 sync-collection (sabre/dav 1.8 has none: Ferry's PROPFIND
         /// fallback path).
         static let syncCollectionServers: [Kind] = [.radicale, .xandikos, .davical]
@@ -41,6 +45,9 @@ final class DAVServer: @unchecked Sendable {
             case .sabredav:
                 return FileManager.default.fileExists(atPath: "/usr/share/php/Sabre/autoload.php")
                     && Shell.succeeds(["php", "-r", "exit(extension_loaded('pdo_sqlite') ? 0 : 1);"])
+            case .sogo:
+                return FileManager.default.fileExists(atPath: "/usr/sbin/sogod") && FileManager.default.fileExists(atPath: "/usr/bin/memcached")
+                    && FileManager.default.fileExists(atPath: "/usr/lib/postgresql/15/bin/postgres")
             }
         }
 
@@ -74,6 +81,10 @@ final class DAVServer: @unchecked Sendable {
     let calendarPath: String
     let principalPath: String
     var addressBookURL: String { baseURL + addressBookPath }
+    /// Where discovery of the whole account starts: the server's root, or for SOGo (whose
+    /// root and well-known URLs answer its web application's login page without the proxy
+    /// that would redirect them) its DAV root.
+    var accountURL: String { baseURL + (kind == .sogo ? "/SOGo/dav/" : "/") }
     var calendarURL: String { baseURL + calendarPath }
 
     /// - Parameters:

@@ -32,7 +32,7 @@ struct DAVAccountServerTests {
                 database = \(database)
                 [store personal]
                 kind = dav-account
-                url = \(server.baseURL)/
+                url = \(server.accountURL)
                 username = \(DAVServer.username)
                 password = file:\(directory.path("password"))
                 """ + "\n" + extra.joined(separator: "\n") + "\n"
@@ -44,6 +44,11 @@ struct DAVAccountServerTests {
 
         func query(_ sql: String) throws -> [String] {
             try Shell.sqlite(database, sql)
+        }
+
+        /// The table the replica gave the collection at `url`.
+        func table(of url: String) throws -> String {
+            try #require(try query("SELECT store FROM ferry_collections WHERE url = '\(url)'").first, "no table for \(url)")
         }
     }
 
@@ -84,7 +89,7 @@ struct DAVAccountServerTests {
         return reports
     }
 
-    @Test(arguments: DAVServer.Kind.available)
+    @Test(arguments: DAVServer.Kind.accountServers)
     func everyCollectionIsATableOfItsOwnAndTheViewShowsThemAll(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer(kind, cards: 5, events: 3)
         defer { server.stop() }
@@ -94,9 +99,11 @@ struct DAVAccountServerTests {
         let account = try Account(server)
 
         let reports = succeeded(try account.sync())
-        let books = CollectionSelection.tableName(account: "personal", segment: server.addressBookPath.split(separator: "/").last.map(String.init) ?? "")
-        let calendar = CollectionSelection.tableName(account: "personal", segment: server.calendarPath.split(separator: "/").last.map(String.init) ?? "")
+        // SOGo's address book and calendar are both `personal`: told apart by their content.
+        let books = try account.table(of: server.addressBookURL)
+        let calendar = try account.table(of: server.calendarURL)
         let colleagues = CollectionSelection.tableName(account: "personal", segment: "work-people")
+        if kind == .sogo { #expect([books, calendar] == ["personal__personal_addressbook", "personal__personal_calendar"]) }
         #expect(Set(reports.keys) == ["personal", books, calendar, colleagues])
         #expect(reports["personal"]?.collections == 3)
         #expect(reports[books]?.counts.inserted == 5)
@@ -106,16 +113,20 @@ struct DAVAccountServerTests {
         // One table each, and the view named after the account over all of them.
         #expect(try account.query("SELECT collection, count(*) FROM personal GROUP BY collection ORDER BY collection")
             == ["\(books)|5", "\(calendar)|3", "\(colleagues)|1"].sorted())
-        #expect(try account.query("SELECT displayname FROM ferry_collections WHERE store = '\(colleagues)'") == ["Work People"])
+        // SOGo ignores the display name an extended MKCOL sets.
+        if kind != .sogo { #expect(try account.query("SELECT displayname FROM ferry_collections WHERE store = '\(colleagues)'") == ["Work People"]) }
         #expect(try account.query("SELECT json_extract(fields, '$.FN') FROM \(colleagues)") == ["Worker One"])
 
         // Nothing changed: the collections stay, and no record is written. Where the server
         // lists each collection's sync-token (all but sabre/dav), discovery's listing says so
-        // and the collections' passes make no request at all.
+        // and the collections' passes make no request at all. SOGo's tokens are whole seconds
+        // and a report's lags a change made within the current second: its listed token meets
+        // the stored one only a second after the last change, so here its passes still ask.
+        let asksNothing = kind != .sabredav && kind != .sogo
         let again = succeeded(try account.sync())
         #expect(Set(again.keys) == Set(reports.keys))
         #expect(again.values.allSatisfy { $0.counts.inserted == 0 && $0.counts.updated == 0 && $0.counts.deleted == 0 })
-        if kind != .sabredav {
+        if asksNothing {
             #expect(again.filter { $0.key != "personal" }.values.allSatisfy { $0.requests == 0 && $0.unchanged })
         }
         // One collection changes: its pass fetches the change; the others still ask nothing.
@@ -123,7 +134,7 @@ struct DAVAccountServerTests {
         let changed = succeeded(try account.sync())
         #expect(changed[colleagues]?.counts.inserted == 1)
         #expect(changed[books]?.counts.inserted == 0 && changed[calendar]?.counts.inserted == 0)
-        if kind != .sabredav {
+        if asksNothing {
             #expect(changed[colleagues].map { $0.requests > 0 } == true)
             #expect(changed[books]?.requests == 0 && changed[calendar]?.requests == 0)
         }

@@ -18,14 +18,16 @@ func discover(_ store: StoreConfiguration, contents: [WebDAVOptions.Content] = [
 
 @Suite("Discovery against every DAV server", .enabled(if: DAVServer.shouldRun, "radicale/xandikos not installed: pip install radicale xandikos into $FERRY_VENV (bash scripts/test.sh does)"))
 struct DAVDiscoveryServerTests {
+    static func trimmed(_ url: String) -> String { url.hasSuffix("/") ? String(url.dropLast()) : url }
+
     func account(_ server: DAVServer, from url: String, password: String = DAVServer.password) throws -> DAVAccount {
         try discover(server.store(password: password, url: url)).get()
     }
 
-    @Test(arguments: DAVServer.Kind.available)
+    @Test(arguments: DAVServer.Kind.accountServers)
     func findsEveryCollectionFromTheServersRoot(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer.shared(kind)
-        let account = try account(server, from: server.baseURL + "/")
+        let account = try account(server, from: server.accountURL)
         #expect(account.principalURL == server.baseURL + server.principalPath)
         #expect(!account.startedAtCollection)
         let books = account.collections.filter { $0.content == .addressBook }
@@ -40,33 +42,35 @@ struct DAVDiscoveryServerTests {
         #expect(account.unusable.isEmpty)
     }
 
-    @Test(arguments: DAVServer.Kind.available)
+    @Test(arguments: DAVServer.Kind.accountServers)
     func theWellKnownURLAndThePrincipalLeadToTheSameCollections(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer.shared(kind)
-        let fromRoot = try account(server, from: server.baseURL)
+        let fromRoot = try account(server, from: kind == .sogo ? server.accountURL : server.baseURL)
         let fromPrincipal = try account(server, from: server.baseURL + server.principalPath)
         // sabre/dav 1.8 has no well-known URLs (404): from the root, discovery asks the root.
-        if kind != .sabredav {
+        // SOGo's answer its login page (its proxy would redirect them).
+        if kind != .sabredav, kind != .sogo {
             let fromWellKnown = try account(server, from: server.baseURL + "/.well-known/carddav")
             #expect(fromWellKnown.collections.map(\.url) == fromRoot.collections.map(\.url))
         }
         #expect(fromPrincipal.collections.map(\.url) == fromRoot.collections.map(\.url))
-        #expect(fromPrincipal.principalURL == fromRoot.principalURL)
+        // SOGo names its principal without the trailing slash in current-user-principal.
+        #expect(fromPrincipal.principalURL.map(Self.trimmed) == fromRoot.principalURL.map(Self.trimmed))
     }
 
     /// From a collection's URL, as from any start, the account's collections are all listed
     /// (through the `current-user-principal` the collection names), the start first; a
     /// `caldav` store there syncs that one.
-    @Test(arguments: DAVServer.Kind.available)
+    @Test(arguments: DAVServer.Kind.accountServers)
     func aCollectionURLLeadsToTheWholeAccountAndComesFirst(_ kind: DAVServer.Kind) throws {
         let server = try DAVServer.shared(kind)
         let account = try account(server, from: server.calendarURL)
-        let fromRoot = try self.account(server, from: server.baseURL + "/")
+        let fromRoot = try self.account(server, from: server.accountURL)
         #expect(account.startedAtCollection)
         #expect(account.collections.first?.url == server.calendarURL)
         #expect(account.collections.first?.content == .calendar)
         #expect(Set(account.collections.map(\.url)) == Set(fromRoot.collections.map(\.url)))
-        #expect(account.principalURL == fromRoot.principalURL)
+        #expect(account.principalURL.map(Self.trimmed) == fromRoot.principalURL.map(Self.trimmed))
         let report = DiscoveryReport(store: server.store(.caldav, url: server.calendarURL), result: .success(account))
         guard case .syncsCollection(let url) = report.verdict else {
             Issue.record("a calendar store at its calendar's URL: \(report.verdict)")
@@ -136,7 +140,9 @@ struct DAVDiscoveryFaultTests {
         guard let error = failure(result) else { return }
         #expect(error.kind == .malformedResponse)
         #expect(error.message.contains("HTML page"))
-        #expect(error.position == DiscoveryStep.wellKnown.description)
+        // A well-known URL answered with a page is taken for one the server lacks (SOGo without
+        // its proxy's redirect): the start URL is asked, and its page is the error.
+        #expect(error.position == DiscoveryStep.context.description)
     }
 
     @Test func aPrincipalWithoutHomeSetsIsAnErrorNamingThePrincipal() throws {
@@ -181,6 +187,7 @@ struct DAVDiscoveryFaultTests {
         #expect(DiscoveryAnswer.judge(status: 207, contentType: "text/xml", step: .homeSet) == .multistatus)
         #expect(DiscoveryAnswer.judge(status: 207, contentType: nil, step: .principal) == .multistatus)
         #expect(DiscoveryAnswer.judge(status: 200, contentType: "text/html", step: .context) == .notWebDAV("an HTML page"))
+        #expect(DiscoveryAnswer.judge(status: 200, contentType: "text/html; charset=utf-8", step: .wellKnown) == .absent)
         #expect(DiscoveryAnswer.judge(status: 200, contentType: "application/json", step: .context) == .notWebDAV("application/json"))
         for status in [400, 403, 404, 405, 410, 501] {
             #expect(DiscoveryAnswer.judge(status: status, contentType: "text/plain", step: .wellKnown) == .absent)

@@ -197,10 +197,9 @@ public final class DAVDiscovery: RemoteSessionDelegate {
         if let home, Self.samePath(collectionURL, home) { return }
         guard !listedCollections.contains(collectionURL) else { return }
         let types = resource.resourceTypes
-        if types.contains(DAVName.calDAV + "schedule-inbox") || types.contains(DAVName.calDAV + "schedule-outbox")
-            || schedulingCollections.contains(where: { Self.samePath($0, collectionURL) }) { return }
         let isAddressBook = types.contains(DAVName.addressBook)
         let isCalendar = types.contains(DAVName.calendar)
+        if Self.isMailbox(types: types, namedByPrincipal: schedulingCollections.contains(where: { Self.samePath($0, collectionURL) })) { return }
         if isAddressBook && isCalendar {
             listedCollections.insert(collectionURL)
             account.unusable.append(UnusableCollection(url: collectionURL, reason: "it says it is both an address book and a calendar; Ferry cannot tell which of the two its members are"))
@@ -220,6 +219,19 @@ public final class DAVDiscovery: RemoteSessionDelegate {
         let token = resource[DAVName.dav + "sync-token"]?.text ?? ""
         collection.syncToken = token.isEmpty ? nil : token
         account.collections.append(collection)
+    }
+
+    /// Whether a listed collection is a scheduling mailbox (RFC 6638), not a calendar to sync:
+    /// typed `schedule-inbox`, typed `schedule-outbox` without also being typed a calendar, or
+    /// named by the principal's `schedule-inbox-URL`/`schedule-outbox-URL` while typed a plain
+    /// calendar (DAViCal's `.in/` and `.out/`). A collection typed both `calendar` and
+    /// `schedule-outbox` is a calendar that also serves as the outbox (SOGo's `personal`), and
+    /// is synced.
+    static func isMailbox(types: Set<String>, namedByPrincipal: Bool) -> Bool {
+        if types.contains(DAVName.calDAV + "schedule-inbox") { return true }
+        let declaresOutbox = types.contains(DAVName.calDAV + "schedule-outbox")
+        if declaresOutbox { return !types.contains(DAVName.calendar) }
+        return namedByPrincipal
     }
 
     private func finish() {
@@ -391,7 +403,8 @@ public final class DAVDiscovery: RemoteSessionDelegate {
 /// | status          | content type | step            | meaning     |
 /// |-----------------|--------------|-----------------|-------------|
 /// | 207, other 2xx  | XML or none  | any             | multistatus |
-/// | 2xx             | HTML, other  | any             | notWebDAV   |
+/// | 2xx             | HTML         | well-known      | absent (a web application's page where a proxy would redirect: SOGo) |
+/// | 2xx             | HTML, other  | any other       | notWebDAV   |
 /// | 400, 403, 404, 405, 410, 501 | any | well-known | absent   |
 /// | anything else   | any          | any             | refused     |
 enum DiscoveryAnswer: Equatable {
@@ -404,6 +417,7 @@ enum DiscoveryAnswer: Equatable {
         if (200..<300).contains(status) {
             let type = (contentType ?? "").lowercased()
             if type.isEmpty || type.contains("xml") { return .multistatus }
+            if step == .wellKnown, type.contains("html") { return .absent }
             return .notWebDAV(type.contains("html") ? "an HTML page" : "\(type.split(separator: ";").first.map(String.init) ?? type)")
         }
         if step == .wellKnown, [400, 403, 404, 405, 410, 501].contains(status) { return .absent }
