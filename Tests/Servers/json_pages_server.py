@@ -22,6 +22,21 @@ takes `since=<updated_at>` (only items with updated_at > since).
   GET /exhausted?page=P&per_page=K like /link, but every page says X-RateLimit-Remaining: 0 and
                                    X-RateLimit-Reset: now+5
   GET /loop                        {"items":[...],"next":"loop"} (a chain pointing to itself)
+  API-shaped listings (the same items, paged as each API documents it):
+  GET /wp/posts?page=P&per_page=K  WordPress: a top-level array, X-WP-Total and X-WP-TotalPages;
+                                   per_page capped at 100; a page past the last is 400
+                                   rest_post_invalid_page_number
+  GET /jira/search?startAt=S&maxResults=M
+                                   Jira: {"startAt","maxResults","total","issues":[...]};
+                                   maxResults capped at 50 whatever is asked
+  GET /stripe/customers?limit=L&starting_after=ID
+                                   Stripe: {"object":"list","data":[...],"has_more":bool};
+                                   limit capped at 100
+  GET /headercursor?cursor=C&limit=L
+                                   a top-level array; X-Next-Cursor while more follow
+  POST /admin/prepend-at {"request": N}
+                                   when the N-th listing request arrives, first add an item that
+                                   sorts before every other (a listing that moves while paged)
   The same items, writable (a REST API as Ferry's json writer expects one; ETag = the quoted
   updated_at):
   GET    /items?page=P&per_page=K  like /link
@@ -66,9 +81,16 @@ def add_item():
     return i
 
 
+PREPEND_AT = [None]
+
+
 def listing(q):
     since = q.get("since")
     with LOCK:
+        if PREPEND_AT[0] is not None and REQUESTS[0] >= PREPEND_AT[0]:
+            PREPEND_AT[0] = None
+            i = max(ITEMS, default=0) + 1
+            ITEMS[i] = {"id": i, "updated_at": "2000-01-01T00:00:00.000000", "name": "early %d" % i, "rev": 0}
         items = sorted(ITEMS.values(), key=lambda it: (it["updated_at"], it["id"]))
         if since:
             items = [it for it in items if it["updated_at"] > since]
@@ -159,6 +181,9 @@ class Handler(http_core.Handler):
                     ITEMS[i]["updated_at"] = stamp()
                     ITEMS[i]["rev"] = ITEMS[i].get("rev", 0) + 1
                 return self.send(200, {"updated": body.get("ids", [])})
+            if path == "/admin/prepend-at":
+                PREPEND_AT[0] = int(body["request"])
+                return self.send(200, {"prepend_at": PREPEND_AT[0]})
             if path == "/admin/create":
                 created = [add_item() for _ in range(int(body.get("count", 1)))]
                 return self.send(200, {"created": created})
@@ -206,6 +231,37 @@ class Handler(http_core.Handler):
             chunk = items[:limit]
             token = json.dumps([chunk[-1]["updated_at"], chunk[-1]["id"]]) if len(items) > limit else None
             return self.send(200, {"data": {"rows": chunk}, "meta": {"next_token": token}})
+        if path == "/wp/posts":
+            page = int(q.get("page", 1))
+            per = min(int(q.get("per_page", 10)), 100)
+            items = listing(q)
+            pages = max(1, -(-len(items) // per))
+            if page > pages and items:
+                return self.send(400, {"code": "rest_post_invalid_page_number",
+                                       "message": "The page number requested is larger than the number of pages available."})
+            return self.send(200, items[(page - 1) * per: page * per],
+                             [("X-WP-Total", str(len(items))), ("X-WP-TotalPages", str(pages))])
+        if path == "/jira/search":
+            start = int(q.get("startAt", 0))
+            most = min(int(q.get("maxResults", 50)), 50)
+            items = listing(q)
+            return self.send(200, {"startAt": start, "maxResults": most, "total": len(items), "issues": items[start:start + most]})
+        if path == "/stripe/customers":
+            limit = min(int(q.get("limit", 10)), 100)
+            items = listing(q)
+            after = q.get("starting_after")
+            if after:
+                place = next((n for n, it in enumerate(items) if str(it["id"]) == after), None)
+                if place is None:
+                    return self.send(400, {"error": {"type": "invalid_request_error", "message": "No such customer: '%s'" % after}})
+                items = items[place + 1:]
+            return self.send(200, {"object": "list", "url": "/v1/customers", "data": items[:limit], "has_more": len(items) > limit})
+        if path == "/headercursor":
+            limit = int(q.get("limit", 30))
+            cursor = int(q.get("cursor", 0))
+            items = listing(q)
+            headers = [("X-Next-Cursor", str(cursor + limit))] if cursor + limit < len(items) else []
+            return self.send(200, items[cursor:cursor + limit], headers)
         if path == "/ratelimited":
             return self.send(429, {"message": "API rate limit exceeded"},
                              [("Retry-After", "3"), ("X-RateLimit-Remaining", "0"),

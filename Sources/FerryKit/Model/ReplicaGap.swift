@@ -14,6 +14,9 @@ public enum ReplicaGap: Sendable, Equatable, CustomStringConvertible {
     case recordsSkipped(count: Int, sample: [String], rereadAll: Bool)
     /// The remote said how many records there are, and the pagination ended before them.
     case paginationEndedEarly(read: Int, expected: Int, hint: String)
+    /// Pages asked for by position (a page number, an offset) while records were added or
+    /// removed before them: a record may have been read twice or not at all.
+    case listingMoved(detail: String)
     /// A first sync has not finished yet (it was cancelled or failed part-way).
     case firstSyncUnfinished
     /// Local writes the remote does not have: still queued when the pass ended (written while it
@@ -39,6 +42,8 @@ public enum ReplicaGap: Sendable, Equatable, CustomStringConvertible {
                 + "; fetched again by later passes"
         case .paginationEndedEarly(let read, let expected, let hint):
             "pagination ended after \(read) of \(expected) records; \(hint)"
+        case .listingMoved(let detail):
+            "the listing changed while it was read page by page (\(detail)); the next pass reads it again"
         case .firstSyncUnfinished:
             "first sync not finished"
         case .localChangesNotPushed(let queued, let held, let refused, let reason):
@@ -56,7 +61,7 @@ public enum ReplicaGap: Sendable, Equatable, CustomStringConvertible {
     /// Whether a later pass must list every id again to close the gap.
     var needsSweep: Bool {
         switch self {
-        case .sweepSkipped, .sweepRefused, .paginationEndedEarly, .listedRecordsMissing: true
+        case .sweepSkipped, .sweepRefused, .paginationEndedEarly, .listingMoved, .listedRecordsMissing: true
         case .recordsSkipped(_, _, let rereadAll): rereadAll
         case .firstSyncUnfinished, .localChangesNotPushed, .collectionKept: false
         }

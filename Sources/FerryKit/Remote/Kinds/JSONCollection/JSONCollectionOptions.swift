@@ -10,8 +10,27 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         case nextURL(path: String)
         /// A page field holding a token sent as query parameter `param` of the first URL.
         case cursor(param: String, path: String)
+        /// `page:PARAM`: numbered pages (WordPress's `page=N`), from ``firstPage``.
+        case pageNumber(param: String)
+        /// `offset:PARAM`: the next page starts after the records read so far (Jira's
+        /// `startAt`), however many the server put on a page.
+        case offset(param: String)
+        /// `after:PARAM=FIELD`: the next page comes after the last record's id or version
+        /// (Stripe's `starting_after=<id>`).
+        case afterLast(param: String, field: String)
+        /// `header:PARAM=HEADER`: a response header carries the token for the next page.
+        case headerCursor(param: String, header: String)
         /// One page.
         case singlePage
+
+        /// Styles that ask for pages by position, so a listing that moves while it is read can
+        /// repeat or skip records (checked by ``JSONPageProducer``).
+        var isPositional: Bool {
+            switch self {
+            case .pageNumber, .offset: true
+            case .link, .nextURL, .cursor, .afterLast, .headerCursor, .singlePage: false
+            }
+        }
     }
 
     /// Where the record array is in a page ("" = the page is the array).
@@ -23,8 +42,17 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
     public var updatedParam: String?
     /// The query parameter carrying ``pageSize``.
     public var pageSizeParam: String?
-    /// Where the first page states the total count (progress and ETA).
+    /// Where the first page states the total count (progress and ETA; with `offset:`, where the
+    /// listing ends).
     public var totalPath: String?
+    /// Where a page says whether another follows (`has_more`): false ends the listing, true
+    /// goes on even after an empty page.
+    public var hasMorePath: String?
+    /// Where a page says how many pages there are (`page:`); without it the `X-Total-Pages` or
+    /// `X-WP-TotalPages` header, else an empty page, ends the listing.
+    public var totalPagesPath: String?
+    /// The number of the first page (`page:`): 1 by default, 0 for APIs that count from 0.
+    public var firstPage = 1
     public var pageSize = 1000
     public var authentication = HTTPAuthentication.none
     /// How local writes are pushed (`push-create`, `push-update`, `push-delete`).
@@ -67,10 +95,17 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
             if let parsed = Self.pagination(spec) {
                 pagination = parsed
             } else {
-                reader.problem("pagination", "\(spec.debugDescription) is not link, next-url:<path>, cursor:<param>=<path> or none")
+                reader.problem("pagination", "\(spec.debugDescription) is not one of " + Self.paginationForms)
                 valid = false
             }
         }
+        if case .afterLast(_, let field)? = Self.pagination(reader.text("pagination") ?? ""), field != idField, field != versionField {
+            reader.problem("pagination", "after: takes the records' id-field (\(idField)) or version-field (\(versionField)), not \(field)")
+            valid = false
+        }
+        hasMorePath = reader.optional("has-more-path")
+        totalPagesPath = reader.optional("total-pages-path")
+        if let first = reader.integer("first-page", default: 1, in: 0...1) { firstPage = first } else { valid = false }
         updatedParam = reader.optional("updated-param")
         pageSizeParam = reader.optional("page-size-param")
         totalPath = reader.optional("total-path")
@@ -103,14 +138,29 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
             let path = String(text.dropFirst("next-url:".count))
             return path.isEmpty ? nil : .nextURL(path: path)
         }
-        if text.hasPrefix("cursor:") {
-            let rest = text.dropFirst("cursor:".count)
+        func pair(_ prefix: String) -> (String, String)? {
+            guard text.hasPrefix(prefix) else { return nil }
+            let rest = text.dropFirst(prefix.count)
             guard let equals = rest.firstIndex(of: "=") else { return nil }
-            let param = String(rest[..<equals]), path = String(rest[rest.index(after: equals)...])
-            return param.isEmpty || path.isEmpty ? nil : .cursor(param: param, path: path)
+            let first = String(rest[..<equals]), second = String(rest[rest.index(after: equals)...])
+            return first.isEmpty || second.isEmpty ? nil : (first, second)
         }
+        func single(_ prefix: String) -> String? {
+            guard text.hasPrefix(prefix) else { return nil }
+            let param = String(text.dropFirst(prefix.count))
+            return param.isEmpty || param.contains("=") ? nil : param
+        }
+        if let (param, path) = pair("cursor:") { return .cursor(param: param, path: path) }
+        if let (param, field) = pair("after:") { return .afterLast(param: param, field: field) }
+        if let (param, header) = pair("header:") { return .headerCursor(param: param, header: header) }
+        if let param = single("page:") { return .pageNumber(param: param) }
+        if let param = single("offset:") { return .offset(param: param) }
         return nil
     }
+
+    /// Every `pagination =` form, for the message that refuses another.
+    static let paginationForms = "link, next-url:<path>, cursor:<param>=<path>, page:<param>, offset:<param>, "
+        + "after:<param>=<id or version field>, header:<param>=<header> or none"
 
     /// The page-level fields the scanner reports: the pagination's own, the total, and (for
     /// field pagination) the names APIs commonly use, to say which one a page has when the
@@ -121,9 +171,9 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         case .nextURL(let path), .cursor(_, let path):
             paths.append(path)
             paths += JSONPageProducer.commonNextFields.filter { $0 != path }
-        case .link, .singlePage: break
+        case .link, .singlePage, .pageNumber, .offset, .afterLast, .headerCursor: break
         }
-        if let totalPath, !paths.contains(totalPath) { paths.append(totalPath) }
+        for path in [totalPath, hasMorePath, totalPagesPath].compactMap(\.self) where !paths.contains(path) { paths.append(path) }
         return paths
     }
 
@@ -141,7 +191,7 @@ extension StoreKind {
     public static let json = StoreKind(
         name: "json",
         optionKeys: Set(["records-path", "id-field", "version-field", "pagination", "updated-param", "page-size-param",
-                         "total-path", "page-size", "username"]).union(JSONPushTemplates.keys),
+                         "total-path", "page-size", "username", "has-more-path", "total-pages-path", "first-page"]).union(JSONPushTemplates.keys),
         secretKeys: ["bearer-token", "password"], reportsDeletions: false, versionComparison: .ordered,
         urlSchemes: ["http", "https", "file"], fetchesByID: false, localBody: .jsonObject, pushes: true,
         readOptions: { JSONCollectionOptions(reading: &$0) })

@@ -120,6 +120,11 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
     /// out different: the listing must then name every id.
     private var rereads: [Target] = []
     private var chainLength: Int?
+    /// For pages asked for by position: the ids of the page before, and page 1's total, to
+    /// notice a listing that moves while it is read (``Pagination/isPositional``).
+    private var previousIDs: Set<String> = []
+    private var firstTotal: String?
+    private var moved: String?
 
     /// `deliver` is called on the producer's thread; it must hand the event to the pass's loop.
     init(_ setup: Setup, deliver: @escaping @Sendable (Event) -> Void) {
@@ -216,7 +221,11 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         if vouched { counted.append(target) }
         // Of an unchanged page a sweep needs the ids, and a pass between sweeps only the count.
         let listsIDs = setup.reconcile && !vouched
-        let detail: JSONRecordScanner.Detail = unchanged ? (listsIDs ? .ids : .count) : .records
+        var detail: JSONRecordScanner.Detail = unchanged ? (listsIDs ? .ids : .count) : .records
+        // The next page is asked for after the last record: its id (or version) is needed.
+        if case .afterLast(_, let field) = setup.options.pagination, detail != .records {
+            detail = field == setup.options.idField ? .ids : .records
+        }
         let scanned: JSONPage
         do {
             scanned = try setup.scanner.scan(page.body, detail: detail)
@@ -227,9 +236,10 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             return end(with: .failed(SyncError(.configuration, store: store.name, url: page.request.url, position: "page 1", message: problem)))
         }
 
+        if setup.options.pagination.isPositional, !target.isReread { notice(movementIn: scanned, number: number) }
         var nextURL: String?
         if !target.isReread {
-            switch nextPage(after: page, scanned) {
+            switch nextPage(after: page, scanned, number: number) {
             case .failure(let error): return end(with: .failed(error))
             case .success(let url): nextURL = url
             }
@@ -324,6 +334,9 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             scannedPage.endsChainAt = chainLength
             scannedPage.listingUnchanged = vouched
         }
+        if isLast, rateLimit == nil, let moved {
+            scannedPage.gaps.append(.listingMoved(detail: moved))
+        }
         if isLast, rateLimit == nil, let expectedTotal, recordsRead < expectedTotal {
             let path = setup.options.totalPath ?? "total-path"
             scannedPage.gaps.append(.paginationEndedEarly(
@@ -338,12 +351,69 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         }
     }
 
-    /// The next page's URL, nil at the end of the chain.
-    private func nextPage(after page: HTTPPageLoader.Page, _ scanned: JSONPage) -> Result<String?, SyncError> {
+    /// Notes a listing read by position that moved: an id of the page before is on this one
+    /// (records were added before it), or the total changed since page 1.
+    private func notice(movementIn scanned: JSONPage, number: Int) {
+        let ids = Set(scanned.records.compactMap(\.id))
+        if moved == nil, let repeated = ids.first(where: previousIDs.contains) {
+            moved = "record \(repeated.debugDescription) came again on page \(number)"
+        }
+        previousIDs = ids
+        guard let path = setup.options.totalPath, let total = scanned.fields[path]?.text else { return }
+        if number == 1 { firstTotal = total } else if moved == nil, let firstTotal, firstTotal != total {
+            moved = "\(path) was \(firstTotal) on page 1 and \(total) on page \(number)"
+        }
+    }
+
+    /// Whether the page says another follows (`has-more-path`); nil when it does not say.
+    private func saysMore(_ scanned: JSONPage) -> Bool? {
+        guard let path = setup.options.hasMorePath, let text = scanned.fields[path]?.text else { return nil }
+        return text == "true"
+    }
+
+    /// How many pages the listing has, by `total-pages-path` or the headers APIs use.
+    private func totalPages(_ page: HTTPPageLoader.Page, _ scanned: JSONPage) -> Int? {
+        if let path = setup.options.totalPagesPath, let text = scanned.fields[path]?.text { return Int(text) }
+        for header in ["X-Total-Pages", "X-WP-TotalPages"] {
+            if let text = page.head.headers[header], let pages = Int(text.trimmingCharacters(in: .whitespaces)) { return pages }
+        }
+        return nil
+    }
+
+    /// The next page's URL, nil at the end of the chain. Positional styles end where the page
+    /// says so (`has-more-path`), at the total (pages, or records for an offset), or at an
+    /// empty page; never at a short one, since servers cap the page size below what is asked.
+    private func nextPage(after page: HTTPPageLoader.Page, _ scanned: JSONPage, number: Int) -> Result<String?, SyncError> {
         var target: String?
-        switch setup.options.pagination {
+        let options = setup.options
+        switch options.pagination {
         case .singlePage:
             return .success(nil)
+        case .pageNumber(let param):
+            if let more = saysMore(scanned) {
+                guard more else { return .success(nil) }
+            } else {
+                guard scanned.recordCount > 0 else { return .success(nil) }
+                if let pages = totalPages(page, scanned), number >= pages { return .success(nil) }
+            }
+            target = URLQuery.setting(param, to: String(options.firstPage + number), in: setup.firstURL)
+        case .offset(let param):
+            let read = recordsRead + scanned.recordCount
+            if let more = saysMore(scanned) {
+                guard more else { return .success(nil) }
+            } else {
+                guard scanned.recordCount > 0 else { return .success(nil) }
+                if let total = options.totalPath.flatMap({ scanned.fields[$0]?.text }).flatMap({ Int($0) }), read >= total { return .success(nil) }
+            }
+            target = URLQuery.setting(param, to: String(read), in: setup.firstURL)
+        case .afterLast(let param, let field):
+            if saysMore(scanned) == false { return .success(nil) }
+            guard let last = scanned.records.last,
+                  let value = field == options.idField ? last.id : last.version, !value.isEmpty else { return .success(nil) }
+            target = URLQuery.setting(param, to: value, in: setup.firstURL)
+        case .headerCursor(let param, let header):
+            guard let token = page.head.headers[header], !token.isEmpty else { return .success(nil) }
+            target = URLQuery.setting(param, to: token, in: setup.firstURL)
         case .link:
             target = LinkHeader.target(rel: "next", in: page.head.headers.values(for: "Link"), base: page.url)
         case .nextURL(let path):
@@ -388,7 +458,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         let configured: String
         switch options.pagination {
         case .nextURL(let path), .cursor(_, let path): configured = path
-        case .link, .singlePage: return nil
+        case .link, .singlePage, .pageNumber, .offset, .afterLast, .headerCursor: return nil
         }
         guard page.fields[configured] == nil else { return nil }
         let present = commonNextFields.filter { $0 != configured && page.fields[$0]?.text?.isEmpty == false }

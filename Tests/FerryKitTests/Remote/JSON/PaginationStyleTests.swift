@@ -1,0 +1,112 @@
+import Foundation
+import Logging
+import Testing
+@testable import FerryKit
+import FerryTestSupport
+
+/// Every pagination style against a server paged as the API it imitates documents it
+/// (`json_pages_server.py`): a first sync reads every record and makes no request past the
+/// end the API states, an incremental pass reads what changed, and a listing that moves while
+/// it is read by position is reported, not silently short.
+@Suite("JSON APIs paged by number, offset, last record and header", .serialized)
+struct PaginationStyleTests {
+    /// An API shape: its path and the keys that sync it.
+    struct Shape: CustomTestStringConvertible, Sendable {
+        var name: String
+        var path: String
+        var keys: [String: String]
+        /// Requests a first sync of 250 records makes.
+        var requests: Int
+        var testDescription: String { name }
+    }
+
+    static let shapes: [Shape] = [
+        // 250 items, 100 a page: 3 pages, X-WP-TotalPages says 3.
+        Shape(name: "WordPress (page number, X-WP-TotalPages)", path: "/wp/posts",
+              keys: ["pagination": "page:page", "page-size-param": "per_page", "page-size": "100"], requests: 3),
+        // Asked for 100, capped at 50 by the server: 5 pages, the total ends it.
+        Shape(name: "Jira (offset, total, capped page size)", path: "/jira/search",
+              keys: ["pagination": "offset:startAt", "page-size-param": "maxResults", "page-size": "100",
+                     "records-path": "issues", "total-path": "total"], requests: 5),
+        // 100 a page, has_more false on the third.
+        Shape(name: "Stripe (after the last id, has_more)", path: "/stripe/customers",
+              keys: ["pagination": "after:starting_after=id", "page-size-param": "limit", "page-size": "100",
+                     "records-path": "data", "has-more-path": "has_more"], requests: 3),
+        Shape(name: "a cursor in a header", path: "/headercursor",
+              keys: ["pagination": "header:cursor=X-Next-Cursor", "page-size-param": "limit", "page-size": "100"], requests: 3),
+    ]
+
+    struct Replica {
+        let directory: TemporaryDirectory
+        let configuration: FerryConfiguration
+
+        init(url: String, keys: [String: String]) throws {
+            directory = try TemporaryDirectory()
+            let store = try configuredStore(kind: "json", url: url, keys)
+            configuration = FerryConfiguration(global: GlobalConfiguration(databasePath: directory.path("replica.db"), runtimeDirectory: directory.path("run")),
+                                               stores: [store])
+        }
+
+        func sync() throws -> PassReport {
+            let sync = try OneShotSync(configuration: configuration, storeNames: [], logger: Logger(label: "test"))
+            return try #require(try sync.run(refresh: .milliseconds(50)) { _ in }.first?.result.get())
+        }
+
+        func rows() throws -> Int {
+            Int(try Shell.sqlite(directory.path("replica.db"), "SELECT count(*) FROM items WHERE deleted = 0").first ?? "") ?? -1
+        }
+    }
+
+    static func requests(_ server: TestServer) throws -> Int {
+        let stats = try JSONSerialization.jsonObject(with: server.control("/stats")) as? [String: Any]
+        return stats?["requests"] as? Int ?? -1
+    }
+
+    @Test(arguments: shapes)
+    func everyRecordIsReadAndNoPagePastTheEnd(_ shape: Shape) throws {
+        let server = try TestServer.python("json_pages_server.py", arguments: ["--count", "250"])
+        defer { server.stop() }
+        let replica = try Replica(url: server.baseURL + shape.path, keys: shape.keys)
+        let before = try Self.requests(server)
+        let first = try replica.sync()
+        #expect(first.isComplete, "\(first.gaps)")
+        #expect(try replica.rows() == 250)
+        #expect(try Self.requests(server) - before == shape.requests, "requests of a first sync")
+        // Records changed and added: the next pass reads them (a full listing here: no
+        // updated-param), and the replica has them all.
+        _ = try server.control("/admin/update", method: "POST", body: #"{"ids":[7, 120]}"#)
+        _ = try server.control("/admin/create", method: "POST", body: #"{"count":3}"#)
+        let second = try replica.sync()
+        #expect(second.isComplete, "\(second.gaps)")
+        #expect(second.counts.inserted == 3 && second.counts.updated == 2, "\(second.summary)")
+        #expect(try replica.rows() == 253)
+    }
+
+    /// An item added before the current position while pages are read by number: one record
+    /// comes twice and the last is pushed a page further; the pass says the listing moved
+    /// (incomplete, a sweep owed) instead of ending as if whole.
+    @Test func aListingThatMovesWhilePagedByPositionIsReported() throws {
+        let server = try TestServer.python("json_pages_server.py", arguments: ["--count", "250"])
+        defer { server.stop() }
+        let keys = ["pagination": "page:page", "page-size-param": "per_page", "page-size": "100"]
+        let replica = try Replica(url: server.baseURL + "/wp/posts", keys: keys)
+        // The second page's request finds a new first record.
+        _ = try server.control("/admin/prepend-at", method: "POST", body: #"{"request": \#(try Self.requests(server) + 2)}"#)
+        let moved = try replica.sync()
+        #expect(!moved.isComplete)
+        #expect(moved.gaps.contains { if case .listingMoved = $0 { true } else { false } }, "\(moved.gaps)")
+        // The next pass, reading a still listing, is whole.
+        let again = try replica.sync()
+        #expect(again.isComplete, "\(again.gaps)")
+        #expect(try replica.rows() == 251)
+    }
+
+    @Test func paginationFormsAreCheckedWhenLoaded() throws {
+        for good in ["page:page", "offset:startAt", "after:starting_after=id", "header:cursor=X-Next-Cursor"] {
+            #expect(throws: Never.self, "\(good)") { try configuredStore(kind: "json", url: "https://api.example.com/x", ["pagination": good]) }
+        }
+        for bad in ["page:", "offset:a=b", "after:starting_after", "after:x=name", "header:=X"] {
+            #expect(throws: (any Error).self, "\(bad)") { try configuredStore(kind: "json", url: "https://api.example.com/x", ["pagination": bad]) }
+        }
+    }
+}
