@@ -191,7 +191,11 @@ public enum ConfigurationLoader {
             case "heartbeat-url", "heartbeat-interval":
                 continue  // read together below
             default:
-                reader.problem(entry, "unknown key in [ferry] (known: \(globalKeys.sorted().joined(separator: ", ")))")
+                if let near = Suggestion.closest(to: entry.key, in: globalKeys) {
+                    reader.problem(entry, "unknown key in [ferry] (did you mean \(near)?)")
+                } else {
+                    reader.problem(entry, "unknown key in [ferry] (known: \(globalKeys.sorted().joined(separator: ", ")))")
+                }
             }
         }
         global.heartbeat = reader.heartbeat(url: entries.last { $0.key == "heartbeat-url" },

@@ -72,7 +72,8 @@ struct ConfigurationValueReader {
     mutating func choice<T: RawRepresentable>(_ entry: ConfigurationSyntax.Entry, _ type: T.Type, allowed: [T]) -> T?
     where T.RawValue == String {
         guard let value = T(rawValue: entry.value), allowed.contains(where: { $0.rawValue == value.rawValue }) else {
-            problem(entry, "expected one of \(allowed.map(\.rawValue).joined(separator: ", ")), got '\(entry.value)'")
+            problem(entry, "expected one of \(allowed.map(\.rawValue).joined(separator: ", ")), got '\(entry.value)'"
+                    + Suggestion.hint(for: entry.value, in: allowed.map(\.rawValue)))
             return nil
         }
         return value

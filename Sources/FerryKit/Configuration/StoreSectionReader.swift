@@ -70,7 +70,8 @@ struct StoreSectionReader {
             kind = StoreKind(rawValue: entry.value)
             if kind == nil {
                 kindIsValid = false
-                values.problem(entry, "expected one of \(names), got '\(entry.value)'")
+                values.problem(entry, "expected one of \(names), got '\(entry.value)'"
+                               + Suggestion.hint(for: entry.value, in: StoreKind.registered.map(\.name)))
             }
         } else {
             kindIsValid = false
@@ -94,7 +95,10 @@ struct StoreSectionReader {
             }
             guard let kind else {
                 // A key some kind knows, in a store whose kind is missing or wrong: the kind problem says it all.
-                if !StoreKind.registered.contains(where: { $0.knows(entry.key) }) { values.problem(entry, "unknown key") }
+                if !StoreKind.registered.contains(where: { $0.knows(entry.key) }) {
+                    let known = Self.commonKeys.union(StoreKind.registered.flatMap { $0.optionKeys.union($0.secretKeys) })
+                    values.problem(entry, "unknown key" + Suggestion.hint(for: entry.key, in: known))
+                }
                 continue
             }
             if kind.secretKeys.contains(entry.key) {
@@ -163,8 +167,9 @@ struct StoreSectionReader {
         if !owners.isEmpty {
             return "not a key of \(kind.name) stores (it is one of \(owners.joinedAsList(conjunction: "and")) stores)"
         }
-        let own = kind.optionKeys.union(kind.secretKeys).sorted().joined(separator: ", ")
-        return "unknown key; a \(kind.name) store takes \(own), the keys every store takes, column.NAME and header.NAME"
+        let own = kind.optionKeys.union(kind.secretKeys)
+        if let near = Suggestion.closest(to: key, in: own.union(commonKeys)) { return "unknown key (did you mean \(near)?)" }
+        return "unknown key; a \(kind.name) store takes \(own.sorted().joined(separator: ", ")), the keys every store takes, column.NAME and header.NAME"
     }
 
     /// Applies a key every store takes; false when `entry` is not one.

@@ -95,7 +95,10 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
             if let parsed = Self.pagination(spec) {
                 pagination = parsed
             } else {
-                reader.problem("pagination", "\(spec.debugDescription) is not one of " + Self.paginationForms)
+                let style = String(spec.prefix { $0 != ":" })
+                let hint = Suggestion.closest(to: style, in: ["link", "next-url", "cursor", "page", "offset", "after", "header", "none"])
+                    .map { " (did you mean \($0)\(spec.contains(":") ? ":" : "")?)" } ?? ""
+                reader.problem("pagination", "\(spec.debugDescription) is not one of " + Self.paginationForms + hint)
                 valid = false
             }
         }

@@ -1,0 +1,35 @@
+import Foundation
+import Testing
+@testable import FerryKit
+import FerryTestSupport
+
+/// A misspelt key, kind, policy or pagination style gets the word it was meant to be.
+@Suite struct SuggestionTests {
+    func problems(_ keys: [String: String], kind: String = "json") -> [String] {
+        let lines = ["[store items]", "kind = \(kind)", "url = https://api.example.com/items"] + keys.map { "\($0.key) = \($0.value)" }
+        do {
+            _ = try ConfigurationLoader.parse(text: lines.joined(separator: "\n"), file: "/test/ferry.conf", environment: [:])
+            return []
+        } catch {
+            return error.problems.map(\.message)
+        }
+    }
+
+    @Test func keysKindsPoliciesAndPaginationStylesGetTheirNearestWord() {
+        #expect(problems(["version-feild": "updated_at"]) == ["unknown key (did you mean version-field?)"])
+        #expect(problems(["intervall": "5m"]) == ["unknown key (did you mean interval?)"])
+        #expect(problems(["conflict": "remote-win"]).first?.hasSuffix("(did you mean remote-wins?)") == true)
+        #expect(problems(["pagination": "nexturl:next"]).first?.hasSuffix("(did you mean next-url:?)") == true)
+        #expect(problems([:], kind: "carddv").first?.hasSuffix("(did you mean carddav?)") == true)
+        // Nothing near: the list of what is known, no guess.
+        #expect(problems(["zzzzzzzz": "1"]).first?.hasPrefix("unknown key; a json store takes") == true)
+    }
+
+    @Test func theDistanceCountsTranspositionsAndStopsEarly() {
+        #expect(Suggestion.editDistance(Array("feild"), Array("field"), limit: 3) == 1)
+        #expect(Suggestion.editDistance(Array("intervall"), Array("interval"), limit: 3) == 1)
+        #expect(Suggestion.editDistance(Array("abc"), Array("xyz"), limit: 1) == 2)
+        #expect(Suggestion.closest(to: "a", in: ["b", "c"]) == nil, "a tie is no suggestion")
+        #expect(Suggestion.closest(to: "pagnation", in: ["pagination", "page-size"]) == "pagination")
+    }
+}
