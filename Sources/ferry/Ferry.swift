@@ -17,6 +17,23 @@ struct Ferry: ParsableCommand {
         version: FerryVersion.current,
         subcommands: [SyncCommand.self, PushCommand.self, ResyncCommand.self, AuthCommand.self, ConflictsCommand.self, StatusCommand.self, CheckConfigCommand.self, DiscoverCommand.self, ReloadCommand.self,
                       ChangesCommand.self, LogCommand.self])
+
+    /// ArgumentParser's own `main`, but a usage error is one line on stderr, `ferry: ...`,
+    /// exit 64, as every other error of ferry is (its default prints the error, the usage and
+    /// a help hint: three lines a script has to parse).
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
+                FileHandle.standardError.write(Data("ferry: \(message) (see ferry --help)\n".utf8))
+                Foundation.exit(ExitCode.validationFailure.rawValue)
+            }
+            exit(withError: error)
+        }
+    }
 }
 
 /// `--instance NAME`: the files of `ferryd@NAME.service` instead of the default ones.

@@ -9,7 +9,12 @@ struct FerryDaemonCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ferryd",
         abstract: "Keep local SQLite replicas of remote stores up to date (run by systemd).",
-        discussion: "Reads its configuration once at start and again on SIGHUP; SIGTERM stops it within 2 s.",
+        discussion: """
+        Reads its configuration once at start and again on SIGHUP (or ferry reload), which also resyncs every store; \
+        SIGTERM stops it within 2 s, a second SIGTERM at once. Tells systemd READY, STATUS, RELOADING, STOPPING and \
+        WATCHDOG (Type=notify). Exit statuses: 0 stopped by a signal; 64 usage; 74 the database cannot be opened; \
+        78 the configuration is invalid at start (the unit does not restart it); 1 anything else.
+        """,
         version: FerryVersion.current)
 
     @Option(name: .shortAndLong, help: "The configuration file (default: $FERRY_CONFIG, else /etc/ferry/ferry.conf).")
@@ -40,4 +45,15 @@ struct FerryDaemonCommand: ParsableCommand {
     }
 }
 
-FerryDaemonCommand.main()
+// A usage error is one line, `ferryd: ...`, exit 64, as ferry's are.
+do {
+    var command = try FerryDaemonCommand.parseAsRoot()
+    try command.run()
+} catch {
+    if FerryDaemonCommand.exitCode(for: error) == .validationFailure {
+        let message = FerryDaemonCommand.message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
+        FileHandle.standardError.write(Data("ferryd: \(message) (see ferryd --help)\n".utf8))
+        exit(ExitCode.validationFailure.rawValue)
+    }
+    FerryDaemonCommand.exit(withError: error)
+}

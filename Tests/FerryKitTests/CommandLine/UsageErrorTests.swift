@@ -1,0 +1,39 @@
+import Foundation
+import Testing
+@testable import FerryKit
+import FerryTestSupport
+
+/// A usage error is what every other error of `ferry` is: one line on stderr, `ferry: ...`,
+/// and its documented exit code (64), nothing on stdout.
+@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: FerrydProcessTests.binary("ferry")), "build ferry first: swift build"))
+struct UsageErrorTests {
+    static func run(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: FerrydProcessTests.binary("ferry"))
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile(), errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+    }
+
+    @Test(arguments: [["sync", "--bogus"], ["nosuch"], ["status", "--json", "extra", "args"], ["changes", "--limit", "many"]])
+    func aUsageErrorIsOneLineAndExit64(_ arguments: [String]) throws {
+        let result = try Self.run(arguments)
+        #expect(result.status == 64)
+        #expect(result.out.isEmpty)
+        let lines = result.err.split(separator: "\n")
+        #expect(lines.count == 1, "\(result.err)")
+        #expect(lines.first?.hasPrefix("ferry: ") == true)
+        #expect(lines.first?.hasSuffix("(see ferry --help)") == true)
+    }
+
+    @Test func helpAndVersionStillExit0() throws {
+        #expect(try Self.run(["--version"]).status == 0)
+        let help = try Self.run(["sync", "--help"])
+        #expect(help.status == 0 && help.out.contains("USAGE:"))
+    }
+}
