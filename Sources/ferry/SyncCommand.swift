@@ -14,7 +14,7 @@ struct SyncCommand: ParsableCommand {
     @Argument(help: "Stores to sync (default: all).")
     var stores: [String] = []
 
-    @Flag(name: .shortAndLong, help: "Log every pass event, even on a terminal.")
+    @Flag(name: .shortAndLong, help: "Log every pass event with its fields (as the journal has them), even on a terminal.")
     var verbose = false
 
     @Flag(help: "Sweep records deleted on the remote now, even when the store's last sweep is younger than its reconcile-interval.")
@@ -47,8 +47,11 @@ func runOneShot(_ options: ConfigurationOptions, stores: [String], verbose: Bool
         }
     }
     let interactive = standardErrorIsTerminal && !verbose
+    // For people (a terminal, or a pipe a person reads): warnings and errors as plain lines;
+    // each store's summary is printed once, on stdout. --verbose: the configured level with
+    // every field, as the journal has them.
     LoggingSystem.bootstrap { _ in
-        StderrLogHandler(level: interactive ? .warning : configuration.global.logLevel, priorityPrefix: false)
+        StderrLogHandler(level: verbose ? configuration.global.logLevel : .warning, priorityPrefix: false, metadata: verbose)
     }
     let logger = Logger(label: "ferry")
     let sync: OneShotSync

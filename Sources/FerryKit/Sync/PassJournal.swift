@@ -71,7 +71,7 @@ struct PassJournal {
     func failed(_ error: SyncError, afterPages pages: Int) {
         var metadata: Logger.Metadata = [
             MessageID.metadataKey: "\(MessageID.passFailed.rawValue)",
-            "error_kind": "\(error.kind)",
+            "error_kind": "\(error.kind.fieldValue)",
             "pages": "\(pages)",
         ]
         // The whole URL for whoever reads the fields; the message shortens it.

@@ -82,19 +82,23 @@ public struct PassReport: Sendable, Equatable {
         if counts.conflicts > 0 { parts.append("\(counts.conflicts) conflict\(counts.conflicts == 1 ? "" : "s")") }
         if !push.isEmpty { parts.insert(push.summary, at: 0) }
         var text = "store \(store): " + parts.joined(separator: ", ")
-        text += "; \(recordCount) records, \(pages) pages" + (pagesUnchanged > 0 ? " (\(pagesUnchanged) unchanged)" : "")
+        text += "; " + Self.counted(recordCount, "record") + ", " + Self.counted(pages, "page") + (pagesUnchanged > 0 ? " (\(pagesUnchanged) unchanged)" : "")
             + " in \(String(format: "%.2f", duration.seconds)) s"
         if !pulled {
             text = "store \(store): \(push.isEmpty ? "nothing to push" : push.summary) in \(String(format: "%.2f", duration.seconds)) s"
         }
         if let collections {
-            text = "store \(store): \(collections) collection\(collections == 1 ? "" : "s"), \(requests) requests in \(String(format: "%.2f", duration.seconds)) s"
+            text = "store \(store): " + Self.counted(collections, "collection") + ", " + Self.counted(requests, "request")
+                + " in \(String(format: "%.2f", duration.seconds)) s"
         }
         if let gaps = ReplicaGap.summary(gaps) {
             text += "; INCOMPLETE: " + gaps
         }
         return text
     }
+
+    /// `1 record`, `2 records`.
+    static func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
 }
 
 /// What a pass's push did.

@@ -21,20 +21,26 @@ public struct StderrLogHandler: LogHandler {
     public var metadataProvider: Logger.MetadataProvider?
     private let fileDescriptor: Int32
     private let withPriorityPrefix: Bool
+    /// Whether metadata follows the message; false for lines meant for people (`ferry sync`
+    /// without `--verbose`), whose machine fields belong in `--json` and the journal.
+    private let withMetadata: Bool
 
     /// - Parameters:
     ///   - fileDescriptor: where lines go (2: stderr). The handler does not own or close it.
     ///   - priorityPrefix: whether lines start with `<N>`; nil: yes unless the descriptor is a terminal.
+    ///   - metadata: whether `key=value` metadata follows each message.
     public init(level: Logger.Level = .info, fileDescriptor: Int32 = STDERR_FILENO, priorityPrefix: Bool? = nil,
-                metadataProvider: Logger.MetadataProvider? = nil) {
-        self.init(setting: LogLevelSetting(level), fileDescriptor: fileDescriptor, priorityPrefix: priorityPrefix, metadataProvider: metadataProvider)
+                metadata: Bool = true, metadataProvider: Logger.MetadataProvider? = nil) {
+        self.init(setting: LogLevelSetting(level), fileDescriptor: fileDescriptor, priorityPrefix: priorityPrefix, metadata: metadata,
+                  metadataProvider: metadataProvider)
     }
 
     /// A handler whose level follows `setting` (a reload changes it) until one is set on it.
     public init(setting: LogLevelSetting, fileDescriptor: Int32 = STDERR_FILENO, priorityPrefix: Bool? = nil,
-                metadataProvider: Logger.MetadataProvider? = nil) {
+                metadata: Bool = true, metadataProvider: Logger.MetadataProvider? = nil) {
         self.setting = setting
         self.fileDescriptor = fileDescriptor
+        self.withMetadata = metadata
         self.withPriorityPrefix = priorityPrefix ?? (isatty(fileDescriptor) == 0)
         self.metadataProvider = metadataProvider
     }
@@ -48,7 +54,7 @@ public struct StderrLogHandler: LogHandler {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
         if let call = event.metadata { merged.merge(call) { $1 } }
-        let line = Self.format(level: event.level, message: event.message.description, metadata: merged,
+        let line = Self.format(level: event.level, message: event.message.description, metadata: withMetadata ? merged : [:],
                                priorityPrefix: withPriorityPrefix)
         Self.writeAll(fileDescriptor, Array(line.utf8))
     }
