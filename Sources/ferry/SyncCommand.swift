@@ -51,7 +51,8 @@ func runOneShot(_ options: ConfigurationOptions, stores: [String], verbose: Bool
     // each store's summary is printed once, on stdout. --verbose: the configured level with
     // every field, as the journal has them.
     LoggingSystem.bootstrap { _ in
-        StderrLogHandler(level: verbose ? configuration.global.logLevel : .warning, priorityPrefix: false, metadata: verbose)
+        StderrLogHandler(level: verbose ? configuration.global.logLevel : .warning, priorityPrefix: false, metadata: verbose,
+                         skipping: verbose ? [] : [MessageID.passFailed.rawValue])
     }
     let logger = Logger(label: "ferry")
     let sync: OneShotSync

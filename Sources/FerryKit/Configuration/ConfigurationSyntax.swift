@@ -63,7 +63,10 @@ struct ConfigurationSyntax {
                 } else if words.count == 2, words[0] == "store" {
                     sections.append(Section(kind: .store(name: String(words[1])), line: lineNumber))
                 } else if words.first == "store" {
-                    problems.append(.init(file: file, line: lineNumber, message: "a store section is written [store NAME]"))
+                    let message = words.count > 2
+                        ? "store name '\(words.dropFirst().joined(separator: " "))' has spaces: a store name is one word of lowercase letters, digits and '_' (it names the table), as in [store \(words.dropFirst().joined(separator: "_").lowercased())]"
+                        : "a store section is written [store NAME]"
+                    problems.append(.init(file: file, line: lineNumber, message: message))
                     continue
                 } else {
                     problems.append(.init(file: file, line: lineNumber,

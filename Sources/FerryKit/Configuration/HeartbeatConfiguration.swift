@@ -43,6 +43,10 @@ extension ConfigurationValueReader {
         let secret: Secret
         if url.value.hasPrefix("http://") || url.value.hasPrefix("https://") {
             secret = Secret(url.value, source: "heartbeat-url")
+        } else if let scheme = URLComponents(string: url.value)?.scheme, url.value.contains("://") {
+            // A URL of another scheme is no secret reference gone wrong: say what is wrong with it.
+            problem(url, "scheme \(scheme) is not allowed: a heartbeat is an http or https URL (or credential:NAME or file:/path holding one)")
+            return nil
         } else {
             switch secrets.resolve(url.value) {
             case .success(let value):

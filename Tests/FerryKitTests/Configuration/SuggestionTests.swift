@@ -33,3 +33,40 @@ import FerryTestSupport
         #expect(Suggestion.closest(to: "pagnation", in: ["pagination", "page-size"]) == "pagination")
     }
 }
+
+/// Errors a new user meets first, worded to point at the fix.
+@Suite struct FirstErrorsTests {
+    func problems(_ text: String) -> [String] {
+        do {
+            _ = try ConfigurationLoader.parse(text: text, file: "/test/ferry.conf", environment: [:])
+            return []
+        } catch {
+            return error.problems.map(\.message)
+        }
+    }
+
+    @Test func aStoreNameWithSpacesSaysWhatANameMayHold() {
+        #expect(problems("[store my people]\nkind = json\nurl = https://a.example.com/x\n")
+            == ["store name 'my people' has spaces: a store name is one word of lowercase letters, digits and '_' (it names the table), as in [store my_people]"])
+    }
+
+    @Test func aHeartbeatOfAnotherSchemeSaysTheSchemeIsNotAllowed() {
+        #expect(problems("[store a]\nkind = json\nurl = https://a.example.com/x\nheartbeat-url = ftp://hc.example.com/ping\n")
+            == ["scheme ftp is not allowed: a heartbeat is an http or https URL (or credential:NAME or file:/path holding one)"])
+    }
+
+    @Test func pathsMayBeWrittenAsColumnPathsAre() throws {
+        let store = try configuredStore(kind: "json", url: "https://a.example.com/x",
+                                        ["records-path": "$.data.items", "pagination": "next-url:$.links.next", "id-field": "$.key"])
+        let options = try #require(store.options.as(JSONCollectionOptions.self))
+        #expect(options.recordsPath == "data.items" && options.idField == "key")
+        #expect(options.pagination == .nextURL(path: "links.next"))
+    }
+
+    @Test func anObjectPageWithoutRecordsPathNamesTheArray() {
+        let options = JSONCollectionOptions()
+        let page = Data(#"{"items":[{"id":1}],"next":null,"meta":{"tags":[]}}"#.utf8)
+        #expect(JSONPageProducer.recordsPathProblem(page, options: options)
+            == "page 1 is a JSON object and records-path is not set, so the page itself should be the array: set records-path = items (arrays here: items, meta.tags)")
+    }
+}

@@ -77,7 +77,7 @@ struct HeartbeatTests {
         } catch {
             let problems = error.problems.map { "\($0.line) \($0.message)" }
             #expect(problems.contains { $0.hasPrefix("2 ") && $0.contains("needs a heartbeat-url") }, "\(problems)")
-            #expect(problems.contains { $0.hasPrefix("7 ") && $0.contains("http(s) URL") }, "\(problems)")
+            #expect(problems.contains { $0.hasPrefix("7 ") && $0.contains("scheme ftp is not allowed") }, "\(problems)")
         }
     }
 

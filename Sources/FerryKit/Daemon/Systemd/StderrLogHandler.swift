@@ -24,23 +24,27 @@ public struct StderrLogHandler: LogHandler {
     /// Whether metadata follows the message; false for lines meant for people (`ferry sync`
     /// without `--verbose`), whose machine fields belong in `--json` and the journal.
     private let withMetadata: Bool
+    /// Entries left out by their MESSAGE_ID: what the command reports itself (a failed pass,
+    /// which `ferry sync` prints once as its error line).
+    private let skipped: Set<String>
 
     /// - Parameters:
     ///   - fileDescriptor: where lines go (2: stderr). The handler does not own or close it.
     ///   - priorityPrefix: whether lines start with `<N>`; nil: yes unless the descriptor is a terminal.
     ///   - metadata: whether `key=value` metadata follows each message.
     public init(level: Logger.Level = .info, fileDescriptor: Int32 = STDERR_FILENO, priorityPrefix: Bool? = nil,
-                metadata: Bool = true, metadataProvider: Logger.MetadataProvider? = nil) {
+                metadata: Bool = true, skipping skipped: Set<String> = [], metadataProvider: Logger.MetadataProvider? = nil) {
         self.init(setting: LogLevelSetting(level), fileDescriptor: fileDescriptor, priorityPrefix: priorityPrefix, metadata: metadata,
-                  metadataProvider: metadataProvider)
+                  skipping: skipped, metadataProvider: metadataProvider)
     }
 
     /// A handler whose level follows `setting` (a reload changes it) until one is set on it.
     public init(setting: LogLevelSetting, fileDescriptor: Int32 = STDERR_FILENO, priorityPrefix: Bool? = nil,
-                metadata: Bool = true, metadataProvider: Logger.MetadataProvider? = nil) {
+                metadata: Bool = true, skipping skipped: Set<String> = [], metadataProvider: Logger.MetadataProvider? = nil) {
         self.setting = setting
         self.fileDescriptor = fileDescriptor
         self.withMetadata = metadata
+        self.skipped = skipped
         self.withPriorityPrefix = priorityPrefix ?? (isatty(fileDescriptor) == 0)
         self.metadataProvider = metadataProvider
     }
@@ -54,6 +58,7 @@ public struct StderrLogHandler: LogHandler {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
         if let call = event.metadata { merged.merge(call) { $1 } }
+        if !skipped.isEmpty, let id = merged[MessageID.metadataKey].map(JournalFields.text(of:)), skipped.contains(id) { return }
         let line = Self.format(level: event.level, message: event.message.description, metadata: withMetadata ? merged : [:],
                                priorityPrefix: withPriorityPrefix)
         Self.writeAll(fileDescriptor, Array(line.utf8))

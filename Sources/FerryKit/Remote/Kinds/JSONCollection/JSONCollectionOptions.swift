@@ -78,11 +78,18 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         JSONCollectionWriter(context, options: self)
     }
 
+    /// A path as people write it, `$.data.items` (as `column.` paths are written) or
+    /// `data.items`, in the second form.
+    static func fieldPath(_ text: String) -> String {
+        if text == "$" { return "" }
+        return text.hasPrefix("$.") ? String(text.dropFirst(2)) : text
+    }
+
     /// Reads the JSON keys of one section.
     init?(reading reader: inout StoreOptionReader) {
         var valid = true
         for (key, keyPath) in [("records-path", \Self.recordsPath), ("id-field", \Self.idField), ("version-field", \Self.versionField)] {
-            guard let value = reader.text(key) else { continue }
+            guard let value = reader.text(key).map(Self.fieldPath) else { continue }
             // The records path may be empty (the page is the array); a field path may not.
             if value.isEmpty ? key != "records-path" : value.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
                 reader.problem(key, "\(value.debugDescription) is not a dotted field path such as id or data.items")
@@ -106,12 +113,12 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
             reader.problem("pagination", "after: takes the records' id-field (\(idField)) or version-field (\(versionField)), not \(field)")
             valid = false
         }
-        hasMorePath = reader.optional("has-more-path")
-        totalPagesPath = reader.optional("total-pages-path")
+        hasMorePath = reader.optional("has-more-path").map(Self.fieldPath)
+        totalPagesPath = reader.optional("total-pages-path").map(Self.fieldPath)
         if let first = reader.integer("first-page", default: 1, in: 0...1) { firstPage = first } else { valid = false }
         updatedParam = reader.optional("updated-param")
         pageSizeParam = reader.optional("page-size-param")
-        totalPath = reader.optional("total-path")
+        totalPath = reader.optional("total-path").map(Self.fieldPath)
         if let size = reader.integer("page-size", default: 1000, in: 1...100_000) { pageSize = size } else { valid = false }
         if reader.url.lowercased().hasPrefix("file:"), case .link = pagination, valid {
             reader.problem("pagination", "link pagination needs HTTP headers; a chain of file: pages uses next-url:<path>")
@@ -138,7 +145,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         if text == "link" { return .link }
         if text == "none" { return .singlePage }
         if text.hasPrefix("next-url:") {
-            let path = String(text.dropFirst("next-url:".count))
+            let path = fieldPath(String(text.dropFirst("next-url:".count)))
             return path.isEmpty ? nil : .nextURL(path: path)
         }
         func pair(_ prefix: String) -> (String, String)? {
@@ -153,8 +160,8 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
             let param = String(text.dropFirst(prefix.count))
             return param.isEmpty || param.contains("=") ? nil : param
         }
-        if let (param, path) = pair("cursor:") { return .cursor(param: param, path: path) }
-        if let (param, field) = pair("after:") { return .afterLast(param: param, field: field) }
+        if let (param, path) = pair("cursor:") { return .cursor(param: param, path: fieldPath(path)) }
+        if let (param, field) = pair("after:") { return .afterLast(param: param, field: fieldPath(field)) }
         if let (param, header) = pair("header:") { return .headerCursor(param: param, header: header) }
         if let param = single("page:") { return .pageNumber(param: param) }
         if let param = single("offset:") { return .offset(param: param) }

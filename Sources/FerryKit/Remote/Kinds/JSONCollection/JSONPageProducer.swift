@@ -230,6 +230,9 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         do {
             scanned = try setup.scanner.scan(page.body, detail: detail)
         } catch {
+            if error.kind == .shape, number == 1, let problem = Self.recordsPathProblem(page.body, options: setup.options) {
+                return end(with: .failed(SyncError(.configuration, store: store.name, url: page.request.url, position: "page 1", message: problem)))
+            }
             return end(with: .failed(page.malformedJSON(error, store: store.name)))
         }
         if number == 1, !target.isReread, let problem = Self.misconfiguration(scanned, options: setup.options) {
@@ -464,6 +467,24 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         let present = commonNextFields.filter { $0 != configured && page.fields[$0]?.text?.isEmpty == false }
         guard let other = present.first else { return nil }
         return "pagination names \(configured), which page 1 does not have, but it has \(other): set pagination = \(options.paginationSpec(path: other))"
+    }
+
+    /// A page 1 of the wrong shape for `records-path`, said as the configuration to fix: an
+    /// object where the records array was expected names its members that hold arrays.
+    static func recordsPathProblem(_ body: Data, options: JSONCollectionOptions) -> String? {
+        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else { return nil }
+        var found: [String] = []
+        func look(_ value: [String: Any], prefix: String) {
+            for (key, member) in value.sorted(by: { $0.key < $1.key }) {
+                if member is [Any] { found.append(prefix + key) } else if let inner = member as? [String: Any], prefix.isEmpty { look(inner, prefix: key + ".") }
+            }
+        }
+        look(object, prefix: "")
+        let current = options.recordsPath.isEmpty ? "records-path is not set, so the page itself should be the array"
+            : "records-path = \(options.recordsPath) is not an array here"
+        guard let first = found.first else { return "page 1 is a JSON object with no array of records: \(current)" }
+        return "page 1 is a JSON object and \(current): set records-path = \(first)"
+            + (found.count > 1 ? " (arrays here: \(found.joined(separator: ", ")))" : "")
     }
 
     private func malformed(_ page: HTTPPageLoader.Page, _ message: String) -> SyncError {
