@@ -5,6 +5,7 @@
 #   sudo make uninstall            removes what install put in place; keeps config and data
 #   make test                      bash scripts/test.sh (the CI command)
 #   make demo                      bash scripts/quickstart.sh (build, then sync the demo store)
+#   make deb                       dpkg-buildpackage -us -uc -b: ../ferry_VERSION_ARCH.deb (debian/)
 #
 # Variables: PREFIX (default /usr/local), DESTDIR (staging root for packagers, default empty),
 # SYSCONFDIR (default /etc), UNITDIR (see below).
@@ -45,7 +46,7 @@ RELEASE = .build/release
 GENERATED = .build/ferry-generated
 DEMO_PAGES = $(wildcard etc/ferry/demo/quotes-*.json)
 
-.PHONY: all build install uninstall test demo generated clean-generated
+.PHONY: all build install uninstall test demo generated clean-generated deb
 
 all: build
 
@@ -136,6 +137,12 @@ uninstall:
 
 test:
 	bash scripts/test.sh
+
+# The Debian package, built with the Swift toolchain on PATH and debhelper (apt install
+# debhelper); the .deb lands beside the checkout, as dpkg-buildpackage puts it.
+deb:
+	dpkg-buildpackage -us -uc -b
+	@ls -1 ../ferry_*.deb
 
 demo:
 	bash scripts/quickstart.sh

@@ -60,7 +60,8 @@ cap() {
 phase "dependencies: apt"
 if ensure_apt_packages libcurl4-openssl-dev libsqlite3-dev libsystemd-dev libical-dev pkg-config \
         systemd-container sqlite3 python3-venv curl openssl git nginx-light prometheus \
-        davical postgresql-15 php-sabre-dav php-sqlite3 sogo memcached; then
+        davical postgresql-15 php-sabre-dav php-sqlite3 sogo memcached libical-dev \
+        debhelper lintian fakeroot; then
     ok "apt dependencies"
 else
     bad "apt dependencies"
@@ -224,6 +225,28 @@ elif FERRYD="$root/.build/debug/ferryd" FERRY="$root/.build/debug/ferry" \
     ok "system test"
 else
     bad "system test"
+fi
+
+phase "package: dpkg-buildpackage, lintian, install/upgrade/remove/purge (Tests/System/package-test.sh)"
+# The Debian package built from a copy of the tree (so the .deb lands in a temporary directory,
+# not beside the checkout): two static release builds, then lintian and the package's life in
+# a real systemd. Skipped with the system test's reason when sdbox cannot run here.
+if [[ -n "$reason" ]]; then
+    if is_ci; then bad "package: $reason"; else echo "skipping: $reason"; skipped+=("package: $reason"); fi
+elif ! command -v dpkg-buildpackage >/dev/null || ! command -v dh >/dev/null; then
+    if is_ci; then bad "package: debhelper missing"; else skipped+=("package: debhelper not installed"); fi
+else
+    pkgwork=$(mktemp -d)
+    mkdir -p "$pkgwork/ferry"
+    (cd "$root" && git ls-files -z | xargs -0 cp --parents -t "$pkgwork/ferry/")
+    if (cd "$pkgwork/ferry" && timeout "$(cap 12)" dpkg-buildpackage -us -uc -b >"$pkgwork/build.log" 2>&1) &&
+            SDBOX_NAME=ferry-pkgtest timeout "$(cap 4)" bash Tests/System/package-test.sh "$(ls "$pkgwork"/ferry_*.deb | head -1)"; then
+        ok "package"
+    else
+        tail -30 "$pkgwork/build.log"
+        bad "package"
+    fi
+    rm -rf "$pkgwork"
 fi
 
 finish
