@@ -81,4 +81,13 @@ func fail(_ error: any Error) -> ExitCode {
 
 /// Whether standard output is a terminal (progress bars, tables) rather than a pipe.
 var standardOutputIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+/// The terminal's width when standard output is one ($COLUMNS, else the terminal's own), nil
+/// for a pipe: tables for people fit the screen, and a pipe gets every character.
+var terminalColumns: Int? {
+    guard standardOutputIsTerminal else { return nil }
+    if let columns = ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init), columns > 0 { return columns }
+    var size = winsize()
+    guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
+    return Int(size.ws_col)
+}
 var standardErrorIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }

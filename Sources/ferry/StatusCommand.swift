@@ -6,7 +6,7 @@ struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show each store's state, last success, record count, cursor and last error.",
-        discussion: "--json prints one object per line: store, kind, state (ok|incomplete|failing|never-synced|not-configured), last_success, last_success_age_seconds, last_attempt, records, cursor, last_error, incomplete, pending_records, local_writes_queued, local_writes_refused, conflicts, next_pass, next_pass_in_seconds, syncing, consecutive_failures, backoff_cause, overdue_seconds (the last six from the running ferryd's schedule; null when none runs). A failure ferryd could not write into the replica (a full or read-only disk), and the schedule, are read from its runtime directory.")
+        discussion: "--json prints one object per line: store, kind, state (ok|incomplete|failing|never-synced|not-configured|gone: a collection a dav-account store no longer syncs, whose rows stay), last_success, last_success_age_seconds, last_attempt, records, cursor, last_error, incomplete, pending_records, local_writes_queued, local_writes_refused, conflicts, next_pass, next_pass_in_seconds, syncing, consecutive_failures, backoff_cause, overdue_seconds (the last six from the running ferryd's schedule; null when none runs). A failure ferryd could not write into the replica (a full or read-only disk), and the schedule, are read from its runtime directory.")
 
     @OptionGroup var options: ConfigurationOptions
 
@@ -49,7 +49,7 @@ struct StatusCommand: ParsableCommand {
                 print(String(decoding: try encoder.encode(row), as: UTF8.self))
             }
         } else {
-            print(StoreStatus.table(rows))
+            print(StoreStatus.table(rows, width: terminalColumns))
         }
         if check, case let code = StoreStatus.checkExitCode(rows), code != .success { throw ExitCode(code.rawValue) }
     }

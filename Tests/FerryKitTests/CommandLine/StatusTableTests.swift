@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+@testable import FerryKit
+
+/// `ferry status` as people read it: a golden table, the cursor in brief, the problem filling
+/// a wide terminal and cut only on a narrow one, every character in a pipe.
+@Suite struct StatusTableTests {
+    static func row(_ store: String, state: String = "ok", cursor: String? = nil, problem: String? = nil, conflicts: Int = 0) -> StoreStatus {
+        var row = StoreStatus(store: store, kind: "json", state: nil, now: Date())
+        row.state = state
+        row.records = 1000
+        row.lastSuccess = Date(timeIntervalSince1970: 1_795_521_600)
+        row.lastSuccessAgeSeconds = 42
+        row.cursor = cursor
+        row.lastError = problem
+        row.conflicts = conflicts
+        return row
+    }
+
+    static let advice = "credentials refused by https://auth.example.com/oauth/token (invalid_grant): authorise again with: ferry auth tasks"
+
+    @Test func theTableIsGolden() {
+        let rows = [Self.row("demo", cursor: #"{"etag":"\"v1\"","highWater":"2026-11-24T10:00:00Z"}"#),
+                    Self.row("contacts", cursor: "http://dav.example.com/sync/0123456789abcdef", conflicts: 2),
+                    Self.row("tasks", state: "failing", problem: Self.advice)]
+        #expect(StoreStatus.table(rows) == """
+            STORE     STATE    LAST SUCCESS          AGE  RECORDS  NEXT  CONFLICTS  CURSOR                PROBLEM
+            demo      ok       2026-11-24T12:00:00Z  42s  1000     -     -          2026-11-24T10:00:00Z  -
+            contacts  ok       2026-11-24T12:00:00Z  42s  1000     -     2          0123456789abcdef      -
+            tasks     failing  2026-11-24T12:00:00Z  42s  1000     -     -          -                     \(Self.advice)
+            """)
+    }
+
+    @Test func theProblemFillsAWideTerminalAndIsCutOnlyOnANarrowOne() {
+        let rows = [Self.row("tasks", state: "failing", problem: Self.advice)]
+        #expect(StoreStatus.table(rows, width: 240).hasSuffix("authorise again with: ferry auth tasks"))
+        let narrow = StoreStatus.table(rows, width: 80)
+        #expect(narrow.hasSuffix("...") && !narrow.contains("ferry auth tasks"))
+        #expect(narrow.split(separator: "\n").last.map { $0.count <= 130 } == true)
+    }
+
+    @Test func cursorsAreShownInBrief() {
+        #expect(StoreStatus.briefCursor(#"{"highWater":"2026-11-24 10:00:00.123456"}"#) == "2026-11-24 10:00:...")
+        #expect(StoreStatus.briefCursor("http://radicale.example.com/sync/abc") == "abc")
+        #expect(StoreStatus.briefCursor("{}") == "-")
+    }
+}
