@@ -26,7 +26,7 @@ struct Ferry: ParsableCommand {
             var command = try parseAsRoot()
             try command.run()
         } catch {
-            if exitCode(for: error) == .validationFailure {
+            if !(error is ExitCode), exitCode(for: error) == .validationFailure {
                 let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
                 FileHandle.standardError.write(Data("ferry: \(message) (see ferry --help)\n".utf8))
                 Foundation.exit(ExitCode.validationFailure.rawValue)

@@ -50,7 +50,7 @@ do {
     var command = try FerryDaemonCommand.parseAsRoot()
     try command.run()
 } catch {
-    if FerryDaemonCommand.exitCode(for: error) == .validationFailure {
+    if !(error is ExitCode), FerryDaemonCommand.exitCode(for: error) == .validationFailure {
         let message = FerryDaemonCommand.message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
         FileHandle.standardError.write(Data("ferryd: \(message) (see ferryd --help)\n".utf8))
         exit(ExitCode.validationFailure.rawValue)

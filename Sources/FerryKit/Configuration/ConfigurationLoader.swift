@@ -164,6 +164,7 @@ public enum ConfigurationLoader {
                     continue
                 }
                 global.databasePath = ConfigurationValueReader.absolute(entry.value, against: baseDirectory)
+                global.databaseIsDefault = false
             case "max-concurrent-passes":
                 if let value = reader.integer(entry, in: 1...64) { global.maxConcurrentPasses = value }
             case "log-level":

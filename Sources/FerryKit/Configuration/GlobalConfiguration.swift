@@ -6,6 +6,8 @@ import Logging
 public struct GlobalConfiguration: Sendable, Equatable {
     /// Absolute path of the SQLite replica (`database =`).
     public var databasePath: String
+    /// Whether `databasePath` is the default for whoever loaded the file (no `database =`).
+    public var databaseIsDefault = true
     /// Passes running at the same time across all stores (`max-concurrent-passes =`).
     public var maxConcurrentPasses: Int = 4
     /// Transport defaults (`connect-timeout`, `total-timeout`, `low-speed-limit`,

@@ -36,4 +36,16 @@ struct UsageErrorTests {
         let help = try Self.run(["sync", "--help"])
         #expect(help.status == 0 && help.out.contains("USAGE:"))
     }
+
+    /// Root running a configuration other than the service's that names no database would
+    /// write the service's replica: refused, with the two ways out.
+    @Test(.enabled(if: getuid() == 0, "needs root: root's default database is the service's"))
+    func rootWithAnotherFileAndNoDatabaseIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("test.conf")
+        try "[store demo]\nkind = json\nurl = https://api.example.com/items\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try Self.run(["sync", "-c", file])
+        #expect(result.status == 64)
+        #expect(result.err == "ferry: \(file) sets no database, so as root it would write the service's replica /var/lib/ferry/ferry.db; set database = in its [ferry] section, or pass --database PATH\n")
+    }
 }
