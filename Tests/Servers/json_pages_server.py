@@ -34,6 +34,9 @@ takes `since=<updated_at>` (only items with updated_at > since).
                                    limit capped at 100
   GET /headercursor?cursor=C&limit=L
                                    a top-level array; X-Next-Cursor while more follow
+  POST /admin/softdelete {"ids":[...]}
+                                   marks those items "deleted": true with a new updated_at: they
+                                   stay in every listing, as tombstones
   POST /admin/prepend-at {"request": N}
                                    when the N-th listing request arrives, first add an item that
                                    sorts before every other (a listing that moves while paged)
@@ -181,6 +184,11 @@ class Handler(http_core.Handler):
                     ITEMS[i]["updated_at"] = stamp()
                     ITEMS[i]["rev"] = ITEMS[i].get("rev", 0) + 1
                 return self.send(200, {"updated": body.get("ids", [])})
+            if path == "/admin/softdelete":
+                for i in body.get("ids", []):
+                    ITEMS[i]["deleted"] = True
+                    ITEMS[i]["updated_at"] = stamp()
+                return self.send(200, {"deleted": body.get("ids", [])})
             if path == "/admin/prepend-at":
                 PREPEND_AT[0] = int(body["request"])
                 return self.send(200, {"prepend_at": PREPEND_AT[0]})

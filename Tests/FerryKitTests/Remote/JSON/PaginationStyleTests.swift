@@ -109,4 +109,26 @@ struct PaginationStyleTests {
             #expect(throws: (any Error).self, "\(bad)") { try configuredStore(kind: "json", url: "https://api.example.com/x", ["pagination": bad]) }
         }
     }
+
+    /// Tombstones the API lists (`deleted-when`) delete their rows in the incremental pass
+    /// that reads them, with no sweep; a record whose member is false stays.
+    @Test func deletionsTheAPIListsDeleteTheirRowsWithoutASweep() throws {
+        let server = try TestServer.python("json_pages_server.py", arguments: ["--count", "30"])
+        defer { server.stop() }
+        let keys = ["pagination": "link", "page-size-param": "per_page", "page-size": "10", "updated-param": "since",
+                    "deleted-when": "deleted", "reconcile-interval": "never"]
+        let replica = try Replica(url: server.baseURL + "/link", keys: keys)
+        _ = try replica.sync()
+        #expect(try replica.rows() == 30)
+        _ = try server.control("/admin/softdelete", method: "POST", body: #"{"ids":[3, 7]}"#)
+        let pass = try replica.sync()
+        #expect(pass.counts.deleted == 2, "\(pass.summary)")
+        #expect(pass.reconciliation == nil, "no sweep")
+        #expect(try replica.rows() == 28)
+        #expect(DeletionTest("status = cancelled")?.matches(Data(#"{"id":"1","status":"cancelled"}"#.utf8)) == true)
+        #expect(DeletionTest("status = cancelled")?.matches(Data(#"{"id":"1","status":"confirmed"}"#.utf8)) == false)
+        #expect(DeletionTest("@removed")?.matches(Data(#"{"id":"1","@removed":{"reason":"deleted"}}"#.utf8)) == true)
+        #expect(DeletionTest("deleted")?.matches(Data(#"{"id":"1","deleted":false}"#.utf8)) == false)
+        #expect(DeletionTest("") == nil && DeletionTest("a = ") == nil)
+    }
 }

@@ -53,6 +53,9 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
     public var totalPagesPath: String?
     /// The number of the first page (`page:`): 1 by default, 0 for APIs that count from 0.
     public var firstPage = 1
+    /// How the API marks a deleted record in its listing (`deleted-when`); nil: it does not,
+    /// and deletions are found by sweeps.
+    public var deletedWhen: DeletionTest?
     public var pageSize = 1000
     public var authentication = HTTPAuthentication.none
     /// How local writes are pushed (`push-create`, `push-update`, `push-delete`).
@@ -112,6 +115,12 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         if case .afterLast(_, let field)? = Self.pagination(reader.text("pagination") ?? ""), field != idField, field != versionField {
             reader.problem("pagination", "after: takes the records' id-field (\(idField)) or version-field (\(versionField)), not \(field)")
             valid = false
+        }
+        if let spec = reader.text("deleted-when") {
+            if let test = DeletionTest(spec) { deletedWhen = test } else {
+                reader.problem("deleted-when", "\(spec.debugDescription) is not PATH or PATH = VALUE, as in deleted-when = deleted or deleted-when = status = cancelled")
+                valid = false
+            }
         }
         hasMorePath = reader.optional("has-more-path").map(Self.fieldPath)
         totalPagesPath = reader.optional("total-pages-path").map(Self.fieldPath)
@@ -201,7 +210,7 @@ extension StoreKind {
     public static let json = StoreKind(
         name: "json",
         optionKeys: Set(["records-path", "id-field", "version-field", "pagination", "updated-param", "page-size-param",
-                         "total-path", "page-size", "username", "has-more-path", "total-pages-path", "first-page"]).union(JSONPushTemplates.keys),
+                         "total-path", "page-size", "username", "has-more-path", "total-pages-path", "first-page", "deleted-when"]).union(JSONPushTemplates.keys),
         secretKeys: ["bearer-token", "password"], reportsDeletions: false, versionComparison: .ordered,
         urlSchemes: ["http", "https", "file"], fetchesByID: false, localBody: .jsonObject, pushes: true,
         readOptions: { JSONCollectionOptions(reading: &$0) })

@@ -299,7 +299,13 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         for (position, record) in scanned.records.enumerated() where !unchanged {
             switch record.outcome(in: page.body, maxBytes: store.maxRecordBytes, position: position) {
             case .record(let remote):
-                changes.append(.upsert(remote))
+                // A tombstone the API lists (deleted-when) deletes the row (or marks it, by
+                // deletion =); its version still moves the high-water mark on.
+                if let test = setup.options.deletedWhen, test.matches(remote.body) {
+                    changes.append(.delete(id: remote.id))
+                } else {
+                    changes.append(.upsert(remote))
+                }
                 bodyBytes += remote.body.count
                 if setup.reconcile { ids.append(remote.id) }
                 if JSONCollectionCursor.isNewer(remote.version, than: next.highWater) {
