@@ -17,7 +17,7 @@ struct AuthCommand: ParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
 
-    @Argument(help: "The store to authorise.")
+    @Argument(help: "The store to authorise.", completion: storeNames)
     var store: String
 
     func run() throws {

@@ -14,7 +14,7 @@ struct CheckConfigCommand: ParsableCommand {
         User=. Exits 0 when all is well, 78 when not.
         """)
 
-    @Argument(help: "The file to check (default: --config, $FERRY_CONFIG, else /etc/ferry/ferry.conf).")
+    @Argument(help: "The file to check (default: --config, $FERRY_CONFIG, else /etc/ferry/ferry.conf).", completion: .file(extensions: ["conf"]))
     var file: String?
 
     @Option(name: .shortAndLong, help: "The configuration file (the same as the argument).")

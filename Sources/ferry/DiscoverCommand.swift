@@ -18,7 +18,7 @@ struct DiscoverCommand: ParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
 
-    @Argument(help: "Stores to look at (default: every carddav, caldav and dav-account store).")
+    @Argument(help: "Stores to look at (default: every carddav, caldav and dav-account store).", completion: storeNames)
     var stores: [String] = []
 
     @Flag(help: "One JSON object per store instead of text.")

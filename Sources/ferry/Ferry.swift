@@ -55,10 +55,11 @@ struct InstanceOption: ParsableArguments {
 
 /// Options every subcommand that reads the configuration shares.
 struct ConfigurationOptions: ParsableArguments {
-    @Option(name: .shortAndLong, help: "The configuration file (default: $FERRY_CONFIG, else /etc/ferry/ferry.conf).")
+    @Option(name: .shortAndLong, help: "The configuration file (default: $FERRY_CONFIG, else /etc/ferry/ferry.conf).",
+            completion: .file(extensions: ["conf"]))
     var config: String?
 
-    @Option(help: "Use this database instead of the configured one.")
+    @Option(help: "Use this database instead of the configured one.", completion: .file(extensions: ["db", "sqlite", "sqlite3"]))
     var database: String?
 
     @OptionGroup var instance: InstanceOption
@@ -91,3 +92,13 @@ var terminalColumns: Int? {
     return Int(size.ws_col)
 }
 var standardErrorIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+
+/// Shell completion of store names: the stores of the configuration the command line names
+/// with `--config`/`-c` (else `$FERRY_CONFIG`, else the service's), read without its secrets.
+let storeNames = CompletionKind.custom { words, _, prefix in
+    let environment = ProcessInfo.processInfo.environment
+    var path = ConfigurationLoader.defaultPath(environment: environment)
+    if let flag = words.lastIndex(where: { $0 == "--config" || $0 == "-c" }), flag + 1 < words.count { path = words[flag + 1] }
+    guard let configuration = try? ConfigurationLoader.load(path: path, environment: environment, secrets: .referencesOnly) else { return [] }
+    return configuration.stores.map(\.name).filter { $0.hasPrefix(prefix) }
+}

@@ -11,7 +11,7 @@ struct LogCommand: ParsableCommand {
         journalctl -u ferryd -o json (every field).
         """)
 
-    @Argument(help: "Only entries of this store.")
+    @Argument(help: "Only entries of this store.", completion: storeNames)
     var store: String?
 
     @Flag(name: .shortAndLong, help: "Keep printing new entries.")

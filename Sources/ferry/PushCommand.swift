@@ -16,7 +16,7 @@ struct PushCommand: ParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
 
-    @Argument(help: "Stores to push (default: every store with push = yes).")
+    @Argument(help: "Stores to push (default: every store with push = yes).", completion: storeNames)
     var stores: [String] = []
 
     @Flag(name: .shortAndLong, help: "Log every pass event, even on a terminal.")

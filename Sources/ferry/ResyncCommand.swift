@@ -16,7 +16,7 @@ struct ResyncCommand: ParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
 
-    @Argument(help: "Stores to rebuild.")
+    @Argument(help: "Stores to rebuild.", completion: storeNames)
     var stores: [String]
 
     @Flag(name: .shortAndLong, help: "Log every pass event, even on a terminal.")

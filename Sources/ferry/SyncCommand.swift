@@ -11,7 +11,7 @@ struct SyncCommand: ParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
 
-    @Argument(help: "Stores to sync (default: all).")
+    @Argument(help: "Stores to sync (default: all).", completion: storeNames)
     var stores: [String] = []
 
     @Flag(name: .shortAndLong, help: "Log every pass event with its fields (as the journal has them), even on a terminal.")

@@ -48,4 +48,36 @@ struct UsageErrorTests {
         #expect(result.status == 64)
         #expect(result.err == "ferry: \(file) sets no database, so as root it would write the service's replica /var/lib/ferry/ferry.db; set database = in its [ferry] section, or pass --database PATH\n")
     }
+
+    /// The bash completion script, sourced in bash and run as bash runs it: store names from
+    /// the configuration the line names (filtered by what is typed), a subcommand's options.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/bin/bash")))
+    func bashCompletesStoreNamesAndOptions() throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("ferry.conf")
+        try "[ferry]\ndatabase = \(directory.path("c.db"))\n[store alpha]\nkind = json\nurl = https://a.example.com/x\n[store beta]\nkind = json\nurl = https://a.example.com/y\n"
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let bin = (FerrydProcessTests.binary("ferry") as NSString).deletingLastPathComponent
+        let script = """
+            source <(ferry --generate-completion-script bash)
+            complete() { COMPREPLY=(); COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+                         _ferry ferry "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"; echo "${COMPREPLY[*]}"; }
+            complete ferry sync -c \(file) ""
+            complete ferry sync -c \(file) al
+            complete ferry status --js
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = ["-c", script]
+        process.environment = ["PATH": bin + ":/usr/bin:/bin"]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n").map(String.init)
+        process.waitUntilExit()
+        #expect(lines.count == 3, "\(lines)")
+        #expect(lines.first.map { Set($0.split(separator: " ")) } == ["alpha", "beta"])
+        #expect(lines.dropFirst().first == "alpha")
+        #expect(lines.last == "--json")
+    }
 }
