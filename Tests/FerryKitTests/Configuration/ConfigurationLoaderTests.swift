@@ -196,7 +196,7 @@ import Testing
             .init(file: Self.file, line: 28, key: "deletion", message: "expected one of hard, tombstone, got 'soft'"),
             .init(file: Self.file, line: 29, key: "on-bad-record", message: "expected one of skip, fail, got 'explode'"),
             .init(file: Self.file, line: 30, key: "max-record-size", message: "expected a size like 1048576, 512KiB, 256MiB or 1MB, got 'big'"),
-            .init(file: Self.file, line: 31, key: "unknown-key", message: "unknown key; a json store takes bearer-token, first-page, has-more-path, id-field, page-size, page-size-param, pagination, password, push-create, push-delete, push-if-match, push-update, records-path, total-pages-path, total-path, updated-param, username, version-field, the keys every store takes, column.NAME and header.NAME"),
+            .init(file: Self.file, line: 31, key: "unknown-key", message: "unknown key; a json store takes \(StoreKind.json.optionKeys.union(StoreKind.json.secretKeys).sorted().joined(separator: ", ")), the keys every store takes, column.NAME and header.NAME"),
             .init(file: Self.file, line: 32, message: "expected 'key = value', a [section] or a # comment"),
         ]
         #expect(found.count == expected.count)

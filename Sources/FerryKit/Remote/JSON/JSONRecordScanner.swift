@@ -13,7 +13,8 @@ import Foundation
 public struct JSONRecordScanner: Sendable {
     /// Where things are in a page.
     public struct Layout: Sendable, Equatable {
-        /// Dotted path of the records array; "" means the page itself is the array.
+        /// Dotted path of the records array (``JSONPath``: `\.` for a dot in a name); "" means
+        /// the page itself is the array.
         public var recordsPath: String
         /// Dotted path of the id inside a record.
         public var idPath: String
@@ -60,7 +61,7 @@ public struct JSONRecordScanner: Sendable {
         precondition(layout.fieldPaths.count < 60, "too many field paths")
         self.layout = layout
         func split(_ path: String) -> [[UInt8]] {
-            path.isEmpty ? [] : path.split(separator: ".", omittingEmptySubsequences: false).map { Array($0.utf8) }
+            JSONPath.components(path).map { Array($0.utf8) }
         }
         recordsPath = split(layout.recordsPath)
         var paths: [[[UInt8]]] = recordsPath.isEmpty ? [] : [recordsPath]

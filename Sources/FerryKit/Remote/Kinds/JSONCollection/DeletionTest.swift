@@ -16,8 +16,8 @@ public struct DeletionTest: Sendable, Equatable {
     public init?(_ spec: String) {
         let parts = spec.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
         let path = JSONCollectionOptions.fieldPath(parts.first ?? "")
-        guard !path.isEmpty, !path.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty) else { return nil }
-        self.path = path.split(separator: ".").map(String.init)
+        guard JSONPath.isValid(path) else { return nil }
+        self.path = JSONPath.components(path)
         value = parts.count > 1 ? parts[1] : nil
         if value?.isEmpty == true { return nil }
     }

@@ -94,7 +94,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         for (key, keyPath) in [("records-path", \Self.recordsPath), ("id-field", \Self.idField), ("version-field", \Self.versionField)] {
             guard let value = reader.text(key).map(Self.fieldPath) else { continue }
             // The records path may be empty (the page is the array); a field path may not.
-            if value.isEmpty ? key != "records-path" : value.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
+            if value.isEmpty ? key != "records-path" : !JSONPath.isValid(value) {
                 reader.problem(key, "\(value.debugDescription) is not a dotted field path such as id or data.items")
                 valid = false
             } else {

@@ -449,7 +449,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
 
     /// Field names APIs use for the next page, looked for when the configured one is absent.
     static let commonNextFields = ["next", "next_url", "nextUrl", "next_page", "nextPage", "next_page_url", "links.next",
-                                   "meta.next", "paging.next", "pagination.next", "@odata.nextLink", "next_cursor", "nextCursor",
+                                   "meta.next", "paging.next", "pagination.next", "@odata\\.nextLink", "next_cursor", "nextCursor",
                                    "cursor", "meta.next_cursor", "response_metadata.next_cursor"]
 
     /// What page 1 shows to be wrong with the configuration, in words: no record has the id or
