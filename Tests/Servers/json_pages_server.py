@@ -37,6 +37,12 @@ takes `since=<updated_at>` (only items with updated_at > since).
   POST /admin/softdelete {"ids":[...]}
                                    marks those items "deleted": true with a new updated_at: they
                                    stay in every listing, as tombstones
+  GET /graph/delta?top=K[&$skiptoken=S][&$deltatoken=T]
+                                   Microsoft Graph's delta query: {"value":[...]} paged by
+                                   @odata.nextLink, the last page naming @odata.deltaLink; a
+                                   delta link lists what changed since it, deleted items as
+                                   {"id": i, "@removed": {...}}; an expired one is 410
+  POST /admin/expire-deltas        every delta link handed out so far answers 410
   POST /admin/prepend-at {"request": N}
                                    when the N-th listing request arrives, first add an item that
                                    sorts before every other (a listing that moves while paged)
@@ -85,6 +91,7 @@ def add_item():
 
 
 PREPEND_AT = [None]
+DELTA_EXPIRED_BEFORE = [0]
 
 
 def listing(q):
@@ -189,6 +196,9 @@ class Handler(http_core.Handler):
                     ITEMS[i]["deleted"] = True
                     ITEMS[i]["updated_at"] = stamp()
                 return self.send(200, {"deleted": body.get("ids", [])})
+            if path == "/admin/expire-deltas":
+                DELTA_EXPIRED_BEFORE[0] = CLOCK[0] + 1
+                return self.send(200, {"expired_before": DELTA_EXPIRED_BEFORE[0]})
             if path == "/admin/prepend-at":
                 PREPEND_AT[0] = int(body["request"])
                 return self.send(200, {"prepend_at": PREPEND_AT[0]})
@@ -239,6 +249,31 @@ class Handler(http_core.Handler):
             chunk = items[:limit]
             token = json.dumps([chunk[-1]["updated_at"], chunk[-1]["id"]]) if len(items) > limit else None
             return self.send(200, {"data": {"rows": chunk}, "meta": {"next_token": token}})
+        if path == "/graph/delta":
+            # Microsoft Graph's delta query: pages by $skiptoken, the last names the delta link;
+            # a delta link lists what changed since, deleted items as {"id", "@removed"}.
+            top = int(q.get("top", 10))
+            token = q.get("$deltatoken")
+            with LOCK:
+                expired = token is not None and int(token) < DELTA_EXPIRED_BEFORE[0]
+            if expired:
+                return self.send(410, {"error": {"code": "syncStateNotFound", "message": "The sync state is not found."}})
+            items = listing({})
+            if token is not None:
+                since = "2024-01-01T00:00:00.%06d" % int(token)
+                items = [it for it in items if it["updated_at"] > since]
+            else:
+                items = [it for it in items if not it.get("deleted")]
+            values = [{"id": it["id"], "@removed": {"reason": "deleted"}} if it.get("deleted") else it for it in items]
+            skip = int(q.get("$skiptoken", 0))
+            chunk = values[skip:skip + top]
+            page = {"@odata.context": "https://graph.example.com/$metadata#items", "value": chunk}
+            base = "http://%s/graph/delta?top=%d" % (self.headers.get("Host"), top)
+            if skip + top < len(values):
+                page["@odata.nextLink"] = base + "&$skiptoken=%d" % (skip + top) + ("&$deltatoken=" + token if token else "")
+            else:
+                page["@odata.deltaLink"] = base + "&$deltatoken=%d" % CLOCK[0]
+            return self.send(200, page)
         if path == "/wp/posts":
             page = int(q.get("page", 1))
             per = min(int(q.get("per_page", 10)), 100)

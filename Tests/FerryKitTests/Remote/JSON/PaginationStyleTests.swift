@@ -131,4 +131,34 @@ struct PaginationStyleTests {
         #expect(DeletionTest("deleted")?.matches(Data(#"{"id":"1","deleted":false}"#.utf8)) == false)
         #expect(DeletionTest("") == nil && DeletionTest("a = ") == nil)
     }
+
+    /// Microsoft Graph's delta query: the next pass starts from the delta link the last page
+    /// named and reads only what changed, removals included; an expired link (410) makes the
+    /// pass incomplete and the next one lists everything and sweeps.
+    @Test func aDeltaLinkStartsTheNextPassAndAnExpiredOneFallsBackToAFullListing() throws {
+        let server = try TestServer.python("json_pages_server.py", arguments: ["--count", "25"])
+        defer { server.stop() }
+        let keys = ["records-path": "value", "pagination": #"next-url:@odata\.nextLink"#, "delta-link": #"@odata\.deltaLink"#,
+                    "deleted-when": "@removed", "reconcile-interval": "never"]
+        let replica = try Replica(url: server.baseURL + "/graph/delta?top=10", keys: keys)
+        let first = try replica.sync()
+        #expect(first.isComplete && first.pages == 3, "\(first.summary)")
+        #expect(try replica.rows() == 25)
+        _ = try server.control("/admin/update", method: "POST", body: #"{"ids":[2]}"#)
+        _ = try server.control("/admin/softdelete", method: "POST", body: #"{"ids":[5]}"#)
+        let before = try Self.requests(server)
+        let delta = try replica.sync()
+        #expect(try Self.requests(server) - before == 1, "one request: the delta link")
+        #expect(delta.counts.updated == 1 && delta.counts.deleted == 1, "\(delta.summary)")
+        #expect(try replica.rows() == 24)
+        // The API forgets the delta state: the pass says so, and the next lists and sweeps.
+        _ = try server.control("/admin/expire-deltas", method: "POST", body: "{}")
+        _ = try server.control("/admin/softdelete", method: "POST", body: #"{"ids":[9]}"#)
+        let expired = try replica.sync()
+        #expect(!expired.isComplete, "\(expired.gaps)")
+        let full = try replica.sync()
+        #expect(full.isComplete, "\(full.gaps)")
+        #expect(full.reconciliation != nil, "a sweep")
+        #expect(try replica.rows() == 23)
+    }
 }

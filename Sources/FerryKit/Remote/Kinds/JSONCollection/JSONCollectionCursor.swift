@@ -4,13 +4,16 @@ import Foundation
 /// value) and the first page's validators for a conditional request next time.
 ///
 /// Stored as a small JSON object: `{"highWater":"2024-05-01 12:00:00","etag":"\"v1\"",
-/// "lastModified":"...","firstURL":"..."}` (absent keys omitted).
+/// "lastModified":"...","firstURL":"...","delta":"..."}` (absent keys omitted).
 struct JSONCollectionCursor: Equatable {
     var highWater: String?
     var etag: String?
     var lastModified: String?
     /// The URL the validators belong to: they are sent only to that same URL.
     var firstURL: String?
+    /// Where the next pass starts, as the API's last page said (`delta-link`: a URL;
+    /// `sync-token`: a token).
+    var delta: String?
 
     init(highWater: String? = nil, etag: String? = nil, lastModified: String? = nil, firstURL: String? = nil) {
         self.highWater = highWater
@@ -25,6 +28,7 @@ struct JSONCollectionCursor: Equatable {
         etag = object["etag"] as? String
         lastModified = object["lastModified"] as? String
         firstURL = object["firstURL"] as? String
+        delta = object["delta"] as? String
     }
 
     var stored: String {
@@ -33,6 +37,7 @@ struct JSONCollectionCursor: Equatable {
         object["etag"] = etag
         object["lastModified"] = lastModified
         object["firstURL"] = firstURL
+        object["delta"] = delta
         let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         return String(decoding: data ?? Data("{}".utf8), as: UTF8.self)
     }

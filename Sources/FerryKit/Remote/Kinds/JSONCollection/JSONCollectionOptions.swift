@@ -56,6 +56,25 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
     /// How the API marks a deleted record in its listing (`deleted-when`); nil: it does not,
     /// and deletions are found by sweeps.
     public var deletedWhen: DeletionTest?
+    /// Where the last page says how the next pass starts (`delta-link`, `sync-token`); nil:
+    /// from the store's URL (with `updated-param` when set).
+    public var deltaStart: DeltaStart?
+
+    /// How an API hands the next pass its start: a delta query's link or a sync token.
+    public enum DeltaStart: Sendable, Equatable {
+        /// `delta-link = PATH`: the last page holds the URL the next pass starts from
+        /// (Microsoft Graph's `@odata\.deltaLink`).
+        case link(path: String)
+        /// `sync-token = PARAM=PATH`: the last page holds a token the next pass sends as PARAM
+        /// (Google's `nextSyncToken`, sent as `syncToken`).
+        case token(param: String, path: String)
+
+        var path: String {
+            switch self {
+            case .link(let path), .token(_, let path): path
+            }
+        }
+    }
     public var pageSize = 1000
     public var authentication = HTTPAuthentication.none
     /// How local writes are pushed (`push-create`, `push-update`, `push-delete`).
@@ -119,6 +138,23 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         if let spec = reader.text("deleted-when") {
             if let test = DeletionTest(spec) { deletedWhen = test } else {
                 reader.problem("deleted-when", "\(spec.debugDescription) is not PATH or PATH = VALUE, as in deleted-when = deleted or deleted-when = status = cancelled")
+                valid = false
+            }
+        }
+        if let spec = reader.text("delta-link") {
+            let path = Self.fieldPath(spec)
+            if JSONPath.isValid(path) { deltaStart = .link(path: path) } else {
+                reader.problem("delta-link", "\(spec.debugDescription) is not a field path, as in delta-link = @odata\\.deltaLink")
+                valid = false
+            }
+        }
+        if let spec = reader.text("sync-token") {
+            let parts = spec.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if parts.count == 2, !parts[0].isEmpty, JSONPath.isValid(Self.fieldPath(parts[1])), deltaStart == nil {
+                deltaStart = .token(param: parts[0], path: Self.fieldPath(parts[1]))
+            } else {
+                reader.problem("sync-token", deltaStart != nil ? "set either delta-link or sync-token, not both"
+                               : "\(spec.debugDescription) is not PARAM=PATH, as in sync-token = syncToken=nextSyncToken")
                 valid = false
             }
         }
@@ -192,7 +228,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
             paths += JSONPageProducer.commonNextFields.filter { $0 != path }
         case .link, .singlePage, .pageNumber, .offset, .afterLast, .headerCursor: break
         }
-        for path in [totalPath, hasMorePath, totalPagesPath].compactMap(\.self) where !paths.contains(path) { paths.append(path) }
+        for path in [totalPath, hasMorePath, totalPagesPath, deltaStart?.path].compactMap(\.self) where !paths.contains(path) { paths.append(path) }
         return paths
     }
 
@@ -210,7 +246,7 @@ extension StoreKind {
     public static let json = StoreKind(
         name: "json",
         optionKeys: Set(["records-path", "id-field", "version-field", "pagination", "updated-param", "page-size-param",
-                         "total-path", "page-size", "username", "has-more-path", "total-pages-path", "first-page", "deleted-when"]).union(JSONPushTemplates.keys),
+                         "total-path", "page-size", "username", "has-more-path", "total-pages-path", "first-page", "deleted-when", "delta-link", "sync-token"]).union(JSONPushTemplates.keys),
         secretKeys: ["bearer-token", "password"], reportsDeletions: false, versionComparison: .ordered,
         urlSchemes: ["http", "https", "file"], fetchesByID: false, localBody: .jsonObject, pushes: true,
         readOptions: { JSONCollectionOptions(reading: &$0) })

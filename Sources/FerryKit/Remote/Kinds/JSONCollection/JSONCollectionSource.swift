@@ -104,7 +104,15 @@ public final class JSONCollectionSource: RemoteSource {
         }
         var url = store.url
         if let param = options.pageSizeParam { url = URLQuery.setting(param, to: String(options.pageSize), in: url) }
-        if let param = options.updatedParam, !plan.reconcile, let mark = stored.highWater {
+        // A delta start the API handed over supersedes the updated-after filter; a sweep lists
+        // everything from the store's URL (and gets a fresh start at its end).
+        let fromDelta = !plan.reconcile ? stored.delta.flatMap { delta in options.deltaStart.map { (delta, $0) } } : nil
+        if let (delta, start) = fromDelta {
+            switch start {
+            case .link: url = delta
+            case .token(let param, _): url = URLQuery.setting(param, to: delta, in: url)
+            }
+        } else if let param = options.updatedParam, !plan.reconcile, let mark = stored.highWater {
             url = URLQuery.setting(param, to: mark, in: url)
         }
         var request = HTTPRequest(url: url, headers: headers)
@@ -127,7 +135,8 @@ public final class JSONCollectionSource: RemoteSource {
                                                store.identity, options.recordsPath, options.idField, options.versionField,
                                                String(store.maxRecordBytes),
                                            ]),
-                                           knownDigests: plan.pageDigests, listingAtRest: plan.listingAtRest)
+                                           knownDigests: plan.pageDigests, listingAtRest: plan.listingAtRest,
+                                           startsFromDelta: fromDelta != nil)
         // Events are posted to this loop; the source is touched only here.
         let loop = RunLoopHandle.current()
         let box = LoopBoundSource(self)

@@ -80,6 +80,9 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         var knownDigests: [Int: Int64] = [:]
         /// ``PassPlan/listingAtRest``: `knownDigests` are the last sweep's listing.
         var listingAtRest = false
+        /// The first request is the delta start the API handed the last pass (`delta-link`,
+        /// `sync-token`), which it may have expired.
+        var startsFromDelta = false
     }
 
     /// A page to request: the chain's next, or one a sweep counted and now reads for its ids.
@@ -208,6 +211,15 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         if status == 304, number == 1, !target.isReread {
             return end(with: .notModified(requests: loader.requestCount))
         }
+        if status == 410, number == 1, setup.startsFromDelta {
+            // The API expired its delta start (Google's 410, Graph's syncStateNotFound): the
+            // start is forgotten, and the next pass lists everything and sweeps what went.
+            var expired = ScannedPage(number: 1, changes: [], problems: [], ids: [], bodyBytes: 0, totalHint: nil,
+                                      origin: page.request.url.redactingUserInfo, cursor: JSONCollectionCursor(highWater: next.highWater),
+                                      isLast: true, rateLimit: nil, requests: loader.requestCount)
+            expired.gaps = [.sweepSkipped(reason: "the API expired the delta start (HTTP 410); the next pass lists everything and sweeps")]
+            return end(with: .page(expired))
+        }
         guard (200..<300).contains(status) else {
             return end(with: .failed(page.statusError(target: number == 1 ? .configuredURL : .derivedURL, position: "page \(number)",
                                                       context: setup.errorContext)))
@@ -297,15 +309,18 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         // merged, and a page with a record that could not be stored has no digest).
         if unchanged, listsIDs { ids = scanned.records.compactMap(\.id) }
         for (position, record) in scanned.records.enumerated() where !unchanged {
+            // A tombstone the API lists (deleted-when) deletes the row (or marks it, by
+            // deletion =), whether or not it carries a version (Graph's `@removed` entries
+            // carry only the id); a version it has still moves the high-water mark on.
+            if let test = setup.options.deletedWhen, let id = record.id,
+               test.matches(page.body[(page.body.startIndex + record.range.lowerBound)..<(page.body.startIndex + record.range.upperBound)]) {
+                changes.append(.delete(id: id))
+                if let version = record.version, JSONCollectionCursor.isNewer(version, than: next.highWater) { next.highWater = version }
+                continue
+            }
             switch record.outcome(in: page.body, maxBytes: store.maxRecordBytes, position: position) {
             case .record(let remote):
-                // A tombstone the API lists (deleted-when) deletes the row (or marks it, by
-                // deletion =); its version still moves the high-water mark on.
-                if let test = setup.options.deletedWhen, test.matches(remote.body) {
-                    changes.append(.delete(id: remote.id))
-                } else {
-                    changes.append(.upsert(remote))
-                }
+                changes.append(.upsert(remote))
                 bodyBytes += remote.body.count
                 if setup.reconcile { ids.append(remote.id) }
                 if JSONCollectionCursor.isNewer(remote.version, than: next.highWater) {
@@ -325,6 +340,13 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         let total = number == 1 && !target.isReread ? setup.options.totalPath.flatMap { scanned.fields[$0]?.text }.flatMap { Int64($0) } : nil
         if let total { expectedTotal = total }
         if !target.isReread { recordsRead += scanned.recordCount }
+        if isLast, rateLimit == nil, let start = setup.options.deltaStart, let text = scanned.fields[start.path]?.text, !text.isEmpty {
+            // Where the next pass starts, from the chain's last page.
+            switch start {
+            case .link: next.delta = LinkHeader.resolve(text, against: page.url).map(store.query.removingSecrets)
+            case .token: next.delta = text
+            }
+        }
         if isLast, chainLength == 1 {
             // Validators stand for the whole collection only when it is one page: a 304 for
             // page 1 says nothing of page 300, nor of the pages after a page 1 that exhausted
