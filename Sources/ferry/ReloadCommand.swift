@@ -5,7 +5,7 @@ import Foundation
 struct ReloadCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reload",
-        abstract: "Make a running ferryd re-read its configuration and resync, and wait until it has.",
+        abstract: "Make a running ferryd re-read its configuration and sync every store now (no rebuild: that is ferry resync), and wait until it has.",
         discussion: "This is what systemd's ExecReload= runs: it returns only after ferryd acknowledged, and fails when ferryd refused the new configuration (ferryd then keeps the old one).")
 
     @Option(help: "ferryd's process id (default: $MAINPID, else the pid file in the runtime directory).")

@@ -20,16 +20,7 @@ export SDBOX_NAME=${SDBOX_NAME:-ferry-pkgtest}
 DEB=${1:?usage: $0 PATH/TO/ferry_VERSION_ARCH.deb}
 DB=/var/lib/ferry/ferry.db
 
-passed=0; failed=0
-pass() { passed=$((passed + 1)); echo "PASS: $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
-box() { "$SDBOX" exec "$@"; }
-wait_until() {
-    local limit=$(( $1 * 2 )); shift
-    for ((i = 0; i < limit; i++)); do "$@" && return 0; sleep 0.5; done
-    return 1
-}
+source "$root/Tests/System/checks.sh"
 finish() {
     echo "$passed passed, $failed failed"
     [[ $failed -eq 0 ]]

@@ -4,6 +4,19 @@ import Testing
 import FerryTestSupport
 
 extension FerrydProcessTests {
+    /// A configuration with one `dav-account` store `personal` at `url` (the test servers'
+    /// user and password, from a private file), and `keys` added to its section.
+    func accountConfiguration(url: String, keys: [String]) throws -> String {
+        let path = directory.url.path + "/ferry.conf"
+        try DAVServer.password.write(toFile: directory.url.path + "/dav-password", atomically: true, encoding: .utf8)
+        chmod(directory.url.path + "/dav-password", 0o600)
+        try ([
+            "[ferry]", "database = \(directory.url.path)/ferry.db", "", "[store personal]", "kind = dav-account", "url = \(url)",
+            "username = \(DAVServer.username)", "password = file:\(directory.url.path)/dav-password",
+        ] + keys).joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     /// ferryd with a `dav-account` store (Radicale): the account's pass finds the collections,
     /// each is scheduled and synced as a store of its own, one created on the server later is
     /// synced after a reload's resync, and `ferry status` lists them all.
@@ -11,21 +24,8 @@ extension FerrydProcessTests {
     func syncsEveryCollectionOfAnAccount() throws {
         let dav = try DAVServer(.radicale, cards: 4, events: 2)
         defer { dav.stop() }
-        let configPath = directory.url.path + "/ferry.conf"
+        let configPath = try accountConfiguration(url: dav.baseURL + "/", keys: ["interval = 1h"])
         let runtime = directory.url.path + "/run"
-        try DAVServer.password.write(toFile: directory.url.path + "/dav-password", atomically: true, encoding: .utf8)
-        chmod(directory.url.path + "/dav-password", 0o600)
-        try """
-            [ferry]
-            database = \(directory.url.path)/ferry.db
-
-            [store personal]
-            kind = dav-account
-            url = \(dav.baseURL)/
-            username = \(DAVServer.username)
-            password = file:\(directory.url.path)/dav-password
-            interval = 1h
-            """.write(toFile: configPath, atomically: true, encoding: .utf8)
         let daemon = try launch(Self.binary("ferryd"), ["--config", configPath], runtime: runtime)
         defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
 
@@ -74,23 +74,9 @@ extension FerrydProcessTests {
             let stats = try JSONSerialization.jsonObject(with: proxy.control("/__proxy/stats")) as? [String: Any]
             return try #require(stats?["forwarded"] as? Int)
         }
-        let configPath = directory.url.path + "/ferry.conf"
-        let runtime = directory.url.path + "/run"
-        try DAVServer.password.write(toFile: directory.url.path + "/dav-password", atomically: true, encoding: .utf8)
-        chmod(directory.url.path + "/dav-password", 0o600)
         let interval = 2
-        try """
-            [ferry]
-            database = \(directory.url.path)/ferry.db
-
-            [store personal]
-            kind = dav-account
-            url = \(proxy.baseURL)/
-            username = \(DAVServer.username)
-            password = file:\(directory.url.path)/dav-password
-            interval = \(interval)s
-            jitter = 0s
-            """.write(toFile: configPath, atomically: true, encoding: .utf8)
+        let configPath = try accountConfiguration(url: proxy.baseURL + "/", keys: ["interval = \(interval)s", "jitter = 0s"])
+        let runtime = directory.url.path + "/run"
         let daemon = try launch(Self.binary("ferryd"), ["--config", configPath], runtime: runtime)
         defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
         try waitFor("every collection synced") { (try? rows("personal")) == 3 + 2 + 6 }

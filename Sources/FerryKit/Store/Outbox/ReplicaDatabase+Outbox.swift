@@ -370,22 +370,26 @@ extension ReplicaDatabase {
         let pulled = try connection.prepare("DELETE FROM \(table) WHERE id = ?1")
         try pulled.bind(remoteID, at: 1)
         try pulled.run()
-        let rename = try connection.prepare("UPDATE \(table) SET id = ?2 WHERE id = ?1")
-        try rename.bind(placeholder, at: 1)
-        try rename.bind(remoteID, at: 2)
+        try renameRow(placeholder, to: remoteID, in: prepared)
+        return true
+    }
+
+    /// The row `id` and its outbox entry take the id `newID`.
+    private func renameRow(_ id: String, to newID: String, in prepared: PreparedStore) throws(SQLiteError) {
+        let rename = try connection.prepare("UPDATE \(quoted(prepared.definition.name)) SET id = ?2 WHERE id = ?1")
+        try rename.bind(id, at: 1)
+        try rename.bind(newID, at: 2)
         try rename.run()
         let renameEntry = try connection.prepare("UPDATE ferry_outbox SET id = ?3 WHERE store_id = ?1 AND id = ?2")
         try renameEntry.bind(prepared.storeID, at: 1)
-        try renameEntry.bind(placeholder, at: 2)
-        try renameEntry.bind(remoteID, at: 3)
+        try renameEntry.bind(id, at: 2)
+        try renameEntry.bind(newID, at: 3)
         try renameEntry.run()
-        return true
     }
 
     /// Moves the row `id` and its queued non-delete write to a fresh placeholder id; nil (and
     /// nothing moved) when `id` has no such write.
     private func moveAside(_ id: String, in prepared: PreparedStore) throws(SQLiteError) -> String? {
-        let table = quoted(prepared.definition.name)
         let entry = try connection.prepare("""
             SELECT 1 FROM ferry_outbox WHERE store_id = ?1 AND id = ?2 AND op <> \(LocalOperation.delete.rawValue)
             """)
@@ -395,15 +399,7 @@ extension ReplicaDatabase {
         entry.reset()
         guard queued else { return nil }
         let fresh = "local-" + (0..<10).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        let rename = try connection.prepare("UPDATE \(table) SET id = ?2 WHERE id = ?1")
-        try rename.bind(id, at: 1)
-        try rename.bind(fresh, at: 2)
-        try rename.run()
-        let renameEntry = try connection.prepare("UPDATE ferry_outbox SET id = ?3 WHERE store_id = ?1 AND id = ?2")
-        try renameEntry.bind(prepared.storeID, at: 1)
-        try renameEntry.bind(id, at: 2)
-        try renameEntry.bind(fresh, at: 3)
-        try renameEntry.run()
+        try renameRow(id, to: fresh, in: prepared)
         return fresh
     }
 
