@@ -2,7 +2,7 @@ import FerryKit
 import Foundation
 import Logging
 
-/// Runs one JSON collection pass (``RemoteSourceFactory``'s source for the store) on its own
+/// Runs one JSON collection pass (the source the store's options make) on its own
 /// run loop into a sink that only counts, to split Ferry's end-to-end time into fetch + parse
 /// and merge.
 final class CountingSourcePass: RunLoopOperation<Int>, RemoteSourceSink, @unchecked Sendable {

@@ -10,7 +10,7 @@ import Synchronization
 /// million records and ran the baselines.
 ///
 /// It syncs one JSON collection store into a fresh database through ``OneShotSync``, the code
-/// `ferry sync` runs (SyncPassOperation → RemoteSourceFactory → JSONCollectionSource →
+/// `ferry sync` runs (SyncPassOperation → PullPhase → the store options' makeSource → JSONCollectionSource →
 /// ReplicaDatabase.apply), and prints one machine-readable line:
 /// `RESULT seconds=… inserted=… rows=… pages=… requests=… hwm_before_kb=… hwm_kb=… write_bytes=…`.
 struct JSONEndToEndPass: ParsableCommand {
