@@ -60,9 +60,15 @@ func runOneShot(_ options: ConfigurationOptions, stores: [String], verbose: Bool
     // For people (a terminal, or a pipe a person reads): warnings and errors as plain lines;
     // each store's summary is printed once, on stdout. --verbose: the configured level with
     // every field, as the journal has them.
+    // On a terminal, log lines go above the progress bars, which are then drawn again.
+    let display: ProgressDisplay? = interactive ? ProgressDisplay() : nil
+    var lineSink: (@Sendable (String) -> Void)?
+    if let display { lineSink = { line in display.log(line) } }
+    let emit = lineSink
+    let level: Logger.Level = verbose ? configuration.global.logLevel : .warning
+    let skipped: Set<String> = verbose ? [] : [MessageID.passFailed.rawValue]
     LoggingSystem.bootstrap { _ in
-        StderrLogHandler(level: verbose ? configuration.global.logLevel : .warning, priorityPrefix: false, metadata: verbose,
-                         skipping: verbose ? [] : [MessageID.passFailed.rawValue])
+        StderrLogHandler(level: level, priorityPrefix: false, metadata: verbose, skipping: skipped, emit: emit)
     }
     let logger = Logger(label: "ferry")
     let sync: OneShotSync
@@ -73,13 +79,8 @@ func runOneShot(_ options: ConfigurationOptions, stores: [String], verbose: Bool
     } catch {
         throw fail(error)
     }
-    var drawn = 0
     let results = sync.run { items in
-        guard interactive else { return }
-        var text = drawn > 0 ? "\u{1B}[\(drawn)A" : ""
-        for item in items { text += "\u{1B}[2K" + ProgressLine.render(item) + "\n" }
-        drawn = items.count
-        FileHandle.standardError.write(Data(text.utf8))
+        display?.update(items.map { ProgressLine.render($0) })
     }
     let code = SyncOutcome.exitCode(results.map(\.result))
     for (_, result) in results {

@@ -12,6 +12,8 @@ public final class OneShotSync {
         public var isRunning: Bool
         public var isFinished: Bool
         public var isCancelled: Bool
+        /// The pass ended with a failure (its bar must not say done).
+        public var isFailed = false
         /// How long this store's pass has run (or ran): its own time, not the command's, so
         /// its rate is records over the time it took.
         public var elapsed: Duration
@@ -181,8 +183,10 @@ public final class OneShotSync {
                 if operation.isExecuting || operation.isFinished { began[index] = began[index] ?? now }
                 if operation.isFinished { ended[index] = ended[index] ?? now }
                 let elapsed = began[index].map { (ended[index] ?? now) - $0 } ?? .zero
-                return Progress(store: operation.setup.store.name, progress: operation.progress, isRunning: operation.isExecuting,
-                                isFinished: operation.isFinished, isCancelled: operation.isCancelled, elapsed: elapsed)
+                var item = Progress(store: operation.setup.store.name, progress: operation.progress, isRunning: operation.isExecuting,
+                                    isFinished: operation.isFinished, isCancelled: operation.isCancelled, elapsed: elapsed)
+                if operation.isFinished, case .failure? = operation.result { item.isFailed = true }
+                return item
             }
         }
         while !operations.allSatisfy(\.isFinished) || !integrity.state.done {

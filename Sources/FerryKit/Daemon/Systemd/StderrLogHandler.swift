@@ -27,24 +27,29 @@ public struct StderrLogHandler: LogHandler {
     /// Entries left out by their MESSAGE_ID: what the command reports itself (a failed pass,
     /// which `ferry sync` prints once as its error line).
     private let skipped: Set<String>
+    /// Where lines go instead of the descriptor (above `ferry sync`'s progress bars).
+    private let emit: (@Sendable (String) -> Void)?
 
     /// - Parameters:
     ///   - fileDescriptor: where lines go (2: stderr). The handler does not own or close it.
     ///   - priorityPrefix: whether lines start with `<N>`; nil: yes unless the descriptor is a terminal.
     ///   - metadata: whether `key=value` metadata follows each message.
     public init(level: Logger.Level = .info, fileDescriptor: Int32 = STDERR_FILENO, priorityPrefix: Bool? = nil,
-                metadata: Bool = true, skipping skipped: Set<String> = [], metadataProvider: Logger.MetadataProvider? = nil) {
+                metadata: Bool = true, skipping skipped: Set<String> = [], emit: (@Sendable (String) -> Void)? = nil,
+                metadataProvider: Logger.MetadataProvider? = nil) {
         self.init(setting: LogLevelSetting(level), fileDescriptor: fileDescriptor, priorityPrefix: priorityPrefix, metadata: metadata,
-                  skipping: skipped, metadataProvider: metadataProvider)
+                  skipping: skipped, emit: emit, metadataProvider: metadataProvider)
     }
 
     /// A handler whose level follows `setting` (a reload changes it) until one is set on it.
     public init(setting: LogLevelSetting, fileDescriptor: Int32 = STDERR_FILENO, priorityPrefix: Bool? = nil,
-                metadata: Bool = true, skipping skipped: Set<String> = [], metadataProvider: Logger.MetadataProvider? = nil) {
+                metadata: Bool = true, skipping skipped: Set<String> = [], emit: (@Sendable (String) -> Void)? = nil,
+                metadataProvider: Logger.MetadataProvider? = nil) {
         self.setting = setting
         self.fileDescriptor = fileDescriptor
         self.withMetadata = metadata
         self.skipped = skipped
+        self.emit = emit
         self.withPriorityPrefix = priorityPrefix ?? (isatty(fileDescriptor) == 0)
         self.metadataProvider = metadataProvider
     }
@@ -61,6 +66,7 @@ public struct StderrLogHandler: LogHandler {
         if !skipped.isEmpty, let id = merged[MessageID.metadataKey].map(JournalFields.text(of:)), skipped.contains(id) { return }
         let line = Self.format(level: event.level, message: event.message.description, metadata: withMetadata ? merged : [:],
                                priorityPrefix: withPriorityPrefix)
+        if let emit { return emit(line) }
         Self.writeAll(fileDescriptor, Array(line.utf8))
     }
 
