@@ -15,6 +15,12 @@ public struct KnownCollection: Sendable, Equatable {
     /// while rows of it are kept; nil while it is synced.
     public var goneSince: Date?
 
+    /// The table each of `collections` has, by URL: the names a collection keeps
+    /// (``CollectionSelection/choose(from:account:otherStores:known:)``).
+    public static func tables(byURL collections: [KnownCollection]) -> [String: String] {
+        Dictionary(collections.map { ($0.url, $0.store) }, uniquingKeysWith: { first, _ in first })
+    }
+
     /// The collection as discovery would find it again.
     public var discovered: ChosenCollection {
         var collection = DiscoveredCollection(url: url, segment: segment, content: kind == .caldav ? .calendar : .addressBook)

@@ -402,6 +402,13 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         return text == "true"
     }
 
+    /// Whether a listing read by position ends with this page: where the page says so
+    /// (`has-more-path`, which wins), else at an empty page or once `reachedTotal`.
+    private func positionalListingEnds(_ scanned: JSONPage, reachedTotal: Bool) -> Bool {
+        if let more = saysMore(scanned) { return !more }
+        return scanned.recordCount == 0 || reachedTotal
+    }
+
     /// How many pages the listing has, by `total-pages-path` or the headers APIs use.
     private func totalPages(_ page: HTTPPageLoader.Page, _ scanned: JSONPage) -> Int? {
         if let path = setup.options.totalPagesPath, let text = scanned.fields[path]?.text { return Int(text) }
@@ -421,21 +428,13 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         case .singlePage:
             return .success(nil)
         case .pageNumber(let param):
-            if let more = saysMore(scanned) {
-                guard more else { return .success(nil) }
-            } else {
-                guard scanned.recordCount > 0 else { return .success(nil) }
-                if let pages = totalPages(page, scanned), number >= pages { return .success(nil) }
-            }
+            let last = totalPages(page, scanned).map { number >= $0 } ?? false
+            if positionalListingEnds(scanned, reachedTotal: last) { return .success(nil) }
             target = URLQuery.setting(param, to: String(options.firstPage + number), in: setup.firstURL)
         case .offset(let param):
             let read = recordsRead + scanned.recordCount
-            if let more = saysMore(scanned) {
-                guard more else { return .success(nil) }
-            } else {
-                guard scanned.recordCount > 0 else { return .success(nil) }
-                if let total = options.totalPath.flatMap({ scanned.fields[$0]?.text }).flatMap({ Int($0) }), read >= total { return .success(nil) }
-            }
+            let total = options.totalPath.flatMap { scanned.fields[$0]?.text }.flatMap { Int($0) }
+            if positionalListingEnds(scanned, reachedTotal: total.map { read >= $0 } ?? false) { return .success(nil) }
             target = URLQuery.setting(param, to: String(read), in: setup.firstURL)
         case .afterLast(let param, let field):
             if saysMore(scanned) == false { return .success(nil) }

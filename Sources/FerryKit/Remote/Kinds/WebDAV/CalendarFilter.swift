@@ -43,7 +43,7 @@ public struct CalendarFilter: Sendable, Equatable {
         let wanted = queried.filter(present.contains)
         guard !wanted.isEmpty else { return false }
         guard let (start, end) = range(now: now) else { return true }
-        return wanted.contains { CalendarTimeRange.matches(text, type: $0, start: start, end: end) ?? true }
+        return CalendarTimeRange.matches(text, types: wanted, start: start, end: end) ?? true
     }
 
     /// The time-range attribute value for `calendar-query`: `20260101T000000Z`.

@@ -30,20 +30,25 @@ import Synchronization
 /// | VJOURNAL | DTSTART a DATE | start < DTSTART + 1 day, and end > DTSTART |
 /// | VJOURNAL | no DTSTART | never |
 enum CalendarTimeRange {
-    /// Whether `text` has a component of `type` with an instance overlapping [`start`, `end`);
-    /// nil when libical cannot read the text at all (the caller decides what that means).
-    static func matches(_ text: String, type: String, start: Date, end: Date) -> Bool? {
-        guard let kind = Self.kind(type) else { return false }
+    /// Whether `text` has a component of one of `types` with an instance overlapping
+    /// [`start`, `end`); nil when libical cannot read the text at all (the caller decides what
+    /// that means). The text is parsed once, whatever the number of types.
+    static func matches(_ text: String, types: [String], start: Date, end: Date) -> Bool? {
+        let kinds = types.compactMap(Self.kind)
+        guard !kinds.isEmpty else { return false }
+        let range = Range(start: time_t(start.timeIntervalSince1970.rounded(.down)), end: time_t(end.timeIntervalSince1970.rounded(.up)))
         // libical keeps process-wide state (its time zone cache, icalerrno): one caller at a time.
-        return libical.withLock { _ in judge(text, kind: kind, start: start, end: end) }
+        return libical.withLock { _ in
+            guard let root = text.withCString({ icalparser_parse_string($0) }) else { return nil }
+            defer { icalcomponent_free(root) }
+            return kinds.contains { judge(root, kind: $0, range: range) }
+        }
     }
 
     private static let libical = Mutex<Void>(())
 
-    private static func judge(_ text: String, kind: icalcomponent_kind, start: Date, end: Date) -> Bool? {
-        guard let root = text.withCString({ icalparser_parse_string($0) }) else { return nil }
-        defer { icalcomponent_free(root) }
-        let range = Range(start: time_t(start.timeIntervalSince1970.rounded(.down)), end: time_t(end.timeIntervalSince1970.rounded(.up)))
+    /// Whether a component of `kind` in the parsed object `root` has an instance in `range`.
+    private static func judge(_ root: OpaquePointer, kind: icalcomponent_kind, range: Range) -> Bool {
         var components: [OpaquePointer] = []
         if icalcomponent_isa(root) == kind {
             components.append(root)

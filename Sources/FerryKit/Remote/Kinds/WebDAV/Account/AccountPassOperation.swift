@@ -99,7 +99,7 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
             return end(.failure(SyncError(error, store: store.name)))
         }
         // A collection synced before keeps its table, whatever else the account now holds.
-        let tables = Dictionary(known.map { ($0.url, $0.store) }, uniquingKeysWith: { first, _ in first })
+        let tables = KnownCollection.tables(byURL: known)
         switch options.selection.choose(from: account.collections, account: store.name, otherStores: setup.otherStores, known: tables) {
         case .success(let value): chosen = value
         case .failure(let problem):
