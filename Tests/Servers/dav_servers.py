@@ -198,6 +198,19 @@ def child_setup(death_signal=signal.SIGTERM, user=None):
     return setup
 
 
+def stopper(process, sig=signal.SIGTERM):
+    """A cleanup that stops `process` with `sig`, and kills it after 5 s."""
+    def stop():
+        if process.poll() is None:
+            process.send_signal(sig)
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    return stop
+
+
 def show_log(path, lines=40):
     try:
         with open(path, errors="replace") as f:
@@ -347,15 +360,7 @@ def start_postgres(root, cleanups):
              "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
             stdout=out, stderr=out, cwd=pgdir, preexec_fn=child_setup(signal.SIGINT, user=user))
 
-    def stop_postgres():
-        if postmaster.poll() is None:
-            postmaster.send_signal(signal.SIGINT)  # fast shutdown
-            try:
-                postmaster.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                postmaster.kill()
-                postmaster.wait()
-    cleanups.append(stop_postgres)
+    cleanups.append(stopper(postmaster, signal.SIGINT))  # SIGINT: PostgreSQL's fast shutdown
 
     deadline = time.time() + 30
     while subprocess.run([os.path.join(PG_BIN, "pg_isready"), "-q", "-h", pgdir, "-U", "postgres"]).returncode != 0:
@@ -484,15 +489,7 @@ def start_sogo(root, port, args, cleanups):
         memcached = subprocess.Popen([MEMCACHED, "-s", memcached_socket, "-a", "0700", "-m", "16", "-t", "1"],
                                      stdout=out, stderr=out, cwd=home, preexec_fn=child_setup(user=run_as))
 
-    def stop_memcached():
-        if memcached.poll() is None:
-            memcached.terminate()
-            try:
-                memcached.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                memcached.kill()
-                memcached.wait()
-    cleanups.append(stop_memcached)
+    cleanups.append(stopper(memcached))
     deadline = time.time() + 10
     while not os.path.exists(memcached_socket):
         if memcached.poll() is not None or time.time() > deadline:
