@@ -21,8 +21,10 @@
 /// | local-wins   | the local one      | rebased on the remote version (a create if the remote deleted it) |
 /// | keep-both    | the remote one     | the local body queued as a new record          |
 ///
-/// A local delete that meets a remote update under keep-both has nothing local to keep: the
-/// remote record comes back (as remote-wins).
+/// Keep-both keeps what each side has: a local delete that meets a remote update has nothing
+/// local to keep, so the remote record comes back (as remote-wins); a local update that meets a
+/// remote delete has nothing remote to keep, so the local record goes back as itself, under its
+/// own id (as local-wins), not as a copy under a new one.
 public enum ConflictPlan {
     /// The remote side of a meeting.
     enum Remote: Sendable, Equatable {
@@ -57,21 +59,30 @@ public enum ConflictPlan {
             // conflict shows it. A create not held has nothing there to meet.
             return held ? .refreshHeld : .keepLocal
         case (.update, .delete):
-            return held ? .refreshHeld : .conflict(resolution(policy, localDeleted: false))
+            return held ? .refreshHeld : .conflict(resolution(policy, localDeleted: false, remoteDeleted: true))
         case (.update, .upsert(let version)), (.delete, .upsert(let version)):
             if let base, !MergePlan.replaces(incoming: version, stored: base, comparison: comparison) { return .keepLocal }
-            return held ? .refreshHeld : .conflict(resolution(policy, localDeleted: operation == .delete))
+            return held ? .refreshHeld : .conflict(resolution(policy, localDeleted: operation == .delete, remoteDeleted: false))
         case (.create, .upsert):
-            return held ? .refreshHeld : .conflict(resolution(policy, localDeleted: false))
+            return held ? .refreshHeld : .conflict(resolution(policy, localDeleted: false, remoteDeleted: false))
         }
     }
 
-    static func resolution(_ policy: ConflictPolicy, localDeleted: Bool) -> Resolution {
+    static func resolution(_ policy: ConflictPolicy, localDeleted: Bool, remoteDeleted: Bool) -> Resolution {
         switch policy {
         case .hold: .hold
         case .remoteWins: .takeRemote
         case .localWins: .rebaseLocal
-        case .keepBoth: localDeleted ? .takeRemote : .keepBoth
+        case .keepBoth: effective(.keepBoth, localDeleted: localDeleted, remoteDeleted: remoteDeleted)
         }
+    }
+
+    /// What `resolution` does to a record one side deleted: keep-both keeps the side that is
+    /// left. A person's choice goes through it too, as the store's policy does.
+    static func effective(_ resolution: Resolution, localDeleted: Bool, remoteDeleted: Bool) -> Resolution {
+        guard resolution == .keepBoth else { return resolution }
+        if localDeleted { return .takeRemote }
+        if remoteDeleted { return .rebaseLocal }
+        return .keepBoth
     }
 }

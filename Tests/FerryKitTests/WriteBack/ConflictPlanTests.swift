@@ -35,11 +35,22 @@ struct ConflictPlanTests {
     }
 
     @Test func policiesResolve() {
-        #expect(ConflictPlan.resolution(.hold, localDeleted: false) == .hold)
-        #expect(ConflictPlan.resolution(.remoteWins, localDeleted: false) == .takeRemote)
-        #expect(ConflictPlan.resolution(.localWins, localDeleted: true) == .rebaseLocal)
-        #expect(ConflictPlan.resolution(.keepBoth, localDeleted: false) == .keepBoth)
+        #expect(ConflictPlan.resolution(.hold, localDeleted: false, remoteDeleted: false) == .hold)
+        #expect(ConflictPlan.resolution(.remoteWins, localDeleted: false, remoteDeleted: true) == .takeRemote)
+        #expect(ConflictPlan.resolution(.localWins, localDeleted: true, remoteDeleted: false) == .rebaseLocal)
+        #expect(ConflictPlan.resolution(.keepBoth, localDeleted: false, remoteDeleted: false) == .keepBoth)
         // Nothing local to keep beside the remote record.
-        #expect(ConflictPlan.resolution(.keepBoth, localDeleted: true) == .takeRemote)
+        #expect(ConflictPlan.resolution(.keepBoth, localDeleted: true, remoteDeleted: false) == .takeRemote)
+        // Nothing remote to keep beside the local record: it goes back as itself, under its own
+        // id (another client that names it by its id still finds it), not as a copy.
+        #expect(ConflictPlan.resolution(.keepBoth, localDeleted: false, remoteDeleted: true) == .rebaseLocal)
+        #expect(ConflictPlan.outcome(local: .update, base: "2", held: false, remote: .delete, comparison: .ordered, policy: .keepBoth) == .conflict(.rebaseLocal))
+    }
+
+    @Test func aPersonsKeepBothKeepsTheSideThatIsLeft() {
+        #expect(ConflictPlan.effective(.keepBoth, localDeleted: false, remoteDeleted: true) == .rebaseLocal)
+        #expect(ConflictPlan.effective(.keepBoth, localDeleted: true, remoteDeleted: false) == .takeRemote)
+        #expect(ConflictPlan.effective(.keepBoth, localDeleted: false, remoteDeleted: false) == .keepBoth)
+        #expect(ConflictPlan.effective(.takeRemote, localDeleted: false, remoteDeleted: true) == .takeRemote)
     }
 }

@@ -54,7 +54,7 @@ extension ReplicaDatabase {
 
     private func carryOut(_ resolution: ConflictPlan.Resolution, id: String, entry: QueuedEntry, localBody: String?, remote: RemoteRecord?,
                           in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
-        switch resolution {
+        switch ConflictPlan.effective(resolution, localDeleted: entry.operation == .delete, remoteDeleted: remote == nil) {
         case .hold:
             let hold = try connection.prepare("UPDATE ferry_outbox SET state = \(OutboxState.held.sql) WHERE store_id = ?1 AND id = ?2")
             try hold.bind(prepared.storeID, at: 1)

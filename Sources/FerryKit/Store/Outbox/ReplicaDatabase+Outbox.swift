@@ -245,7 +245,8 @@ extension ReplicaDatabase {
                 try refreshHeldConflict(id, remote: remote, in: prepared)
                 return .hold
             case .keepLocal:
-                let resolution = ConflictPlan.resolution(prepared.definition.writeBack.conflict, localDeleted: entry.operation == .delete)
+                let resolution = ConflictPlan.resolution(prepared.definition.writeBack.conflict, localDeleted: entry.operation == .delete,
+                                                         remoteDeleted: remote == nil)
                 try resolve(id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
                 return resolution
             case .bothDeleted:
@@ -415,7 +416,8 @@ extension ReplicaDatabase {
         case .refreshHeld:
             try refreshHeldConflict(id, remote: nil, in: prepared)
         case .keepLocal:
-            let resolution = ConflictPlan.resolution(prepared.definition.writeBack.conflict, localDeleted: entry.operation == .delete)
+            let resolution = ConflictPlan.resolution(prepared.definition.writeBack.conflict, localDeleted: entry.operation == .delete,
+                                                     remoteDeleted: true)
             try resolve(id, entry: entry, remote: nil, resolution: resolution, in: prepared, at: now)
         case .bothDeleted:
             try settleBothDeleted(id, of: prepared, at: now)
