@@ -366,6 +366,34 @@ import Testing
         ])
     }
 
+    @Test func readBeforeWrite_isAChoice_andReachesAnAccountsCollections() throws {
+        let configuration = try parse("""
+            [store book]
+            kind = carddav
+            url = https://dav.example.com/book/
+            read-before-write = yes
+
+            [store account]
+            kind = dav-account
+            url = https://dav.example.com/
+            read-before-write = no
+
+            [store calendar]
+            kind = caldav
+            url = https://dav.example.com/cal/
+            """)
+        let stores = Dictionary(uniqueKeysWithValues: configuration.stores.map { ($0.name, $0) })
+        #expect(stores["book"]?.options.as(WebDAVOptions.self)?.readBeforeWrite == .always)
+        #expect(stores["calendar"]?.options.as(WebDAVOptions.self)?.readBeforeWrite == .auto)
+        #expect(stores["account"]?.options.as(DAVAccountOptions.self)?.readBeforeWrite == .never)
+        #expect(problems("""
+            [store book]
+            kind = carddav
+            url = https://dav.example.com/book/
+            read-before-write = sometimes
+            """) == [.init(file: Self.file, line: 4, key: "read-before-write", message: "expected one of auto, yes, no; got 'sometimes'")])
+    }
+
     @Test func columnsThatCannotWork_areRefusedAtLoad() {
         #expect(problems("""
             [store items]

@@ -100,9 +100,12 @@ final class TwoWayDriver {
     /// long before it is sent again, and a round settles in a few seconds, not thirty.
     static let sendSettle = 2
 
+    /// Set once, before anything reads ``LocalChange/sendSettle``; children inherit it. Once,
+    /// because drivers run side by side and `setenv` beside a `getenv` is a race.
+    private static let settleInEnvironment: Void = { setenv("FERRY_SEND_SETTLE_SECONDS", "\(sendSettle)", 1) }()
+
     init(remote: any TwoWayRemote, policy: ConflictPolicy) throws {
-        // Before anything reads LocalChange.sendSettle; children inherit it.
-        setenv("FERRY_SEND_SETTLE_SECONDS", "\(Self.sendSettle)", 1)
+        Self.settleInEnvironment
         self.remote = remote
         self.policy = policy
         proxy = try TestServer.python("lossy_proxy.py", arguments: ["--upstream", remote.upstream])
@@ -135,9 +138,11 @@ final class TwoWayDriver {
 
     // MARK: - Running steps
 
-    /// Runs `steps` in order; the first failed check throws.
-    func run(_ steps: [Step]) throws {
+    /// Runs `steps` in order; the first failed check throws. With a `deadline`, stops at the
+    /// first round's end (a settle) after it.
+    func run(_ steps: [Step], until deadline: ContinuousClock.Instant? = nil) throws {
         for (index, step) in steps.enumerated() {
+            if let deadline, ContinuousClock.now > deadline, index > 0, case .settle = steps[index - 1] { return }
             do {
                 try perform(step)
             } catch let failure as Failure {
@@ -329,6 +334,7 @@ final class TwoWayDriver {
         for round in 0..<rounds {
             var before: [Step] = []
             var otherTouched: Set<String> = []
+            var localTouched: Set<String> = []
             var inserted: [String] = []
             for _ in 0..<Int(random.next() % 3) {
                 switch known.isEmpty ? 0 : random.next() % 3 {
@@ -352,8 +358,14 @@ final class TwoWayDriver {
                     let key = "l\(round)-\(fresh)"
                     before.append(.localInsert(key: key, value: value()))
                     inserted.append(key)
-                case 1: before.append(.localUpdate(key: pick(known + inserted), value: value()))
-                default: before.append(.localDelete(key: pick(known + inserted)))
+                case 1:
+                    let key = pick(known + inserted)
+                    before.append(.localUpdate(key: key, value: value()))
+                    localTouched.insert(key)
+                default:
+                    let key = pick(known + inserted)
+                    before.append(.localDelete(key: key))
+                    localTouched.insert(key)
                 }
             }
             // A create on both sides under one key (a vCard's UID names the member).
@@ -367,17 +379,33 @@ final class TwoWayDriver {
             // replica has not seen (the model's rounds).
             steps += before.filter { if case .localInsert = $0 { true } else { false } }
             steps += before.filter { if case .localInsert = $0 { false } else { true } }
-            // Faults, each possibly followed by local writes of records nobody else wrote.
+            // Faults, each possibly followed by local writes of records the other client left
+            // alone this round, and by the other client's writes of records left alone here: a
+            // write that meets only its own side's earlier ones settles the same whichever pass
+            // saw what, so the model still knows the outcome.
             for _ in 0..<Int(random.next() % 3) {
                 switch random.next() % 3 {
                 case 0: steps.append(.lostAnswers(seed: Int(random.next() % 10_000)))
                 case 1: steps.append(.killedPush(milliseconds: Int(random.next() % 400)))
                 default: steps.append(.twoPushes)
                 }
-                let quiet = (known + inserted).filter { !otherTouched.contains($0) }
-                if !quiet.isEmpty, random.next() % 2 == 0 {
-                    let key = pick(quiet)
+                let quietHere = (known + inserted).filter { !otherTouched.contains($0) }
+                if !quietHere.isEmpty, random.next() % 2 == 0 {
+                    let key = pick(quietHere)
                     steps.append(random.next() % 3 == 0 ? .localDelete(key: key) : .localUpdate(key: key, value: value()))
+                    localTouched.insert(key)
+                }
+                let quietThere = known.filter { !localTouched.contains($0) && !inserted.contains($0) }
+                switch random.next() % 4 {
+                case 0:
+                    let key = "r\(round)-\(fresh)"
+                    steps.append(.otherCreate(key: key, value: value()))
+                    otherTouched.insert(key)
+                case 1 where !quietThere.isEmpty:
+                    let key = pick(quietThere)
+                    steps.append(random.next() % 3 == 0 ? .otherDelete(key: key) : .otherUpdate(key: key, value: value()))
+                    otherTouched.insert(key)
+                default: break
                 }
             }
             steps.append(.settle(seed: Int(random.next() % 10_000)))

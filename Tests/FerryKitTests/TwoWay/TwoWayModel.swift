@@ -6,8 +6,10 @@ import FerryKit
 ///
 /// A record is named by its key (a field every kind's body carries, kept by keep-both's copies)
 /// and holds one value; every write writes a value never written before. A round starts with
-/// the replica equal to the remote and nothing queued, the other client writes before any pass
-/// of the round, and held conflicts are resolved before the round settles. Within those rules
+/// the replica equal to the remote and nothing queued; on a record both sides write in a round,
+/// the other client writes before any pass of the round and local writes come first (a record
+/// only one side writes may be written between any passes and faults); held conflicts are
+/// resolved before the round settles. Within those rules
 /// the outcome is independent of how passes and faults interleave, which is what lets a
 /// randomized driver compare a real run with it. Pure: no I/O.
 enum TwoWayModel {

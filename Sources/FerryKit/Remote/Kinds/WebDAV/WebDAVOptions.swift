@@ -15,6 +15,18 @@ public struct WebDAVOptions: StoreOptions, Equatable {
     public var multigetBatch = 100
     /// The part of a calendar kept (`time-range`, `components`); nil: all of it.
     public var calendarFilter: CalendarFilter?
+    /// Whether a push reads each member before writing it (`read-before-write`).
+    public var readBeforeWrite = ReadBeforeWrite.auto
+
+    /// `read-before-write = auto | yes | no`: a push to a server that ignores `If-None-Match`
+    /// and `If-Match` must read a member before writing it, or it overwrites another client's
+    /// create and deletes another client's edit.
+    public enum ReadBeforeWrite: String, Sendable, Equatable, CaseIterable {
+        /// Read first on servers known to ignore the preconditions (SOGo).
+        case auto
+        case always = "yes"
+        case never = "no"
+    }
 
     public init(content: Content) {
         self.content = content
@@ -39,17 +51,19 @@ public struct WebDAVOptions: StoreOptions, Equatable {
         return "time-range=\(filter.past.map { "\($0)" } ?? "")..\(filter.future.map { "\($0)" } ?? "") components=\(filter.components.sorted().joined(separator: ","))"
     }
 
-    /// Reads `username`, `password`, `multiget-batch` and, for calendars, `time-range` and
-    /// `components`.
+    /// Reads `username`, `password`, `multiget-batch`, `read-before-write` and, for calendars,
+    /// `time-range` and `components`.
     init?(content: Content, reading reader: inout StoreOptionReader) {
         self.init(content: content)
         let batch = reader.integer("multiget-batch", default: 100, in: 1...10_000)
         let authentication = reader.basicAuthentication()
         let filter = content == .calendar ? Self.readCalendarFilter(&reader) : .some(nil)
-        guard let batch, let authentication, let filter else { return nil }
+        let readFirst = Self.readReadBeforeWrite(&reader)
+        guard let batch, let authentication, let filter, let readFirst else { return nil }
         multigetBatch = batch
         self.authentication = authentication
         calendarFilter = filter
+        readBeforeWrite = readFirst
         guard WebDAVCollection(url: reader.url) != nil else {
             reader.problem("url", "not a collection URL: \(reader.url.redactingUserInfo)")
             return nil
@@ -71,6 +85,16 @@ public struct WebDAVOptions: StoreOptions, Equatable {
         guard let components = readComponents(&reader) else { return nil }
         filter.components = components
         return filter == CalendarFilter() ? .some(nil) : filter
+    }
+
+    /// `read-before-write`: `auto` when not set; nil, with a problem, when not a choice.
+    static func readReadBeforeWrite(_ reader: inout StoreOptionReader) -> ReadBeforeWrite? {
+        guard let text = reader.optional("read-before-write") else { return .auto }
+        guard let choice = ReadBeforeWrite(rawValue: text.lowercased()) else {
+            reader.problem("read-before-write", "expected one of auto, yes, no; got '\(text)'")
+            return nil
+        }
+        return choice
     }
 
     private static let componentNames = ["events": "VEVENT", "tasks": "VTODO", "journals": "VJOURNAL"]
@@ -101,13 +125,13 @@ public struct WebDAVOptions: StoreOptions, Equatable {
 extension StoreKind {
     /// A CardDAV address book through WebDAV sync-collection (RFC 6578, RFC 6352).
     public static let carddav = StoreKind(
-        name: "carddav", optionKeys: ["multiget-batch", "username"], secretKeys: ["password"],
+        name: "carddav", optionKeys: ["multiget-batch", "username", "read-before-write"], secretKeys: ["password"],
         reportsDeletions: true, versionComparison: .opaque, fetchesByID: true,
         localBody: .vcard, pushes: true, readOptions: { WebDAVOptions(content: .addressBook, reading: &$0) })
 
     /// A CalDAV calendar through WebDAV sync-collection (RFC 6578, RFC 4791).
     public static let caldav = StoreKind(
-        name: "caldav", optionKeys: ["multiget-batch", "username", "time-range", "components"], secretKeys: ["password"],
+        name: "caldav", optionKeys: ["multiget-batch", "username", "time-range", "components", "read-before-write"], secretKeys: ["password"],
         reportsDeletions: true, versionComparison: .opaque, fetchesByID: true,
         localBody: .icalendar, pushes: true, readOptions: { WebDAVOptions(content: .calendar, reading: &$0) })
 }

@@ -20,12 +20,20 @@ import Logging
 /// A `PUT` answered with an `ETag` stored exactly what was sent; without one the server
 /// changed it, and the member is read back. 400, 403, 409, 413, 415 and 422 refuse the change
 /// (a server that finds the card invalid); anything else a pull would fail on stops the push.
+///
+/// Some servers ignore the preconditions (SOGo overwrites a member on `If-None-Match: *` and
+/// deletes one whatever `If-Match` says). With ``WebDAVOptions/ReadBeforeWrite`` on, every
+/// write first reads the member and decides there what a 412 would have decided (one more
+/// request per write); the condition is still sent, for the servers that do check it.
 final class WebDAVWriter: RemoteWriter {
     private let store: StoreConfiguration
     private let builder: WebDAVRequestBuilder
     private let content: WebDAVOptions.Content
     private let loader: HTTPPageLoader
     private let errorContext: HTTPStatusClassifier.Context
+    private let readBeforeWrite: WebDAVOptions.ReadBeforeWrite
+    /// Whether writes read the member first; nil until the server is identified (`auto`).
+    private var readsFirst: Bool?
     private lazy var walk = PushWalk(of: self, loader: loader) { [unowned self] in self.next() }
 
     static let refusingStatuses: Set<Int> = [400, 403, 409, 413, 415, 422]
@@ -38,6 +46,12 @@ final class WebDAVWriter: RemoteWriter {
         builder = WebDAVRequestBuilder(collection: collection, kind: options.kind, authentication: options.authentication,
                                        headers: context.store.headers, query: context.store.query)
         content = options.content
+        readBeforeWrite = options.readBeforeWrite
+        readsFirst = switch options.readBeforeWrite {
+        case .always: true
+        case .never: false
+        case .auto: nil
+        }
         // The builder adds the configured query itself.
         loader = HTTPPageLoader(configuration: context.store.session)
         errorContext = HTTPStatusClassifier.Context(context.store)
@@ -72,6 +86,7 @@ final class WebDAVWriter: RemoteWriter {
 
     private func next() {
         guard let change = walk.upcoming.first else { return }
+        guard let readsFirst else { return identifyServer { [self] in next() } }
         switch change.operation {
         case .create:
             guard let body = change.body ?? change.baseBody else { return walk.finish(change, .accepted(nil)) }
@@ -81,25 +96,76 @@ final class WebDAVWriter: RemoteWriter {
             resumeCreate(change, member: member, body: body, sentBefore: sentBefore)
         case .update:
             guard let body = change.body else { return walk.finish(change, .accepted(nil)) }
-            update(change, member: change.id, body: body, on: change.baseVersion)
+            guard readsFirst else { return update(change, member: change.id, body: body, on: change.baseVersion) }
+            fetch(change.id) { [self] remote in
+                guard let remote, remote.version == change.baseVersion else { return updateMet(change, body: body, remote: remote) }
+                update(change, member: change.id, body: body, on: change.baseVersion)
+            }
         case .delete where change.baseVersion == "":
             // Based on no version the server has (a create undone after someone changed what
             // it made): the member as it is now meets the store's conflict policy.
             fetch(change.id) { [self] remote in walk.finish(change, remote.map { .conflict(remote: $0) } ?? .accepted(nil)) }
+        case .delete where readsFirst:
+            fetch(change.id) { [self] remote in
+                guard let remote, remote.version == change.baseVersion else { return deleteMet(change, remote: remote) }
+                delete(change)
+            }
         case .delete:
-            send("DELETE", change.id, body: nil, condition: change.baseVersion.map { ("If-Match", $0) }, for: change) { [self] _ in
-                walk.finish(change, .accepted(nil))
-            } onConflict: { [self] in
-                fetch(change.id) { [self] remote in
-                    guard let remote else { return walk.finish(change, .accepted(nil)) }
-                    walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: Self.holds) ?? .conflict(remote: remote))
-                }
+            delete(change)
+        }
+    }
+
+    /// Learns whether this server keeps its preconditions, from its `Server` header: SOGo's
+    /// application server (SOPE) names itself there and ignores `If-None-Match: *` and a
+    /// `DELETE`'s `If-Match`.
+    private func identifyServer(then: @escaping () -> Void) {
+        loader.load(builder.propfindCollection(), configuredQuery: false) { [self] result in
+            switch result {
+            case .failure(let error): walk.fail(SyncError(error, store: store))
+            case .success(let page):
+                guard (200..<300).contains(page.head.status) else { return walk.fail(page.statusError(target: .configuredURL, context: errorContext)) }
+                readsFirst = Self.ignoresPreconditions(server: page.head.headers["Server"])
+                then()
             }
         }
     }
 
-    /// `PUT` with `If-None-Match: *`, recording first what is sent.
+    /// Servers known to ignore `If-None-Match: *` or a `DELETE`'s `If-Match`, by their
+    /// `Server` header.
+    static func ignoresPreconditions(server: String?) -> Bool {
+        guard let server else { return false }
+        return server.hasPrefix("SOPE/") || server.hasPrefix("SOPE ")
+    }
+
+    /// `DELETE` with `If-Match`; a 412 reads the member and decides there.
+    private func delete(_ change: LocalChange) {
+        send("DELETE", change.id, body: nil, condition: change.baseVersion.map { ("If-Match", $0) }, for: change) { [self] _ in
+            walk.finish(change, .accepted(nil))
+        } onConflict: { [self] in
+            fetch(change.id) { [self] remote in deleteMet(change, remote: remote) }
+        }
+    }
+
+    /// A delete whose member is not at its base version: gone already (done), holding an
+    /// earlier send of ours, or changed by someone else (a conflict).
+    private func deleteMet(_ change: LocalChange, remote: RemoteRecord?) {
+        guard let remote else { return walk.finish(change, .accepted(nil)) }
+        walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: Self.holds) ?? .conflict(remote: remote))
+    }
+
+    /// `PUT` with `If-None-Match: *`, recording first what is sent; a server that ignores the
+    /// condition is asked first whether the member exists.
     private func create(_ change: LocalChange, member: String, body: String) {
+        guard readsFirst != true else {
+            return fetch(member) { [self] remote in
+                guard let remote else { return put(change, member: member, body: body) }
+                createMet(change, body: body, remote: remote)
+            }
+        }
+        put(change, member: member, body: body)
+    }
+
+    private func put(_ change: LocalChange, member: String, body: String) {
         switch walk.willSendCreate(change, body: body) {
         case .send: break
         case .skipped: return walk.finish(change, .accepted(nil))
@@ -108,11 +174,14 @@ final class WebDAVWriter: RemoteWriter {
         send("PUT", member, body: body, condition: ("If-None-Match", "*"), for: change) { [self] page in
             stored(page, member: member, sent: body, change: change)
         } onConflict: { [self] in
-            fetch(member) { [self] remote in
-                guard let remote else { return walk.finish(change, .conflict(remote: nil)) }
-                walk.finish(change, Self.sameText(remote.body, body) ? .accepted(remote) : .conflict(remote: remote))
-            }
+            fetch(member) { [self] remote in createMet(change, body: body, remote: remote) }
         }
+    }
+
+    /// A create whose member exists: ours (the same text) or another client's (a conflict).
+    private func createMet(_ change: LocalChange, body: String, remote: RemoteRecord?) {
+        guard let remote else { return walk.finish(change, .conflict(remote: nil)) }
+        walk.finish(change, Self.sameText(remote.body, body) ? .accepted(remote) : .conflict(remote: remote))
     }
 
     /// A create sent before without its answer recorded: what that send made is looked at
@@ -151,12 +220,17 @@ final class WebDAVWriter: RemoteWriter {
         send("PUT", member, body: body, condition: version.map { ("If-Match", $0) }, for: change) { [self] page in
             stored(page, member: member, sent: body, change: change)
         } onConflict: { [self] in
-            fetch(member) { [self] remote in
-                guard let remote else { return walk.finish(change, .conflict(remote: nil)) }
-                if Self.sameText(remote.body, body) { return walk.finish(change, .accepted(remote)) }
-                walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: Self.holds) ?? .conflict(remote: remote))
-            }
+            fetch(member) { [self] remote in updateMet(change, body: body, remote: remote) }
         }
+    }
+
+    /// An update whose member is not at its base version: gone (a conflict with the delete),
+    /// holding this text or an earlier send's (done, or pushed on top of it), or changed by
+    /// someone else (a conflict).
+    private func updateMet(_ change: LocalChange, body: String, remote: RemoteRecord?) {
+        guard let remote else { return walk.finish(change, .conflict(remote: nil)) }
+        if Self.sameText(remote.body, body) { return walk.finish(change, .accepted(remote)) }
+        walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: Self.holds) ?? .conflict(remote: remote))
     }
 
     /// Whether a member holds a text, as ``sameText(_:_:)`` compares.
@@ -224,16 +298,10 @@ final class WebDAVWriter: RemoteWriter {
         }
     }
 
-    /// Whether two vCard/iCalendar texts hold the same content lines, whatever their order,
-    /// folding and line endings (Radicale stores a card re-serialized, its properties reordered).
+    /// Whether two vCard/iCalendar texts hold the same record, as servers store what they are
+    /// sent (``ContentLineComparison``).
     static func sameText(_ stored: Data, _ sent: String) -> Bool {
-        comparable(String(decoding: stored, as: UTF8.self)) == comparable(sent)
-    }
-
-    /// A body's content lines, unfolded and in any order (servers re-serialise), without the
-    /// `REV` a server stamps on a card it stores (DAViCal adds one to every card without).
-    private static func comparable(_ text: String) -> [String] {
-        ContentLineText.unfoldedLines(text).filter { !$0.uppercased().hasPrefix("REV:") && !$0.uppercased().hasPrefix("REV;") }.sorted()
+        ContentLineComparison.same(String(decoding: stored, as: UTF8.self), sent)
     }
 }
 

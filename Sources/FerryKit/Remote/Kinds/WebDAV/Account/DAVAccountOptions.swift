@@ -15,6 +15,7 @@ public struct DAVAccountOptions: StoreOptions, Equatable {
     public var selection = CollectionSelection()
     /// What each calendar keeps (`time-range`; `components` also chooses calendars).
     public var calendarFilter: CalendarFilter?
+    public var readBeforeWrite = WebDAVOptions.ReadBeforeWrite.auto
 
     public init() {}
 
@@ -38,6 +39,7 @@ public struct DAVAccountOptions: StoreOptions, Equatable {
         var options = WebDAVOptions(content: chosen.collection.content)
         options.authentication = authentication
         options.multigetBatch = multigetBatch
+        options.readBeforeWrite = readBeforeWrite
         if chosen.collection.content == .calendar { options.calendarFilter = calendarFilter }
         var store = account
         store.name = chosen.table
@@ -50,13 +52,14 @@ public struct DAVAccountOptions: StoreOptions, Equatable {
     }
 
     /// Reads `username`, `password`, `multiget-batch`, `content`, `collections`, `components`,
-    /// `time-range` and `max-collections`.
+    /// `time-range`, `max-collections` and `read-before-write`.
     init?(reading reader: inout StoreOptionReader) {
         let batch = reader.integer("multiget-batch", default: 100, in: 1...10_000)
         let authentication = reader.basicAuthentication()
         let maximum = reader.integer("max-collections", default: 200, in: 1...10_000)
         let contents = Self.readContents(&reader)
         let filter = WebDAVOptions.readCalendarFilter(&reader)
+        let readFirst = WebDAVOptions.readReadBeforeWrite(&reader)
         var fine = true
         if reader.store.count > CollectionSelection.maximumAccountName {
             reader.problem("kind", "a dav-account store's name may have at most \(CollectionSelection.maximumAccountName) characters (its collections' tables are named after it)")
@@ -66,8 +69,9 @@ public struct DAVAccountOptions: StoreOptions, Equatable {
             reader.problem("url", "not an http or https URL: \(reader.url.redactingUserInfo)")
             fine = false
         }
-        guard fine, let batch, let authentication, let maximum, let contents, let filter else { return nil }
+        guard fine, let batch, let authentication, let maximum, let contents, let filter, let readFirst else { return nil }
         multigetBatch = batch
+        readBeforeWrite = readFirst
         calendarFilter = filter
         self.authentication = authentication
         let patterns = (reader.optional("collections") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
@@ -93,7 +97,7 @@ public struct DAVAccountOptions: StoreOptions, Equatable {
 extension StoreKind {
     /// Every address book and calendar of a CardDAV/CalDAV account, each its own table.
     public static let davAccount = StoreKind(
-        name: "dav-account", optionKeys: ["multiget-batch", "username", "collections", "content", "components", "max-collections", "time-range"],
+        name: "dav-account", optionKeys: ["multiget-batch", "username", "collections", "content", "components", "max-collections", "time-range", "read-before-write"],
         secretKeys: ["password"], reportsDeletions: true, versionComparison: .opaque, urlSchemes: ["http", "https", "mailto"], fetchesByID: true,
         localBody: .vcard, pushes: true, readOptions: { DAVAccountOptions(reading: &$0) })
 
