@@ -204,20 +204,20 @@ final class JSONCollectionWriter: RemoteWriter {
             switch result {
             case .failure(let error): walk.fail(SyncError(error, store: store))
             case .success(let page):
-                let status = page.head.status
-                if (200..<300).contains(status) || (missingIsDone && (status == 404 || status == 410)) { return then(page) }
-                if status == 412 {
-                    return fetch(change.id) { [self] remote in
-                        guard let remote else { return walk.finish(change, change.operation == .delete ? .accepted(nil) : .conflict(remote: nil)) }
+                let answer = WriteAnswer.http(status: page.head.status, reason: ErrorBodySnippet.summary(
+                    of: page.body, contentType: page.head.headers["Content-Type"], redacting: errorContext.secrets))
+                switch answer {
+                case .accepted: then(page)
+                case .changedSince:
+                    fetch(change.id) { [self] remote in
+                        guard let remote else { return walk.finish(change, WriteAnswer.goneResult(for: change.operation)) }
                         walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: holds) ?? .conflict(remote: remote))
                     }
+                case .gone where missingIsDone: then(page)
+                case .gone: walk.finish(change, .conflict(remote: nil))
+                case .refused(let reason): walk.finish(change, .refused(reason))
+                case .failed: walk.fail(page.statusError(target: .derivedURL, context: errorContext))
                 }
-                if status == 404 || status == 410 { return walk.finish(change, .conflict(remote: nil)) }
-                if WebDAVWriter.refusingStatuses.contains(status) {
-                    let words = ErrorBodySnippet.summary(of: page.body, contentType: page.head.headers["Content-Type"], redacting: errorContext.secrets)
-                    return walk.finish(change, .refused("HTTP \(status)" + (words.map { ": \($0)" } ?? "")))
-                }
-                walk.fail(page.statusError(target: .derivedURL, context: errorContext))
             }
         }
     }

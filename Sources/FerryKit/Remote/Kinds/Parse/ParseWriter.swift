@@ -176,9 +176,11 @@ final class ParseWriter: RemoteWriter {
                             continue
                         }
                         let words: String = if case .string(let text)? = error["error"] { text } else { "no message" }
-                        // 101: the object is gone (deleted since it was read).
-                        decided[position] = code == 101 ? (change.operation == .delete ? .accepted(nil) : .conflict(remote: nil))
-                            : .refused("Parse error \(code): \(words)")
+                        switch WriteAnswer.parse(code: code, message: words) {
+                        case .refused(let reason): decided[position] = .refused(reason)
+                        case .gone: decided[position] = WriteAnswer.goneResult(for: change.operation)
+                        case .accepted, .changedSince, .failed: preconditionFailure("a Parse error code is gone or a refusal")
+                        }
                     }
                 }
                 fetchMany(Array(Set(written.values).union(taken.values))) { [self] records in
@@ -313,8 +315,12 @@ final class ParseWriter: RemoteWriter {
                         adopt(record, sent)
                     }
                 }
-                if let refused { return walk.finish(change, .refused("Parse error \(refused.code): \(refused.message)")) }
-                walk.fail(statusError(page))
+                switch refused.map({ WriteAnswer.parse(code: $0.code, message: $0.message) }) {
+                case .refused(let reason)?: walk.finish(change, .refused(reason))
+                case .gone?: walk.finish(change, WriteAnswer.goneResult(for: change.operation))
+                case nil: walk.fail(statusError(page))
+                case .accepted?, .changedSince?, .failed?: preconditionFailure("a Parse error code is gone or a refusal")
+                }
             }
         }
     }

@@ -36,8 +36,6 @@ final class WebDAVWriter: RemoteWriter {
     private var readsFirst: Bool?
     private lazy var walk = PushWalk(of: self, loader: loader) { [unowned self] in self.next() }
 
-    static let refusingStatuses: Set<Int> = [400, 403, 409, 413, 415, 422]
-
     init(_ context: RemoteSourceContext, options: WebDAVOptions) throws(SyncError) {
         store = context.store
         guard let collection = WebDAVCollection(url: context.store.url) else {
@@ -256,8 +254,9 @@ final class WebDAVWriter: RemoteWriter {
         return request
     }
 
-    /// A conditional write: 2xx (and 404 for a DELETE) is `then`, 412 is `onConflict`, a
-    /// refusing status refuses the change, anything else stops the push.
+    /// A conditional write, its answer classified by ``WriteAnswer``: accepted is `then`, 412
+    /// is `onConflict`, gone is done for a `DELETE` and meets the delete otherwise, a refusal
+    /// refuses the change, anything else stops the push.
     private func send(_ method: String, _ member: String, body: String?, condition: (String, String)?, for change: LocalChange,
                       then: @escaping (HTTPPageLoader.Page) -> Void, onConflict: @escaping () -> Void = {}) {
         var request = request(method, member, body: body)
@@ -266,17 +265,16 @@ final class WebDAVWriter: RemoteWriter {
             switch result {
             case .failure(let error): walk.fail(SyncError(error, store: store))
             case .success(let page):
-                let status = page.head.status
-                if (200..<300).contains(status) || (method == "DELETE" && status == 404) { return then(page) }
-                if status == 412 { return onConflict() }
-                // An update of a member that is gone (a server that answers 404 to If-Match).
-                if status == 404, method == "PUT" { return walk.finish(change, .conflict(remote: nil)) }
-                if Self.refusingStatuses.contains(status) {
-                    let words = ErrorBodySnippet.summary(of: page.body, contentType: page.head.headers["Content-Type"],
-                                                         redacting: errorContext.secrets)
-                    return walk.finish(change, .refused("HTTP \(status)" + (words.map { ": \($0)" } ?? "")))
+                let answer = WriteAnswer.http(status: page.head.status, reason: ErrorBodySnippet.summary(
+                    of: page.body, contentType: page.head.headers["Content-Type"], redacting: errorContext.secrets))
+                switch answer {
+                case .accepted: then(page)
+                case .changedSince: onConflict()
+                case .gone where method == "DELETE": then(page)
+                case .gone: walk.finish(change, WriteAnswer.goneResult(for: change.operation))
+                case .refused(let reason): walk.finish(change, .refused(reason))
+                case .failed: walk.fail(page.statusError(target: .derivedURL, context: errorContext))
                 }
-                walk.fail(page.statusError(target: .derivedURL, context: errorContext))
             }
         }
     }
