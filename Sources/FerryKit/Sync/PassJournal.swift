@@ -119,7 +119,7 @@ struct PassJournal {
     }
 }
 
-extension ReplicaDatabase.LocalOperation: CustomStringConvertible {
+extension LocalOperation: CustomStringConvertible {
     public var description: String { word }
 
     /// The operation in a sentence's words.

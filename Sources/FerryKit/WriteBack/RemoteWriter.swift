@@ -2,7 +2,7 @@ import Foundation
 
 /// One queued local change of a push store, as read from `ferry_outbox` with the row's body.
 public struct LocalChange: Sendable, Equatable {
-    public typealias Operation = ReplicaDatabase.LocalOperation
+    public typealias Operation = LocalOperation
 
     /// The row's id: the remote's, or a local placeholder (`local-…`) for a create whose id the
     /// remote assigns.

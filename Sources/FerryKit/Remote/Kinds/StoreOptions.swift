@@ -13,7 +13,7 @@ public protocol StoreOptions: Sendable {
     func makeWriter(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteWriter
     /// The local operations the store pushes (the others are refused when written): all three
     /// unless the kind's options say otherwise.
-    var pushableOperations: Set<ReplicaDatabase.LocalOperation> { get }
+    var pushableOperations: Set<LocalOperation> { get }
     /// Why the options cannot push although `push = yes` (nil: they can), for the loader.
     var pushProblem: String? { get }
     /// The secrets the options send: a 401 means they were refused (none: they are missing),
@@ -27,7 +27,7 @@ public protocol StoreOptions: Sendable {
 }
 
 extension StoreOptions {
-    public var pushableOperations: Set<ReplicaDatabase.LocalOperation> { [.create, .update, .delete] }
+    public var pushableOperations: Set<LocalOperation> { [.create, .update, .delete] }
     public var pushProblem: String? { nil }
     public var identity: String { "" }
 

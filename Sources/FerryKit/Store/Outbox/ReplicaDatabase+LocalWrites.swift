@@ -25,13 +25,6 @@ extension ReplicaDatabase {
     /// has no `unixepoch('subsec')`).
     static let nowSQL = "((julianday('now') - 2440587.5) * 86400.0)"
 
-    /// The operation codes of `ferry_outbox.op` and `ferry_conflicts.local_op` (as the change log's).
-    public enum LocalOperation: Int64, Sendable, Equatable {
-        case create = 1
-        case update = 2
-        case delete = 3
-    }
-
     static func localWriteGuardName(store: String, operation: String) -> String {
         "ferry_refuse_local_\(operation.lowercased())_\(store)"
     }

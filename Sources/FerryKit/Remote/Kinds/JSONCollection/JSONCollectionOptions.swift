@@ -90,7 +90,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
 
     public var credentials: [Secret] { authentication.secrets }
 
-    public var pushableOperations: Set<ReplicaDatabase.LocalOperation> { push.operations }
+    public var pushableOperations: Set<LocalOperation> { push.operations }
 
     public var pushProblem: String? {
         push.operations.isEmpty ? "push = yes needs at least one of push-create, push-update and push-delete (a method and a URL template, such as PATCH {url}/{id}): a JSON API has no one way to write" : nil

@@ -47,8 +47,8 @@ public struct JSONPushTemplates: Sendable, Equatable {
     public static let keys: Set<String> = ["push-create", "push-update", "push-delete", "push-if-match"]
 
     /// The local operations the store can push: the others are refused when written.
-    public var operations: Set<ReplicaDatabase.LocalOperation> {
-        var operations: Set<ReplicaDatabase.LocalOperation> = []
+    public var operations: Set<LocalOperation> {
+        var operations: Set<LocalOperation> = []
         if create != nil { operations.insert(.create) }
         if update != nil { operations.insert(.update) }
         if delete != nil { operations.insert(.delete) }

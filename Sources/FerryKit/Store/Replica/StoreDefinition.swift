@@ -12,7 +12,7 @@ public struct StoreDefinition: Sendable, Equatable {
     public var writeBack: WriteBackConfiguration
     public var localBody: LocalBodyFormat
     /// What a push store pushes; a local write of another kind is refused when written.
-    public var pushableOperations: Set<ReplicaDatabase.LocalOperation> = [.create, .update, .delete]
+    public var pushableOperations: Set<LocalOperation> = [.create, .update, .delete]
 
     public init(name: String, deletion: DeletionPolicy = .hard, comparison: VersionComparison = .ordered, columns: [TypedColumn] = [], badRecordPolicy: BadRecordPolicy = .skip, maxRecordBytes: Int = 1 << 20,
                 writeBack: WriteBackConfiguration = WriteBackConfiguration(), localBody: LocalBodyFormat = .jsonObject) {
