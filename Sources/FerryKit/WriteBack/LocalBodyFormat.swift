@@ -40,14 +40,15 @@ public enum LocalBodyFormat: String, Sendable, Equatable {
     }
 
     /// The body as a new record: what `keep-both` pushes as a create beside the remote's
-    /// version. JSON loses the remote's own fields (`objectId`, `createdAt`, `updatedAt`), so the
-    /// remote assigns new ones; vCard and iCalendar get a new UID, since two members with one
-    /// UID are refused by servers.
-    func asNewRecord(_ body: String, newUID: String = UUID().uuidString) -> String {
+    /// version. JSON loses the fields the remote assigns (`remoteFields`: Parse's `objectId`,
+    /// `createdAt`, `updatedAt`; a JSON collection's id and version fields), so the remote
+    /// assigns new ones; vCard and iCalendar get a new UID, since two members with one UID are
+    /// refused by servers.
+    func asNewRecord(_ body: String, droppingFields remoteFields: [String], newUID: String = UUID().uuidString) -> String {
         switch self {
         case .jsonObject:
             guard var object = (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] else { return body }
-            for key in ["objectId", "createdAt", "updatedAt"] { object.removeValue(forKey: key) }
+            for key in remoteFields { object.removeValue(forKey: key) }
             guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return body }
             return String(decoding: data, as: UTF8.self)
         case .vcard, .icalendar:

@@ -16,7 +16,14 @@ struct ContentLineTextTests {
     @Test func aNewUIDReplacesEveryUIDLineAndKeepsTheRest() {
         let event = "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:old\r\n -folded\r\nSUMMARY:a\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:old-folded\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
         #expect(ContentLineText.replacingUID(in: event, with: "new") == "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:new\r\nSUMMARY:a\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:new\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
-        #expect(LocalBodyFormat.jsonObject.asNewRecord(#"{"objectId":"a","updatedAt":"u","text":"t"}"#) == #"{"text":"t"}"#)
+        #expect(LocalBodyFormat.jsonObject.asNewRecord(#"{"objectId":"a","updatedAt":"u","text":"t"}"#, droppingFields: ParseOptions(applicationID: "app", className: "Quote", key: .restAPI(Secret("k", source: "test"))).remoteAssignedFields)
+                == #"{"text":"t"}"#)
+        var json = JSONCollectionOptions()
+        json.idField = "key"
+        json.versionField = "meta.rev"
+        #expect(json.remoteAssignedFields == ["key"], "a field inside another is the record's, not one the remote assigns at the top")
+        #expect(LocalBodyFormat.jsonObject.asNewRecord(#"{"key":7,"objectId":"kept","text":"t"}"#, droppingFields: json.remoteAssignedFields)
+                == #"{"objectId":"kept","text":"t"}"#)
     }
 }
 

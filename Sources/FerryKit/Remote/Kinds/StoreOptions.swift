@@ -24,12 +24,17 @@ public protocol StoreOptions: Sendable {
     /// What of the options selects the records the store holds (a Parse class and `where`, a
     /// calendar's filter), for ``StoreConfiguration/identity``; never a secret.
     var identity: String { get }
+    /// Top-level fields of a JSON body that the remote assigns (its id, its timestamps):
+    /// dropped when a local body is pushed as a new record (keep-both's copy), so the remote
+    /// assigns new ones. None by default.
+    var remoteAssignedFields: [String] { get }
 }
 
 extension StoreOptions {
     public var pushableOperations: Set<LocalOperation> { [.create, .update, .delete] }
     public var pushProblem: String? { nil }
     public var identity: String { "" }
+    public var remoteAssignedFields: [String] { [] }
 
     public func makeWriter(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteWriter {
         // Configuration refuses `push = yes` for a kind that does not push.

@@ -85,7 +85,7 @@ extension ReplicaDatabase {
                 let insert = try connection.prepare("""
                     INSERT INTO \(quoted(prepared.definition.name))(body, first_seen) VALUES (?1, ?2) RETURNING id
                     """)
-                try insert.bind(prepared.definition.localBody.asNewRecord(localBody), at: 1)
+                try insert.bind(prepared.definition.localBody.asNewRecord(localBody, droppingFields: prepared.definition.remoteAssignedFields), at: 1)
                 try insert.bind(now, at: 2)
                 guard try insert.step(), let copy = insert.string(at: 0) else { preconditionFailure("INSERT ... RETURNING id returned no row") }
                 insert.reset()

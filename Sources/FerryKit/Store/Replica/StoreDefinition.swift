@@ -13,6 +13,8 @@ public struct StoreDefinition: Sendable, Equatable {
     public var localBody: LocalBodyFormat
     /// What a push store pushes; a local write of another kind is refused when written.
     public var pushableOperations: Set<LocalOperation> = [.create, .update, .delete]
+    /// What a local body loses when it is pushed as a new record (``StoreOptions/remoteAssignedFields``).
+    public var remoteAssignedFields: [String] = []
 
     public init(name: String, deletion: DeletionPolicy = .hard, comparison: VersionComparison = .ordered, columns: [TypedColumn] = [], badRecordPolicy: BadRecordPolicy = .skip, maxRecordBytes: Int = 1 << 20,
                 writeBack: WriteBackConfiguration = WriteBackConfiguration(), localBody: LocalBodyFormat = .jsonObject) {
@@ -33,5 +35,6 @@ public struct StoreDefinition: Sendable, Equatable {
             writeBack: configuration.writeBack, localBody: configuration.kind.localBody
         )
         pushableOperations = configuration.options.value.pushableOperations
+        remoteAssignedFields = configuration.options.value.remoteAssignedFields
     }
 }

@@ -84,6 +84,12 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
 
     public var kind: StoreKind { .json }
 
+    /// The record's id and version fields, when they are at its top level (a path into the
+    /// record names a field of the record's own).
+    public var remoteAssignedFields: [String] {
+        [idField, versionField].filter { !$0.contains(".") && !$0.contains("[") }
+    }
+
     public func makeSource(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteSource {
         JSONCollectionSource(context, options: self)
     }

@@ -47,6 +47,9 @@ public struct ParseOptions: StoreOptions, Equatable {
         ParseSource(context, options: self)
     }
 
+    /// Parse's own fields of every object.
+    public var remoteAssignedFields: [String] { ["objectId", "createdAt", "updatedAt"] }
+
     /// The class and its `where`.
     public var identity: String { "class=\(className)" + (filter.map { "\nwhere=\($0)" } ?? "") }
 
