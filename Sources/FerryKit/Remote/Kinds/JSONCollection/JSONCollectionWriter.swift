@@ -55,7 +55,7 @@ final class JSONCollectionWriter: RemoteWriter {
         guard let template = templates.create else { return walk.finish(change, .refused("no push-create in the store's section")) }
         guard let body = change.body else { return undoCreate(change, template: template) }
         guard let local = JSONValue.object(parsing: body) else { return walk.finish(change, .refused("the local body is not a JSON object")) }
-        let sent = ParseFieldMerge.encode(local.filter { $0.key != options.idField })
+        let sent = JSONValue.encode(local.filter { $0.key != options.idField })
         switch walk.willSendCreate(change, body: String(decoding: sent, as: UTF8.self)) {
         case .send: break
         case .skipped: return walk.finish(change, .accepted(nil))
@@ -101,7 +101,7 @@ final class JSONCollectionWriter: RemoteWriter {
         let payload: Data
         if template.method == "PATCH" {
             let base = change.baseBody.flatMap(JSONValue.object(parsing:)) ?? [:]
-            payload = ParseFieldMerge.encode(Self.mergePatch(from: base, to: local))
+            payload = JSONValue.encode(Self.mergePatch(from: base, to: local))
         } else {
             payload = Data(body.utf8)
         }

@@ -107,7 +107,7 @@ final class ParseWriter: RemoteWriter {
                                 continue
                             }
                         }
-                        sends.append(UpdateSend(change, on: remote.version, body: String(decoding: ParseFieldMerge.encode(local), as: UTF8.self)))
+                        sends.append(UpdateSend(change, on: remote.version, body: String(decoding: JSONValue.encode(local), as: UTF8.self)))
                         requests.append((position, Self.batched("PUT", endpoint.batchPath(change.id), body: fields)))
                     }
                 case .delete:
@@ -130,7 +130,7 @@ final class ParseWriter: RemoteWriter {
                     }
                     var object = ParseFieldMerge.create(local: local)
                     let chosen = clientIDs ? Self.clientID(for: change) : nil
-                    switch walk.willSendCreate(change, body: String(decoding: ParseFieldMerge.encode(object), as: UTF8.self), remoteID: chosen) {
+                    switch walk.willSendCreate(change, body: String(decoding: JSONValue.encode(object), as: UTF8.self), remoteID: chosen) {
                     case .send: break
                     case .skipped:
                         decided[position] = .accepted(nil)
@@ -143,7 +143,7 @@ final class ParseWriter: RemoteWriter {
             }
             guard !requests.isEmpty else { return report(chunk, decided) }
             guard walk.willSendUpdates(sends) else { return }
-            let body = ParseFieldMerge.encode(["requests": .array(requests.map(\.request))])
+            let body = JSONValue.encode(["requests": .array(requests.map(\.request))])
             loader.load(endpoint.request("POST", endpoint.batchURL, json: body)) { [self] result in
                 let page: HTTPPageLoader.Page
                 switch result {
@@ -269,7 +269,7 @@ final class ParseWriter: RemoteWriter {
         // becomes an update of the object, merged three-way (what was sent, the row, the object
         // now) by the next round, so another writer's change since is kept.
         let adopt = { [self] (found: RemoteRecord, sent: String) in
-            let unchanged = ParseFieldMerge.encode(object) == ParseFieldMerge.encode(JSONValue.object(parsing: sent) ?? [:])
+            let unchanged = JSONValue.encode(object) == JSONValue.encode(JSONValue.object(parsing: sent) ?? [:])
             walk.finish(change, unchanged ? .accepted(found) : .acceptedEarlierSend(found, sent: sent))
         }
         guard let sentAt = change.sent, let sent = change.baseBody else { return create(change, object: object, adopt: adopt) }
@@ -287,7 +287,7 @@ final class ParseWriter: RemoteWriter {
     /// sent first. A 137 for a chosen id that an earlier send of this create may have taken
     /// (it was recorded as sent) is that send, landed late: adopted.
     private func create(_ change: LocalChange, object: [String: JSONValue], adopt: @escaping (RemoteRecord, String) -> Void) {
-        let sentBody = String(decoding: ParseFieldMerge.encode(object), as: UTF8.self)
+        let sentBody = String(decoding: JSONValue.encode(object), as: UTF8.self)
         let chosen = clientIDs ? Self.clientID(for: change) : nil
         switch walk.willSendCreate(change, body: sentBody, remoteID: chosen) {
         case .send: break
@@ -296,7 +296,7 @@ final class ParseWriter: RemoteWriter {
         }
         var named = object
         if let chosen { named["objectId"] = .string(chosen) }
-        let request = endpoint.request("POST", endpoint.classURL, json: ParseFieldMerge.encode(named))
+        let request = endpoint.request("POST", endpoint.classURL, json: JSONValue.encode(named))
         loader.load(request) { [self] result in
             switch result {
             case .failure(let error): return walk.fail(SyncError(error, store: store))
@@ -373,7 +373,7 @@ final class ParseWriter: RemoteWriter {
             }
         }
         condition["createdAt"] = .object(["$gte": .object(["__type": .string("Date"), "iso": .string(InternetTimestamp.string(from: date.addingTimeInterval(-Self.lookupSkew)))])])
-        let url = endpoint.classURL + "?where=" + URLQuery.encode(String(decoding: ParseFieldMerge.encode(condition), as: UTF8.self)) + "&limit=2"
+        let url = endpoint.classURL + "?where=" + URLQuery.encode(String(decoding: JSONValue.encode(condition), as: UTF8.self)) + "&limit=2"
         query(url) { found in then(found.count == 1 ? found[0] : nil) }
     }
 
