@@ -123,12 +123,12 @@ struct DAVBenchmark: ParsableCommand {
     private func vdirsyncerRound(url: String, in work: URL, label: String) throws -> (first: Double, again: Double) {
         let directory = work.appendingPathComponent("vdirsyncer-\(label)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let config = try writeVdirsyncerConfig(in: directory, url: url)
-        try vdirsyncer(config, ["discover"])
-        let (first, _) = try timed { try vdirsyncer(config, ["sync"]) }
+        let pair = try VdirsyncerPair(url: url, directory: directory, venv: venv)
+        try pair.run(["discover"])
+        let (first, _) = try timed { try pair.run(["sync"]) }
         let synced = try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("vdir").path).count
         guard synced == cards else { throw ValidationError("vdirsyncer stored \(synced) of \(cards) cards") }
-        let (again, _) = try timed { try vdirsyncer(config, ["sync"]) }
+        let (again, _) = try timed { try pair.run(["sync"]) }
         return (first, again)
     }
 
@@ -188,13 +188,6 @@ struct DAVBenchmark: ParsableCommand {
         return try CoreBenchmark.curl(["-K", configFile.path])
     }
 
-    func timed<T>(_ body: () throws -> T) rethrows -> (Double, T) {
-        let start = ContinuousClock.now
-        let value = try body()
-        let elapsed = ContinuousClock.now - start
-        return (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, value)
-    }
-
     struct Server {
         let process: Process
         let port: Int
@@ -220,32 +213,6 @@ struct DAVBenchmark: ParsableCommand {
             }
         }
         throw ValidationError("dav_servers.py did not start Xandikos (is it installed in \(venv)?)")
-    }
-
-    private func writeVdirsyncerConfig(in directory: URL, url: String) throws -> String {
-        try FileManager.default.createDirectory(at: directory.appendingPathComponent("vdir"), withIntermediateDirectories: true)
-        let config = """
-        [general]
-        status_path = "\(directory.path)/status/"
-
-        [pair bench]
-        a = "bench_remote"
-        b = "bench_local"
-        collections = null
-        conflict_resolution = "a wins"
-
-        [storage bench_remote]
-        type = "carddav"
-        url = "\(url)"
-
-        [storage bench_local]
-        type = "filesystem"
-        path = "\(directory.path)/vdir/"
-        fileext = ".vcf"
-        """
-        let path = directory.appendingPathComponent("config").path
-        try config.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
     }
 
     /// Runs vdirsyncer; `discover` may ask questions: `answer` is what it reads (none: none).

@@ -69,7 +69,7 @@ struct PushBenchmark: ParsableCommand {
         let replica = Replica(try configuredStore(name: "contacts", kind: "carddav", url: url, ["push": "yes"]), in: work)
         let (ferryFirst, first) = try timed { try replica.pass(pull: true) }
         guard first.recordCount == cards else { throw ValidationError("Ferry's first sync stored \(first.recordCount) of \(cards) cards") }
-        let vdirsyncer = try Vdirsyncer(url: url, directory: work.appendingPathComponent("vdirsyncer"), venv: venv)
+        let vdirsyncer = try VdirsyncerPair(url: url, directory: work.appendingPathComponent("vdirsyncer"), venv: venv)
         try vdirsyncer.run(["discover"])
         let vdirFirst = try vdirsyncer.sync()
         guard try vdirsyncer.files().count == cards else { throw ValidationError("vdirsyncer's first sync stored \(try vdirsyncer.files().count) of \(cards) cards") }
@@ -270,79 +270,6 @@ struct PushBenchmark: ParsableCommand {
         }
     }
 
-    /// A vdirsyncer pair of the collection and a vdir.
-    private struct Vdirsyncer {
-        let config: String
-        let vdir: URL
-        let executable: String
-
-        init(url: String, directory: URL, venv: String) throws {
-            vdir = directory.appendingPathComponent("vdir")
-            executable = venv + "/bin/vdirsyncer"
-            try FileManager.default.createDirectory(at: vdir, withIntermediateDirectories: true)
-            config = directory.appendingPathComponent("config").path
-            try """
-            [general]
-            status_path = "\(directory.path)/status/"
-
-            [pair bench]
-            a = "bench_remote"
-            b = "bench_local"
-            collections = null
-            conflict_resolution = "a wins"
-
-            [storage bench_remote]
-            type = "carddav"
-            url = "\(url)"
-
-            [storage bench_local]
-            type = "filesystem"
-            path = "\(vdir.path)/"
-            fileext = ".vcf"
-            """.write(toFile: config, atomically: true, encoding: .utf8)
-        }
-
-        func files() throws -> [URL] {
-            try FileManager.default.contentsOfDirectory(at: vdir, includingPropertiesForKeys: nil).filter { $0.pathExtension == "vcf" }
-        }
-
-        /// Rewrites every card with the edit; how many.
-        func edit(tag: String) throws -> Int {
-            let files = try files()
-            for file in files {
-                let card = try String(contentsOf: file, encoding: .utf8)
-                try PushBenchmark.edited(card, tag: tag).write(to: file, atomically: true, encoding: .utf8)
-            }
-            return files.count
-        }
-
-        /// `vdirsyncer sync`, timed.
-        func sync() throws -> Double {
-            try timed { try run(["sync"]) }.0
-        }
-
-        func run(_ arguments: [String]) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = ["-c", config] + arguments
-            process.standardOutput = FileHandle.nullDevice
-            // It reports every card it copies on stderr: kept, and shown only when it fails.
-            let log = vdir.deletingLastPathComponent().appendingPathComponent("vdirsyncer.log")
-            guard FileManager.default.createFile(atPath: log.path, contents: nil) else { throw ValidationError("cannot write \(log.path)") }
-            process.standardError = try FileHandle(forWritingTo: log)
-            let input = Pipe()
-            process.standardInput = input
-            try process.run()
-            // discover may ask questions; answer none.
-            try input.fileHandleForWriting.close()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else {
-                let errors = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-                throw ValidationError("vdirsyncer \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(errors.suffix(1000))")
-            }
-        }
-    }
-
     // MARK: - The server alone
 
     /// A query parameter's value, percent-encoded for a URL.
@@ -396,8 +323,14 @@ struct PushBenchmark: ParsableCommand {
     }
 }
 
-private func timed<T>(_ body: () throws -> T) rethrows -> (Double, T) {
-    let start = ContinuousClock.now
-    let value = try body()
-    return ((ContinuousClock.now - start).seconds, value)
+extension VdirsyncerPair {
+    /// Rewrites every card with the edit; how many.
+    func edit(tag: String) throws -> Int {
+        let files = try files()
+        for file in files {
+            let card = try String(contentsOf: file, encoding: .utf8)
+            try PushBenchmark.edited(card, tag: tag).write(to: file, atomically: true, encoding: .utf8)
+        }
+        return files.count
+    }
 }
