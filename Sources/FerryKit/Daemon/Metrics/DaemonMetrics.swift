@@ -224,68 +224,7 @@ public final class DaemonMetrics: Sendable {
             if replica != nil { samples.add([], Double(wal ?? 0)) }
         }
 
-        out.family("ferry_passes_total", .counter, help: "Passes finished, by outcome (ok, incomplete, failed, cancelled).") { samples in
-            for (name, figures) in stores {
-                for outcome in Outcome.allCases { samples.add([("store", name), ("outcome", outcome.rawValue)], Double(figures.passes[outcome] ?? 0)) }
-            }
-        }
-        out.family("ferry_records_changed_total", .counter, help: "Records the passes' merges changed in the replica, by change; skipped records were left out as unreadable.") { samples in
-            for (name, figures) in stores {
-                samples.add([("store", name), ("change", "inserted")], Double(figures.inserted))
-                samples.add([("store", name), ("change", "updated")], Double(figures.updated))
-                samples.add([("store", name), ("change", "deleted")], Double(figures.deleted))
-                samples.add([("store", name), ("change", "skipped")], Double(figures.skipped))
-            }
-        }
-        out.family("ferry_local_changes_pushed_total", .counter, help: "Local writes pushed to the remote, by result (accepted, refused).") { samples in
-            for (name, figures) in stores {
-                samples.add([("store", name), ("result", "accepted")], Double(figures.pushed))
-                samples.add([("store", name), ("result", "refused")], Double(figures.pushRefused))
-            }
-        }
-        out.family("ferry_conflicts_total", .counter, help: "Local changes that met a remote change, whatever the conflict policy made of them.") { samples in
-            for (name, figures) in stores { samples.add([("store", name)], Double(figures.conflicts)) }
-        }
-        let tallies = stores.map { ($0.key, $0.value.tally.current) }
-        out.family("ferry_requests_total", .counter, help: "HTTP requests the passes made, whatever their answer.") { samples in
-            for (name, counts) in tallies { samples.add([("store", name)], Double(counts.requests)) }
-        }
-        out.family("ferry_received_bytes_total", .counter, help: "Bytes received from the remote, headers included.") { samples in
-            for (name, counts) in tallies { samples.add([("store", name)], Double(counts.bytesReceived)) }
-        }
-        out.family("ferry_sent_bytes_total", .counter, help: "Bytes sent to the remote, headers included.") { samples in
-            for (name, counts) in tallies { samples.add([("store", name)], Double(counts.bytesSent)) }
-        }
-        out.family("ferry_pass_duration_seconds", .histogram, help: "How long successful passes took.") { samples in
-            for (name, figures) in stores { samples.histogram([("store", name)], figures.duration) }
-        }
-        out.family("ferry_last_success_timestamp_seconds", .gauge, help: "When the store's last successful pull ended, in seconds since the Unix epoch.") { samples in
-            for (name, figures) in stores { if let date = figures.lastSuccess { samples.add([("store", name)], date.timeIntervalSince1970) } }
-        }
-        out.family("ferry_last_pass_timestamp_seconds", .gauge, help: "When the store's last pass ended, whatever its outcome, in seconds since the Unix epoch.") { samples in
-            for (name, figures) in stores { if let date = figures.lastPass { samples.add([("store", name)], date.timeIntervalSince1970) } }
-        }
-        out.family("ferry_next_pass_timestamp_seconds", .gauge, help: "When the store's next pass is due, in seconds since the Unix epoch (later while backing off).") { samples in
-            for (name, figures) in stores { if let date = figures.schedule.nextPass { samples.add([("store", name)], date.timeIntervalSince1970) } }
-        }
-        out.family("ferry_consecutive_failures", .gauge, help: "Failed passes in a row; above 0 the store is backing off.") { samples in
-            for (name, figures) in stores { samples.add([("store", name)], Double(figures.schedule.consecutiveFailures)) }
-        }
-        out.family("ferry_store_state", .gauge, help: "The store's standing: 1 for its state (ok, incomplete, failing, never_synced), 0 for the others.") { samples in
-            for (name, figures) in stores {
-                for standing in Standing.allCases { samples.add([("store", name), ("state", standing.rawValue)], figures.standing == standing ? 1 : 0) }
-            }
-        }
-        out.family("ferry_records", .gauge, help: "Live records in the store's table after its last successful pass.") { samples in
-            for (name, figures) in stores { if let records = figures.records { samples.add([("store", name)], Double(records)) } }
-        }
-        out.family("ferry_local_changes", .gauge, help: "Local writes not on the remote yet, by state: queued, held (an open conflict), refused.") { samples in
-            for (name, figures) in stores {
-                samples.add([("store", name), ("state", "queued")], Double(figures.localQueued))
-                samples.add([("store", name), ("state", "held")], Double(figures.localHeld))
-                samples.add([("store", name), ("state", "refused")], Double(figures.localRefused))
-            }
-        }
+        Self.renderStoreFamilies(stores, into: &out)
         return out.text
     }
 
