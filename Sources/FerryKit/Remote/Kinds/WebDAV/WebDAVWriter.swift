@@ -31,7 +31,6 @@ final class WebDAVWriter: RemoteWriter {
     private let content: WebDAVOptions.Content
     private let loader: HTTPPageLoader
     private let errorContext: HTTPStatusClassifier.Context
-    private let readBeforeWrite: WebDAVOptions.ReadBeforeWrite
     /// Whether writes read the member first; nil until the server is identified (`auto`).
     private var readsFirst: Bool?
     private lazy var walk = PushWalk(of: self, loader: loader) { [unowned self] in self.next() }
@@ -44,7 +43,6 @@ final class WebDAVWriter: RemoteWriter {
         builder = WebDAVRequestBuilder(collection: collection, kind: options.kind, authentication: options.authentication,
                                        headers: context.store.headers, query: context.store.query)
         content = options.content
-        readBeforeWrite = options.readBeforeWrite
         readsFirst = switch options.readBeforeWrite {
         case .always: true
         case .never: false
