@@ -112,7 +112,7 @@ phase "two-way sync against the model, and the push contract (every server)"
 # checked against TwoWayModel after each round, under every policy on the Parse and JSON test
 # servers, Radicale, Xandikos, DAViCal and sabre/dav; then the push contract's fixed sequences
 # for every kind that pushes. A failure prints its seed (FERRY_TWO_WAY_SEED=N replays it).
-if timeout "$(cap 18)" env FERRY_TWO_WAY_SECONDS="${FERRY_TWO_WAY_SECONDS:-25}" \
+if timeout "$(cap 16)" env FERRY_TWO_WAY_SECONDS="${FERRY_TWO_WAY_SECONDS:-20}" \
         swift test --skip-build --filter 'TwoWayModelTests|PushContractTests' 2>&1 | tee "$logs/two-way.log"; then
     ok "two-way model and push contract"
 else
