@@ -62,9 +62,7 @@ func runOneShot(_ options: ConfigurationOptions, stores: [String], verbose: Bool
     // every field, as the journal has them.
     // On a terminal, log lines go above the progress bars, which are then drawn again.
     let display: ProgressDisplay? = interactive ? ProgressDisplay() : nil
-    var lineSink: (@Sendable (String) -> Void)?
-    if let display { lineSink = { line in display.log(line) } }
-    let emit = lineSink
+    let emit: (@Sendable (String) -> Void)? = display.map { display in { @Sendable line in display.log(line) } }
     let level: Logger.Level = verbose ? configuration.global.logLevel : .warning
     let skipped: Set<String> = verbose ? [] : [MessageID.passFailed.rawValue]
     LoggingSystem.bootstrap { _ in
