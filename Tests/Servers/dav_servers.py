@@ -198,13 +198,16 @@ def child_setup(death_signal=signal.SIGTERM, user=None):
     return setup
 
 
-def stopper(process, sig=signal.SIGTERM):
-    """A cleanup that stops `process` with `sig`, and kills it after 5 s."""
+def stopper(process, sig=signal.SIGTERM, timeout=5, after_signal=None):
+    """A cleanup that stops `process` with `sig` (then calls `after_signal`, if given), and
+    kills it after `timeout` seconds."""
     def stop():
         if process.poll() is None:
             process.send_signal(sig)
+            if after_signal:
+                after_signal()
             try:
-                process.wait(timeout=5)
+                process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
@@ -640,15 +643,9 @@ def main():
         # A second signal must not interrupt the cleanup.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if process is not None and process.poll() is None:
-            process.terminate()
-            if launch.after_terminate:
-                launch.after_terminate(port)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        if process is not None:
+            wake = (lambda: launch.after_terminate(port)) if launch.after_terminate else None
+            stopper(process, timeout=10, after_signal=wake)()
         while cleanups:
             try:
                 cleanups.pop()()
