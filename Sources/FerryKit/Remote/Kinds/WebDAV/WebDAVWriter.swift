@@ -189,7 +189,7 @@ final class WebDAVWriter: RemoteWriter {
         fetch(member) { [self] remote in
             guard let remote else { return change.sendMayStillLand() ? walk.postpone(change) : create(change, member: member, body: body) }
             if Self.sameText(remote.body, body) { return walk.finish(change, .accepted(remote)) }
-            guard Self.sameText(remote.body, sentBefore) else { return walk.finish(change, .conflict(remote: remote)) }
+            guard Self.holdsOurSend(remote, of: change, created: sentBefore) else { return walk.finish(change, .conflict(remote: remote)) }
             update(change, member: member, body: body, on: remote.version)
         }
     }
@@ -202,7 +202,7 @@ final class WebDAVWriter: RemoteWriter {
     private func undoCreate(_ change: LocalChange, member: String, sent: String) {
         fetch(member) { [self] remote in
             guard let remote else { return change.sendMayStillLand() ? walk.postpone(change) : walk.finish(change, .accepted(nil)) }
-            walk.finish(change, .acceptedEarlierSend(remote, sent: Self.sameText(remote.body, sent) ? nil : sent))
+            walk.finish(change, .acceptedEarlierSend(remote, sent: Self.holdsOurSend(remote, of: change, created: sent) ? nil : sent))
         }
     }
 
@@ -210,9 +210,9 @@ final class WebDAVWriter: RemoteWriter {
     /// the member holds this very text or an earlier send's (sent before a crash or a lost
     /// answer, and applied): then it is done, or pushed again on top of what that send made.
     private func update(_ change: LocalChange, member: String, body: String, on version: String?) {
-        if change.operation == .update {
-            guard walk.willSendUpdates([UpdateSend(change, on: version ?? "", body: body)]) else { return }
-        }
+        // Recorded for a create resumed this way too: its answer may be lost as well, and the
+        // next resume must know this text for ours.
+        guard walk.willSendUpdates([UpdateSend(change, on: version ?? "", body: body)]) else { return }
         send("PUT", member, body: body, condition: version.map { ("If-Match", $0) }, for: change) { [self] page in
             stored(page, member: member, sent: body, change: change)
         } onConflict: { [self] in
@@ -227,6 +227,12 @@ final class WebDAVWriter: RemoteWriter {
         guard let remote else { return walk.finish(change, .conflict(remote: nil)) }
         if Self.sameText(remote.body, body) { return walk.finish(change, .accepted(remote)) }
         walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: Self.holds) ?? .conflict(remote: remote))
+    }
+
+    /// Whether a member holds what this create sent: its first text, or the update a resume
+    /// sent on top of it (answers of both may have been lost).
+    static func holdsOurSend(_ remote: RemoteRecord, of change: LocalChange, created: String) -> Bool {
+        sameText(remote.body, created) || change.sentBody.map { sameText(remote.body, $0) } == true
     }
 
     /// Whether a member holds a text, as ``sameText(_:_:)`` compares.
