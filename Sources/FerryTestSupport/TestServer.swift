@@ -151,6 +151,21 @@ public enum Shell {
         return data
     }
 
+    /// Runs a command to its end, standard output discarded: its exit status and what it wrote
+    /// to standard error (for tests of a command's exit code and one-line error).
+    public static func outcome(_ executable: String, _ arguments: [String]) throws -> (status: Int32, errors: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let words = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, words)
+    }
+
     /// The rows `sql` gives in the SQLite file `database`, one line each as the sqlite3 shell
     /// prints them (`a|b`): the replica as any other program reads it.
     public static func sqlite(_ database: String, _ sql: String) throws -> [String] {

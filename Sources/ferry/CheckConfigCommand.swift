@@ -53,7 +53,7 @@ struct CheckConfigCommand: ParsableCommand {
             throw exit
         } catch {
             FileHandle.standardError.write(Data("\(error)\n".utf8))
-            throw ExitCode(FerryExitCode.configuration.rawValue)
+            throw ExitCode(FerryExitCode.for(error).rawValue)
         }
     }
 }

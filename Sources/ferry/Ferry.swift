@@ -9,11 +9,7 @@ struct Ferry: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ferry",
         abstract: "Sync remote stores into local SQLite replicas, and inspect them.",
-        discussion: """
-        Exit codes: 0 ok, 1 a pass or reload failed, 2 synced but a replica is incomplete (see ferry status), \
-        64 usage, 65 a bad record under on-bad-record = fail, 69 remote unavailable or answering wrongly, \
-        74 database error, 77 credentials refused, 78 invalid configuration, 130 interrupted.
-        """,
+        discussion: FerryExitCode.helpText,
         version: FerryVersion.current,
         subcommands: [SyncCommand.self, PushCommand.self, ResyncCommand.self, AuthCommand.self, ConflictsCommand.self, StatusCommand.self, CheckConfigCommand.self, DiscoverCommand.self, ReloadCommand.self,
                       ChangesCommand.self, LogCommand.self])

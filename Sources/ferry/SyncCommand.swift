@@ -57,13 +57,15 @@ func runOneShot(_ options: ConfigurationOptions, stores: [String], verbose: Bool
         }
     }
     let interactive = standardErrorIsTerminal && !verbose
-    // For people (a terminal, or a pipe a person reads): warnings and errors as plain lines;
+    // For people (a terminal, or a pipe a person reads): notices (a wait for a rate limit or
+    // for another process syncing the store, a rebuild, a moved collection), warnings and
+    // errors as plain lines;
     // each store's summary is printed once, on stdout. --verbose: the configured level with
     // every field, as the journal has them.
     // On a terminal, log lines go above the progress bars, which are then drawn again.
     let display: ProgressDisplay? = interactive ? ProgressDisplay() : nil
     let emit: (@Sendable (String) -> Void)? = display.map { display in { @Sendable line in display.log(line) } }
-    let level: Logger.Level = verbose ? configuration.global.logLevel : .warning
+    let level: Logger.Level = verbose ? configuration.global.logLevel : .notice
     let skipped: Set<String> = verbose ? [] : [MessageID.passFailed.rawValue]
     LoggingSystem.bootstrap { _ in
         StderrLogHandler(level: level, priorityPrefix: false, metadata: verbose, skipping: skipped, emit: emit)

@@ -10,10 +10,11 @@ struct FerryDaemonCommand: ParsableCommand {
         commandName: "ferryd",
         abstract: "Keep local SQLite replicas of remote stores up to date (run by systemd).",
         discussion: """
-        Reads its configuration once at start and again on SIGHUP (or ferry reload), which also resyncs every store; \
-        SIGTERM stops it within 2 s, a second SIGTERM at once. Tells systemd READY, STATUS, RELOADING, STOPPING and \
-        WATCHDOG (Type=notify). Exit statuses: 0 stopped by a signal; 64 usage; 74 the database cannot be opened; \
-        78 the configuration is invalid at start (the unit does not restart it); 1 anything else.
+        Reads its configuration once at start and again on SIGHUP (or ferry reload), after which every store syncs \
+        at once (no rebuild: that is ferry resync); SIGTERM stops it within 2 s, a second SIGTERM at once. Tells \
+        systemd READY, STATUS, RELOADING, STOPPING and WATCHDOG (Type=notify). Exit statuses: 0 stopped by a signal; \
+        64 usage; 74 the database cannot be opened, failed its integrity check, or this user may not read it or the \
+        configuration; 78 the configuration is invalid at start (the unit does not restart it); 1 anything else.
         """,
         version: FerryVersion.current)
 

@@ -1,6 +1,6 @@
 /// Exit codes shared by `ferryd` and `ferry`, from sysexits.h where one fits, so scripts and
 /// systemd (`RestartPreventExitStatus=`) can tell a typo from an outage.
-public enum FerryExitCode: Int32, Sendable {
+public enum FerryExitCode: Int32, Sendable, CaseIterable {
     case success = 0
     /// A pass failed, or a reload was refused.
     case failure = 1
@@ -13,7 +13,8 @@ public enum FerryExitCode: Int32, Sendable {
     case dataError = 65
     /// The remote is unreachable or failing (retry later).
     case unavailable = 69
-    /// The database cannot be opened or written (full, read-only, locked, not Ferry's).
+    /// The database cannot be opened or written (full, read-only, locked, not Ferry's), or
+    /// this user may not read it or the configuration.
     case database = 74
     /// Another process is syncing the store (ferryd, or another `ferry sync` or `ferry push`)
     /// and did not finish within the wait: nothing was done; try again.
@@ -28,7 +29,7 @@ public enum FerryExitCode: Int32, Sendable {
     /// The exit code for an error that ended a command.
     public static func `for`(_ error: any Error) -> FerryExitCode {
         switch error {
-        case is ConfigurationErrors: return .configuration
+        case let error as ConfigurationErrors: return error.isPermissionDenied ? .database : .configuration
         case is InstanceNameError, is OneShotSyncError, is DiscoveryTargetError: return .usage
         case is StoreError, is DatabaseLocationError: return .database
         case let error as ReplicaAccessError:
@@ -49,6 +50,30 @@ public enum FerryExitCode: Int32, Sendable {
             }
         default: return .failure
         }
+    }
+}
+
+extension FerryExitCode {
+    /// A few words per code, for `--help`; the README's table says the same at length.
+    public var summary: String {
+        switch self {
+        case .success: "ok"
+        case .failure: "a failure no other code names (nothing synced yet, a reload not acknowledged)"
+        case .incomplete: "synced but a replica is incomplete (see ferry status)"
+        case .usage: "usage"
+        case .dataError: "a bad record under on-bad-record = fail"
+        case .unavailable: "the remote (or its token endpoint) unavailable or answering wrongly"
+        case .database: "database error, or a replica or configuration this user may not read"
+        case .busy: "another process is syncing the store (nothing done; try again)"
+        case .permission: "credentials refused"
+        case .configuration: "invalid configuration (also a reload ferryd refused)"
+        case .interrupted: "interrupted"
+        }
+    }
+
+    /// Every code with its summary, as `ferry --help` lists them.
+    public static var helpText: String {
+        "Exit codes: " + allCases.map { "\($0.rawValue) \($0.summary)" }.joined(separator: ", ") + "."
     }
 }
 

@@ -25,6 +25,13 @@ public enum ConfigurationLoader {
     ) throws(ConfigurationErrors) -> FerryConfiguration {
         let absolute = ConfigurationValueReader.absolute(path, against: FileManager.default.currentDirectoryPath)
         // Checked up front so the one-line error says what to do, in words people know.
+        // `fileExists` says "no" for a file in a directory this user may not enter, which
+        // would send people off to create a file that exists.
+        if case .denied(_, let reason)? = ReplicaAccessError.check(readable: absolute) {
+            var errors = ConfigurationErrors(problems: [.init(file: path, line: 0, message: "permission denied: \(reason)")])
+            errors.isPermissionDenied = true
+            throw errors
+        }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory) else {
             throw ConfigurationErrors(problems: [.init(file: path, line: 0,

@@ -58,8 +58,9 @@ struct PassJournal {
         switch result {
         case .success(let report): finished(report)
         case .failure(let failure) where failure.kind == .cancelled: cancelled(afterPages: pages)
-        // Not the store's failure: another process is syncing it, and says so itself.
-        case .failure(let failure) where failure.kind == .busy: logger.notice("\(failure)")
+        // Not the store's failure: another process is syncing it, which the wait for it said
+        // at notice level (and `ferry sync` prints as its error line).
+        case .failure(let failure) where failure.kind == .busy: logger.info("\(failure)")
         case .failure(let failure): failed(failure, afterPages: pages)
         }
     }

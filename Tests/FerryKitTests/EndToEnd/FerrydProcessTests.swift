@@ -98,9 +98,9 @@ final class FerrydProcessTests {
 
         // A broken file: reload fails, the daemon keeps running on the old configuration.
         try "[store broken]\nkind = nope\n".write(toFile: configPath, atomically: true, encoding: .utf8)
-        #expect(throws: ShellError.self) {
-            try Shell.run(Self.binary("ferry"), ["reload", "--pid", "\(daemon.processIdentifier)", "--runtime-directory", runtime])
-        }
+        let refused = try Shell.outcome(Self.binary("ferry"), ["reload", "--pid", "\(daemon.processIdentifier)", "--runtime-directory", runtime])
+        #expect(refused.status == FerryExitCode.configuration.rawValue, "a refused reload exits as an invalid configuration: \(refused.errors)")
+        #expect(refused.errors.contains("nope"), "names the problem: \(refused.errors)")
         #expect(daemon.isRunning)
 
         // SIGTERM: exit 0 within 2 s, database intact.

@@ -85,4 +85,30 @@ struct PushCommandTests {
         // A store that does not push is a usage error for ferry push.
         #expect(try Self.run(["push", "-c", configuration, "nosuch"]).status == 64)
     }
+
+    /// The remote down: `ferry push` exits 69 (as the README and `--help` say) and the store is
+    /// failing; the next push that works clears that without waiting for a pull.
+    @Test func aPushWithTheRemoteDownExits69_andThePushThatWorksClearsIt() throws {
+        let server = try DAVServer(.radicale, cards: 2, events: 0)
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let (configuration, database) = try Self.configuration(for: server, in: directory)
+        #expect(try Self.run(["sync", "-c", configuration]).status == 0)
+        let sqlite = try #require(TestTools.executable("sqlite3"))
+        try Shell.run(sqlite, [database, "UPDATE contacts SET body = replace(body, 'FN:Person 1', 'FN:Pushed') WHERE id = 'card-1.vcf'"])
+
+        let working = try String(contentsOfFile: configuration, encoding: .utf8)
+        let port = try Shell.freePort()
+        try working.replacingOccurrences(of: server.addressBookURL, with: "http://127.0.0.1:\(port)/nobody/contacts/")
+            .write(toFile: configuration, atomically: true, encoding: .utf8)
+        let down = try Shell.outcome(Self.ferry, ["push", "-c", configuration])
+        #expect(down.status == FerryExitCode.unavailable.rawValue, "\(down.errors)")
+        #expect(try Self.run(["status", "-c", configuration, "--json"]).output.contains(#""state":"failing""#))
+
+        try working.write(toFile: configuration, atomically: true, encoding: .utf8)
+        #expect(try Self.run(["push", "-c", configuration]).status == 0)
+        let status = try Self.run(["status", "-c", configuration, "--json"]).output
+        #expect(status.contains(#""state":"ok""#), "\(status)")
+        #expect(try server.get(server.addressBookPath + "card-1.vcf").contains("FN:Pushed"))
+    }
 }
