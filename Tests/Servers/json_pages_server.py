@@ -46,6 +46,8 @@ takes `since=<updated_at>` (only items with updated_at > since).
   POST /admin/prepend-at {"request": N}
                                    when the N-th listing request arrives, first add an item that
                                    sorts before every other (a listing that moves while paged)
+  POST /admin/fail-page {"page": N, "status": S}
+                                   listing pages numbered N answer S until set to page 0
   The same items, writable (a REST API as Ferry's json writer expects one; ETag = the quoted
   updated_at):
   GET    /items?page=P&per_page=K  like /link
@@ -91,6 +93,7 @@ def add_item():
 
 
 PREPEND_AT = [None]
+FAIL_PAGE = [0, 503]
 DELTA_EXPIRED_BEFORE = [0]
 
 
@@ -202,6 +205,9 @@ class Handler(http_core.Handler):
             if path == "/admin/prepend-at":
                 PREPEND_AT[0] = int(body["request"])
                 return self.send(200, {"prepend_at": PREPEND_AT[0]})
+            if path == "/admin/fail-page":
+                FAIL_PAGE[0], FAIL_PAGE[1] = int(body["page"]), int(body.get("status", 503))
+                return self.send(200, {"page": FAIL_PAGE[0]})
             if path == "/admin/create":
                 created = [add_item() for _ in range(int(body.get("count", 1)))]
                 return self.send(200, {"created": created})
@@ -217,6 +223,8 @@ class Handler(http_core.Handler):
         if path in ("/link", "/exhausted", "/nexturl", "/items"):
             page = int(q.get("page", 1))
             per = int(q.get("per_page", 30))
+            if FAIL_PAGE[0] and page == FAIL_PAGE[0]:
+                return self.send(FAIL_PAGE[1], {"error": "failing page %d on purpose" % page})
             items = listing(q)
             chunk = items[(page - 1) * per: page * per]
             more = page * per < len(items)

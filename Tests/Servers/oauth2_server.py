@@ -34,7 +34,8 @@ Prints "PORT <n>", serves until SIGTERM/SIGINT.
                      with WWW-Authenticate: Bearer error="invalid_token".
   ANY  /echo         {"method","body"} of the request, for a live access token (else 401)
   POST /admin/config {"lifetime","rotate","grace","delay","early","date_skew","token_status",
-                      "approve_after","device_expires","die_after_requests","quote_authorization"}
+                      "approve_after","device_expires","die_after_requests","quote_authorization",
+                      "quote_device_code"}
       delay: seconds /token waits before answering.  early: seconds before their announced
       expiry the resource server already refuses access tokens (a server clock running
       ahead).  date_skew: seconds added to the Date header of every answer.  token_status:
@@ -42,7 +43,8 @@ Prints "PORT <n>", serves until SIGTERM/SIGINT.
       access token is refused after this many resource requests (expiry mid-pass).
       quote_authorization: /records answers 502 with an error page quoting the request's
       Authorization header, as a misconfigured proxy's page does (the token in
-      /admin/state's "last_access_token").
+      /admin/state's "last_access_token").  quote_device_code: a device-code poll is
+      refused with an error_description quoting the device code (in "last_device_code").
   POST /admin/revoke {"refresh": true, "access": true}   every refresh / access token dies
   POST /admin/issue  {"refresh_token"}: a new valid refresh token, as a person's consent gives
   POST /admin/approve {"user_code": C, "deny": false}
@@ -64,7 +66,8 @@ import http_core
 
 LOCK = threading.Lock()
 CONFIG = {"lifetime": 3600, "rotate": False, "grace": False, "delay": 0.0, "early": 0.0, "date_skew": 0, "token_status": 0,
-          "approve_after": 0, "device_expires": 600, "die_after_requests": 0, "quote_authorization": False}
+          "approve_after": 0, "device_expires": 600, "die_after_requests": 0, "quote_authorization": False,
+          "quote_device_code": False}
 CLIENT = {"id": "", "secret": None}
 REFRESH = {}      # refresh token -> alive
 PARENT = {}       # with grace: a rotated refresh token -> the one it replaced, still alive
@@ -178,6 +181,10 @@ class Handler(http_core.Handler):
                 return self.send(200, self.issue(False))
             if grant == "urn:ietf:params:oauth:grant-type:device_code":
                 device = DEVICES.get(fields.get("device_code", ""))
+                if device is not None and CONFIG["quote_device_code"]:
+                    STATE["last_device_code"] = fields["device_code"]
+                    return self.send(400, {"error": "invalid_request",
+                                           "error_description": "device_code %s is not valid here" % fields["device_code"]})
                 if device is None:
                     return self.send(400, {"error": "invalid_grant"})
                 now = time.time()

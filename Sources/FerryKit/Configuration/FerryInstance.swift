@@ -3,7 +3,9 @@ import Foundation
 /// One of several ferryd instances on a host, run by the template unit `ferryd@NAME.service`
 /// (tenants or credentials kept apart): its configuration is `/etc/ferry/NAME.conf`, its
 /// state `/var/lib/ferry/NAME/` and its runtime directory `/run/ferry-NAME/`, as the unit's
-/// `StateDirectory=ferry/%i` and `RuntimeDirectory=ferry/%i` make them.
+/// `StateDirectory=ferry/%i` and `RuntimeDirectory=ferry-%i` make them (not `ferry/%i`:
+/// systemd removes `/run/ferry` whole when `ferryd.service` stops, which would take every
+/// instance's files with it).
 ///
 /// `ferry --instance NAME ...` (or `FERRY_INSTANCE=NAME`) reaches an instance: the same paths
 /// the unit gives ferryd, so every subcommand finds that instance's files without being told

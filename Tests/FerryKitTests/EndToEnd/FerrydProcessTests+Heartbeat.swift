@@ -25,10 +25,22 @@ extension FerrydProcessTests {
             return (stats?["paths"] as? [String: Int])?["/small"] ?? 0
         }
         try waitFor("the first ping") { (try? pings()) ?? 0 > 0 }
-        let before = try pings()
-        Thread.sleep(forTimeInterval: 10)
-        let seen = try pings() - before
-        #expect(seen >= 4, "\(seen) pings in 10 s at heartbeat-interval = 2s")
+        // Each new ping's arrival, seen by polling the endpoint's count every 50 ms.
+        var count = try pings()
+        var arrivals: [Date] = []
+        let end = Date().addingTimeInterval(10)
+        while Date() < end {
+            let now = try pings()
+            if now > count { arrivals.append(Date()) }
+            count = now
+            usleep(50_000)
+        }
+        #expect(arrivals.count >= 4, "\(arrivals.count) pings in 10 s at heartbeat-interval = 2s")
+        // The README's promise: a switch set to the interval always sees one in time. The
+        // slack here is the poll's 50 ms and a loaded machine's scheduling, far below the 5 s
+        // status tick the pings once waited for.
+        let longest = zip(arrivals, arrivals.dropFirst()).map { $1.timeIntervalSince($0) }.max() ?? 0
+        #expect(longest <= 2.0 + 0.75, "the longest gap between pings was \(longest) s at heartbeat-interval = 2s")
         kill(daemon.processIdentifier, SIGTERM)
         try waitFor("exit", timeout: 5) { !daemon.isRunning }
     }

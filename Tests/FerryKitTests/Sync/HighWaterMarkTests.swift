@@ -40,5 +40,20 @@ struct HighWaterMarkTests {
         #expect(JSONCollectionCursor.isNewer(moved, than: first), "\(moved) after \(first)")
         _ = try sync()
         #expect(try mark() == moved)
+
+        // A sweep that fails on its second page, after a change on its first: the mark is
+        // neither erased nor lowered, and the next pass after the fault still finds the change.
+        _ = try server.control("/admin/update", method: "POST", body: #"{"ids":[2]}"#)
+        _ = try server.control("/admin/fail-page", method: "POST", body: #"{"page":2}"#)
+        let failing = try OneShotSync(configuration: configuration, storeNames: [], logger: Logger(label: "test"))
+        let failed = try #require(failing.run(refresh: .milliseconds(50)) { _ in }.first?.result)
+        guard case .failure(let error) = failed else { Issue.record("the sweep passed a failing page: \(failed)"); return }
+        #expect(error.kind == .httpStatus(503), "\(error)")
+        let afterFailure = try #require(try mark(), "a failed sweep does not erase the mark")
+        #expect(afterFailure == moved || JSONCollectionCursor.isNewer(afterFailure, than: moved), "\(afterFailure) is not before \(moved)")
+        _ = try server.control("/admin/fail-page", method: "POST", body: #"{"page":0}"#)
+        let again = try sync()
+        #expect(again.counts.updated + again.counts.inserted >= 1 || afterFailure != moved, "the change is not lost: \(again.summary)")
+        #expect(JSONCollectionCursor.isNewer(try #require(try mark()), than: moved))
     }
 }

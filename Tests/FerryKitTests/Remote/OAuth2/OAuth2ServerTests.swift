@@ -314,6 +314,18 @@ struct OAuth2ServerTests {
         } catch {
             #expect(error.exitCode == .permission && "\(error)" == "the authorisation was denied")
         }
+
+        // A server that quotes the device code back in its refusal: the code is a secret
+        // fetched at run time, redacted like the configured ones.
+        try fixture.configure(#"{"quote_device_code": true}"#)
+        do {
+            _ = try DeviceAuthorization(store: "things", configuration: configuration, databasePath: fixture.database).run { _ in }
+            Issue.record("a refused poll was saved")
+        } catch {
+            let code = try #require(try fixture.state()["last_device_code"] as? String)
+            #expect(code.count >= 8)
+            #expect(!"\(error)".contains(code) && "\(error)".contains("is not valid here"), "\(error)")
+        }
     }
 
     @Test func aNewRefreshTokenInTheConfiguration_winsOverTheSavedOne() throws {
