@@ -22,7 +22,7 @@ struct AuthCommand: ParsableCommand {
 
     func run() throws {
         do {
-            let configuration = try options.load()
+            let configuration = try options.loadForWriting()
             let authorization = try DeviceAuthorization(store: store, configuration: configuration,
                                                         databasePath: options.database ?? configuration.global.databasePath)
             let outcome = try authorization.run { prompt in
@@ -37,6 +37,8 @@ struct AuthCommand: ParsableCommand {
                     + "(after a refused one, at its next retry; systemctl reload ferryd starts it now)")
             case .clientWorks: print("the client credentials work: store \(store) needs no authorisation by a person")
             }
+        } catch let exit as ExitCode {
+            throw exit
         } catch {
             throw fail(error)
         }

@@ -74,7 +74,8 @@ struct ResolveConflict: ParsableCommand {
 
     func run() throws {
         do {
-            let database = try ReplicaDatabase(path: try databasePath(options))
+            let path = try options.database ?? options.loadForWriting(secrets: .referencesOnly).global.databasePath
+            let database = try ReplicaDatabase(path: path)
             defer { database.close() }
             let resolution: ConflictPlan.Resolution = switch keep {
             case .local: .rebaseLocal

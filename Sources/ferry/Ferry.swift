@@ -68,6 +68,28 @@ struct ConfigurationOptions: ParsableArguments {
         return try ConfigurationLoader.load(path: config ?? ConfigurationLoader.defaultPath(environment: environment),
                                             environment: environment, secrets: secrets)
     }
+
+    /// The configuration for a command that writes the replica: loaded, and refused (exit 64)
+    /// when root would write the service's replica from another file (``ServiceReplicaGuard``).
+    func loadForWriting(secrets: SecretHandling = .resolve) throws -> FerryConfiguration {
+        let configuration: FerryConfiguration
+        let file: String
+        let serviceFile: String
+        do {
+            configuration = try load(secrets: secrets)
+            let environment = try instance.environment()
+            file = config ?? ConfigurationLoader.defaultPath(environment: environment)
+            let chosen = try instance.chosen()
+            serviceFile = chosen?.configurationPath ?? ConfigurationLoader.defaultPath(environment: [:])
+        } catch {
+            throw fail(error)
+        }
+        if let refusal = ServiceReplicaGuard.refusal(file: file, serviceFile: serviceFile, global: configuration.global, databaseOption: database) {
+            FileHandle.standardError.write(Data("ferry: \(refusal)\n".utf8))
+            throw ExitCode(FerryExitCode.usage.rawValue)
+        }
+        return configuration
+    }
 }
 
 /// Prints `error` as `ferry: ...` on stderr and exits with its documented code.

@@ -29,18 +29,7 @@ struct SyncCommand: ParsableCommand {
 /// terminal, one summary line per store, the exit code of the worst outcome.
 func runOneShot(_ options: ConfigurationOptions, stores: [String], verbose: Bool, pushOnly: Bool = false,
                 configure: (OneShotSync) -> Void = { _ in }) throws {
-    let configuration: FerryConfiguration
-    do { configuration = try options.load() } catch { throw fail(error) }
-    // Root reading a file other than the service's, which names no database, would write the
-    // service's replica (root's default is the service's, so `sudo ferry status` reads it).
-    let environment = options.environment
-    let servicePath = ConfigurationLoader.defaultPath(environment: environment)
-    if options.database == nil, geteuid() == 0, configuration.global.databaseIsDefault,
-       let file = options.config, (file as NSString).standardizingPath != (servicePath as NSString).standardizingPath {
-        FileHandle.standardError.write(Data(("ferry: \(file) sets no database, so as root it would write the service's replica "
-            + "\(configuration.global.databasePath); set database = in its [ferry] section, or pass --database PATH\n").utf8))
-        throw ExitCode(FerryExitCode.usage.rawValue)
-    }
+    let configuration = try options.loadForWriting()
     var stores = stores
     if pushOnly {
         let pushing = configuration.stores.filter(\.writeBack.push).map(\.name)

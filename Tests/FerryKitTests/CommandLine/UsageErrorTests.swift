@@ -7,10 +7,11 @@ import FerryTestSupport
 /// and its documented exit code (64), nothing on stdout.
 @Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: FerrydProcessTests.binary("ferry")), "build ferry first: swift build"))
 struct UsageErrorTests {
-    static func run(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+    static func run(_ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, out: String, err: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: FerrydProcessTests.binary("ferry"))
         process.arguments = arguments
+        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -44,9 +45,35 @@ struct UsageErrorTests {
         let directory = try TemporaryDirectory()
         let file = directory.path("test.conf")
         try "[store demo]\nkind = json\nurl = https://api.example.com/items\n".write(toFile: file, atomically: true, encoding: .utf8)
-        let result = try Self.run(["sync", "-c", file])
-        #expect(result.status == 64)
-        #expect(result.err == "ferry: \(file) sets no database, so as root it would write the service's replica /var/lib/ferry/ferry.db; set database = in its [ferry] section, or pass --database PATH\n")
+        let refusal = "ferry: \(file) sets no database, so as root it would write the service's replica /var/lib/ferry/ferry.db; set database = in its [ferry] section, or pass --database PATH\n"
+        // Every command that writes the replica, and the file named either way.
+        for arguments in [["sync", "-c", file], ["push", "-c", file], ["resync", "demo", "-c", file], ["auth", "demo", "-c", file],
+                          ["conflicts", "resolve", "1", "--keep", "local", "-c", file]] {
+            let result = try Self.run(arguments)
+            #expect(result.status == 64, "\(arguments): \(result.err)")
+            #expect(result.err == refusal, "\(arguments)")
+        }
+        let named = try Self.run(["sync"], environment: ["FERRY_CONFIG": file])
+        #expect(named.status == 64 && named.err == refusal, "FERRY_CONFIG: \(named.err)")
+    }
+
+    /// The rule itself, for any user: only root, only another file, only without a database.
+    @Test func theServiceReplicaGuardRefusesOnlyRootWritingTheServicesReplicaFromAnotherFile() {
+        let service = "/etc/ferry/ferry.conf"
+        var global = GlobalConfiguration(databasePath: "/var/lib/ferry/ferry.db", runtimeDirectory: "/run/ferry")
+        #expect(ServiceReplicaGuard.refusal(file: "/tmp/t.conf", serviceFile: service, global: global, databaseOption: nil, effectiveUser: 0) != nil)
+        #expect(ServiceReplicaGuard.refusal(file: "/etc/ferry/../ferry/ferry.conf", serviceFile: service, global: global, databaseOption: nil, effectiveUser: 0) == nil)
+        #expect(ServiceReplicaGuard.refusal(file: "/tmp/t.conf", serviceFile: service, global: global, databaseOption: "/tmp/t.db", effectiveUser: 0) == nil)
+        #expect(ServiceReplicaGuard.refusal(file: "/tmp/t.conf", serviceFile: service, global: global, databaseOption: nil, effectiveUser: 1000) == nil)
+        global.databaseIsDefault = false
+        #expect(ServiceReplicaGuard.refusal(file: "/tmp/t.conf", serviceFile: service, global: global, databaseOption: nil, effectiveUser: 0) == nil)
+    }
+
+    @Test func statusHelpListsEveryState() throws {
+        let help = try Self.run(["status", "--help"]).out
+        for state in ["ok", "incomplete", "failing", "never-synced", "not-configured", "gone"] {
+            #expect(help.contains(state), "ferry status --help lacks \(state)")
+        }
     }
 
     /// The bash completion script, sourced in bash and run as bash runs it: store names from
@@ -57,6 +84,8 @@ struct UsageErrorTests {
         let file = directory.path("ferry.conf")
         try "[ferry]\ndatabase = \(directory.path("c.db"))\n[store alpha]\nkind = json\nurl = https://a.example.com/x\n[store beta]\nkind = json\nurl = https://a.example.com/y\n"
             .write(toFile: file, atomically: true, encoding: .utf8)
+        _ = FileManager.default.createFile(atPath: directory.path("c.db"), contents: Data())
+        _ = FileManager.default.createFile(atPath: directory.path("notes.txt"), contents: Data())
         let bin = (FerrydProcessTests.binary("ferry") as NSString).deletingLastPathComponent
         let script = """
             source <(ferry --generate-completion-script bash)
@@ -65,6 +94,8 @@ struct UsageErrorTests {
             complete ferry sync -c \(file) ""
             complete ferry sync -c \(file) al
             complete ferry status --js
+            complete ferry sync -c \(directory.path("fer"))
+            complete ferry status --database \(directory.path(""))/
             """
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
@@ -75,9 +106,12 @@ struct UsageErrorTests {
         try process.run()
         let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n").map(String.init)
         process.waitUntilExit()
-        #expect(lines.count == 3, "\(lines)")
+        #expect(lines.count == 5, "\(lines)")
         #expect(lines.first.map { Set($0.split(separator: " ")) } == ["alpha", "beta"])
         #expect(lines.dropFirst().first == "alpha")
-        #expect(lines.last == "--json")
+        #expect(lines.dropFirst(2).first == "--json")
+        // File names: -c offers configuration files, --database databases (not the other).
+        #expect(lines.dropFirst(3).first == file, "\(lines)")
+        #expect(lines.last == directory.path("c.db"), "\(lines)")
     }
 }
