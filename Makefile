@@ -18,7 +18,8 @@ DESTDIR ?=
 SYSCONFDIR ?= /etc
 BINDIR = $(PREFIX)/bin
 DATADIR = $(PREFIX)/share
-MANDIR = $(DATADIR)/man/man1
+MAN1DIR = $(DATADIR)/man/man1
+MAN5DIR = $(DATADIR)/man/man5
 
 # systemd reads units from /usr/local/lib/systemd/system and /usr/lib/systemd/system (besides
 # /etc/systemd/system), so for those prefixes the unit goes beside the binaries and
@@ -54,12 +55,11 @@ build:
 	swift build -c release
 	@$(MAKE) --no-print-directory generated
 
-# Completions and man pages come from the parser definitions in the built executables. Each one
-# that cannot be generated (an executable without an ArgumentParser command, say) is skipped with
-# a message. Part of `build`, so that install (run as root) never compiles anything. The
-# generate-manual plugin (swift-argument-parser's, works offline) writes one directory per
-# executable under .build/plugins/GenerateManual/outputs and stops at the first executable it
-# cannot read, so its exit status is not the verdict: the pages found are.
+# Completions come from the parser definitions in the built executables; each one that cannot
+# be generated is skipped with a message. The man pages ferry(1), ferryd(1) and ferry.conf(5) are
+# made by scripts/manpages.py from the programs' help and the shipped ferry.conf, as the Debian
+# package's are (debian/rules); when that fails (no python3, say) they are skipped with a
+# message. Part of `build`, so that install (run as root) never compiles anything.
 generated:
 	@rm -rf $(GENERATED) && mkdir -p $(GENERATED)/man
 	@for shell in bash zsh fish; do \
@@ -71,15 +71,12 @@ generated:
 	    rm -f $(GENERATED)/ferry.$$shell; \
 	  fi; \
 	done
-	@rm -rf .build/plugins/GenerateManual/outputs
-	@swift package plugin generate-manual --configuration release > $(GENERATED)/generate-manual.log 2>&1 || true
-	@for tool in ferry ferryd; do \
-	  if ls .build/plugins/GenerateManual/outputs/$$tool/*.1 >/dev/null 2>&1; then \
-	    cp .build/plugins/GenerateManual/outputs/$$tool/*.1 $(GENERATED)/man/ && echo "generated $$tool man page"; \
-	  else \
-	    echo "skipped $$tool man page: generate-manual could not read $$tool (see $(GENERATED)/generate-manual.log)"; \
-	  fi; \
-	done
+	@if python3 scripts/manpages.py $(RELEASE) $(GENERATED)/man > $(GENERATED)/manpages.log 2>&1; then \
+	  echo "generated man pages ferry(1), ferryd(1), ferry.conf(5)"; \
+	else \
+	  echo "skipped man pages: scripts/manpages.py failed (see $(GENERATED)/manpages.log)"; \
+	  rm -rf $(GENERATED)/man; \
+	fi
 
 # A fresh clone builds first: as the user who ran sudo when there is one, so no root-owned
 # files end up in .build/; as root only when root runs make directly.
@@ -122,14 +119,21 @@ install:
 	@if [ -f $(GENERATED)/ferry.bash ]; then install -D -m 0644 $(GENERATED)/ferry.bash $(DESTDIR)$(BASH_COMPLETION_DIR)/ferry; fi
 	@if [ -f $(GENERATED)/ferry.zsh ]; then install -D -m 0644 $(GENERATED)/ferry.zsh $(DESTDIR)$(ZSH_COMPLETION_DIR)/_ferry; fi
 	@if [ -f $(GENERATED)/ferry.fish ]; then install -D -m 0644 $(GENERATED)/ferry.fish $(DESTDIR)$(FISH_COMPLETION_DIR)/ferry.fish; fi
-	@if ls $(GENERATED)/man/*.1 >/dev/null 2>&1; then install -d $(DESTDIR)$(MANDIR) && install -m 0644 $(GENERATED)/man/*.1 $(DESTDIR)$(MANDIR)/; fi
+	@if [ -d $(GENERATED)/man ]; then \
+	  install -d $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(MAN5DIR) && \
+	  install -m 0644 $(GENERATED)/man/ferry.1 $(GENERATED)/man/ferryd.1 $(DESTDIR)$(MAN1DIR)/ && \
+	  install -m 0644 $(GENERATED)/man/ferry.conf.5 $(DESTDIR)$(MAN5DIR)/ && \
+	  echo "installed ferry(1), ferryd(1), ferry.conf(5) in $(DESTDIR)$(DATADIR)/man"; \
+	fi
 	@echo "installed. Next: systemctl daemon-reload && systemctl enable --now ferryd"
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/ferryd $(DESTDIR)$(BINDIR)/ferry
 	rm -f $(DESTDIR)$(UNITDIR)/ferryd.service $(DESTDIR)$(UNITDIR)/ferryd@.service $(DESTDIR)$(SYSUSERSDIR)/ferry.conf
 	rm -f $(DESTDIR)$(BASH_COMPLETION_DIR)/ferry $(DESTDIR)$(ZSH_COMPLETION_DIR)/_ferry $(DESTDIR)$(FISH_COMPLETION_DIR)/ferry.fish
-	rm -f $(DESTDIR)$(MANDIR)/ferry.1 $(DESTDIR)$(MANDIR)/ferryd.1 $(DESTDIR)$(MANDIR)/ferry-*.1 $(DESTDIR)$(MANDIR)/ferryd-*.1
+	rm -f $(DESTDIR)$(MAN1DIR)/ferry.1 $(DESTDIR)$(MAN1DIR)/ferryd.1 $(DESTDIR)$(MAN5DIR)/ferry.conf.5
+	@# Pages of older installs (one per subcommand, from swift-argument-parser's generate-manual).
+	rm -f $(DESTDIR)$(MAN1DIR)/ferry-*.1 $(DESTDIR)$(MAN1DIR)/ferryd-*.1
 	rm -rf $(DESTDIR)$(DATADIR)/ferry
 	@echo "kept $(DESTDIR)$(SYSCONFDIR)/ferry (configuration, credentials, demo pages): remove it yourself if unwanted"
 	@echo "kept /var/lib/ferry (the replica databases) and the user and group ferry"
