@@ -191,6 +191,8 @@ check "remove keeps the user ferry" box getent passwd ferry
 check "remove keeps /etc/ferry/ferry.conf" box test -f /etc/ferry/ferry.conf
 check "the binaries are gone" box sh -c '! test -e /usr/bin/ferryd'
 
+# The admin's /etc/ferry/demo2.conf is no file of the package's: purge leaves it, and dpkg
+# notes that /etc/ferry is not empty. That note is dpkg's; the package itself must say nothing.
 purge_quietly() {  # dpkg -P succeeds and the package's postrm warns of nothing
     local out rc
     out=$(box dpkg -P ferry 2>&1); rc=$?
