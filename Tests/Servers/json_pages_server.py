@@ -22,6 +22,7 @@ takes `since=<updated_at>` (only items with updated_at > since).
   GET /exhausted?page=P&per_page=K like /link, but every page says X-RateLimit-Remaining: 0 and
                                    X-RateLimit-Reset: now+5
   GET /loop                        {"items":[...],"next":"loop"} (a chain pointing to itself)
+  GET /loop2?step=N                step 1 links to step 2, step 2 back to step 1
   API-shaped listings (the same items, paged as each API documents it):
   GET /wp/posts?page=P&per_page=K  WordPress: a top-level array, X-WP-Total and X-WP-TotalPages;
                                    per_page capped at 100; a page past the last is 400
@@ -319,6 +320,9 @@ class Handler(http_core.Handler):
                               ("X-RateLimit-Reset", str(int(time.time()) + 3))])
         if path == "/loop":
             return self.send(200, {"items": listing(q)[:2], "next": "loop"})
+        if path == "/loop2":
+            step = int(q.get("step", 1))
+            return self.send(200, {"items": listing(q)[2 * step - 2:2 * step], "next": "loop2?step=%d" % (2 if step == 1 else 1)})
         self.send(404, {"error": "not found"})
 
 

@@ -70,3 +70,25 @@ import FerryTestSupport
             == "page 1 is a JSON object and records-path is not set, so the page itself should be the array: set records-path = items (arrays here: items, meta.tags)")
     }
 }
+
+/// The same first errors as a person meets them: `ferry sync` of a JSON store whose pages are
+/// objects and that sets no records-path exits 78 saying what to set, piped or verbose, with
+/// no Swift type names in either.
+@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: FerrydProcessTests.binary("ferry")), "build ferry first: swift build"))
+struct FirstErrorsAsRunTests {
+    @Test func anObjectPageWithoutRecordsPathExits78SayingWhatToSet() throws {
+        let server = try TestServer.python("json_pages_server.py", arguments: ["--count", "5"])
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let file = directory.path("ferry.conf")
+        try "[ferry]\ndatabase = \(directory.path("r.db"))\n[store items]\nkind = json\nurl = \(server.baseURL)/nexturl\npagination = next-url:$.next\n"
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        for verbose in [false, true] {
+            let run = try Shell.outcome(FerrydProcessTests.binary("ferry"), ["sync", "-c", file] + (verbose ? ["--verbose"] : []))
+            #expect(run.status == FerryExitCode.configuration.rawValue, "\(run.errors)")
+            #expect(run.errors.contains("set records-path = items"), "\(run.errors)")
+            #expect(!run.errors.contains("FerryKit.") && !run.errors.contains("Kind."), "no type names: \(run.errors)")
+            if verbose { #expect(run.errors.contains("error_kind=configuration"), "\(run.errors)") }
+        }
+    }
+}

@@ -96,6 +96,16 @@ import FerryTestSupport
         #expect(pass.batches.isEmpty)
     }
 
+    /// A chain of two pages, the second linking back to the first: the error names the page
+    /// it loops back to (the one to look at on the server), then where the link was found.
+    @Test func aLoopNamesThePageItLoopsBackTo() throws {
+        let server = try Self.startPages()
+        let pass = try Self.sync(try Self.store(server.baseURL + "/loop2?step=1", ["records-path": "items", "pagination": "next-url:next"]))
+        let error = try #require(pass.error)
+        #expect(error.kind == .malformedResponse)
+        #expect(error.description.contains("pagination loops back to \(server.baseURL)/loop2?step=1 (\(server.baseURL)/loop2?step=2)"), "\(error)")
+    }
+
     @Test func conditionalRequestCostsOne304() throws {
         let server = try TestServer.fault()
         // /etag's body is not a collection, so the first pass fails to parse it; the validators
