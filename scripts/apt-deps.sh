@@ -10,13 +10,17 @@
 # every boot (Apache on port 80, Prometheus on 9090 to every interface). The tests run private
 # instances of their own, so the install neither starts nor enables anything: a policy-rc.d
 # that refuses every start is in place while apt runs (unless the machine has one already),
-# and the services the install enabled are disabled again. The machine's services stay as
+# and the services the install enabled are disabled again. A policy-rc.d the machine has is
+# its admin's, and is left to decide. The machine's services stay as
 # they were; what was installed is printed.
+
+# FERRY_POLICY_RC_D and FERRY_SYSTEMD_DIR move the two system paths this touches, for
+# Tests/System/apt-deps-test.sh, which runs it against stub commands.
 
 # Units enabled at boot, as the symlinks in /etc/systemd/system say (readable without a
 # running systemd, as in a container).
 enabled_units() {
-    find /etc/systemd/system -path '*.wants/*' -printf '%f\n' 2>/dev/null | sort -u
+    find "${FERRY_SYSTEMD_DIR:-/etc/systemd/system}" -path '*.wants/*' -printf '%f\n' 2>/dev/null | sort -u
 }
 
 ensure_apt_packages() {
@@ -38,7 +42,7 @@ ensure_apt_packages() {
         sudo=(sudo)
     fi
     echo "installing: ${missing[*]} (their services are neither started nor enabled)"
-    local policy=/usr/sbin/policy-rc.d placed=0 before status=0 unit
+    local policy=${FERRY_POLICY_RC_D:-/usr/sbin/policy-rc.d} placed=0 before status=0 unit
     if [[ ! -e $policy ]]; then
         "${sudo[@]}" sh -c "printf '#!/bin/sh\n# ferry scripts/apt-deps.sh: no service starts while its packages install\nexit 101\n' > $policy && chmod 755 $policy" && placed=1
     fi

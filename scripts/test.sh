@@ -194,6 +194,13 @@ case $? in
     *) bad "alert rules and dashboard" ;;
 esac
 
+phase "installing test servers leaves services alone (Tests/System/apt-deps-test.sh)"
+if bash Tests/System/apt-deps-test.sh; then
+    ok "apt-deps.sh"
+else
+    bad "apt-deps.sh"
+fi
+
 phase "unit files: systemd/check-unit.sh (verify without warnings, exposure <= 1.5)"
 if FERRYD="$root/.build/debug/ferryd" FERRY="$root/.build/debug/ferry" bash systemd/check-unit.sh &&
         FERRYD="$root/.build/debug/ferryd" FERRY="$root/.build/debug/ferry" bash systemd/check-unit.sh systemd/ferryd@.service; then
