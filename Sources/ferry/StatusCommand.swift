@@ -36,7 +36,7 @@ struct StatusCommand: ParsableCommand {
                 ?? GlobalConfiguration.defaultRuntimeDirectory(environment: options.environment)
             // An account's collections are stores of their own.
             let collections = try database.knownCollections()
-            rows = StoreStatus.collect(configuration: configuration?.expandingAccounts(collections), states: try database.syncStates(),
+            rows = StoreStatus.collect(configuration: configuration?.expandingMembers(collections), states: try database.syncStates(),
                                        unrecorded: UnrecordedFailures.read(directory: runtime, database: path),
                                        schedule: PublishedSchedule.read(directory: runtime, database: path),
                                        kept: Set(collections.filter { $0.goneSince != nil }.map(\.store)))

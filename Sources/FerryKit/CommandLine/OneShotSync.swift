@@ -48,8 +48,8 @@ public final class OneShotSync {
                                       deferIntegrityCheckAbove: deferIntegrityCheckAbove)
         // Refresh tokens are kept beside the replica this run uses, named by --database or not.
         let configuration = configuration.authorizing(databasePath: database.path)
-        // A collection of a dav-account store may be named on its own.
-        let expanded = configuration.expandingAccounts(try database.write { database throws(StoreError) in try database.knownCollections() })
+        // A member of an expanding store (a dav-account's collection) may be named on its own.
+        let expanded = configuration.expandingMembers(try database.write { database throws(StoreError) in try database.knownCollections() })
         var selected: [StoreConfiguration] = []
         for name in storeNames {
             guard let store = expanded.store(named: name) else {
@@ -64,41 +64,42 @@ public final class OneShotSync {
         self.logger = logger
     }
 
-    /// Runs the passes of the chosen `dav-account` stores (discovery: which collections there
-    /// are) before any other pass, and returns their results, the stores to pass (the others
-    /// chosen and every collection of those accounts, as the replica now records them) and
-    /// each collection's sync-token as discovery just listed it. `ferry push` runs no
-    /// discovery and pushes the collections already known.
-    private func settleAccounts() -> (accounts: [(store: String, result: Result<PassReport, SyncError>)], stores: [StoreConfiguration], tokens: [String: String]) {
-        let accounts = stores.filter(\.kind.isAccount)
-        guard !accounts.isEmpty else { return ([], stores, [:]) }
+    /// Runs the passes of the chosen expanding stores (a `dav-account` store's discovery: which
+    /// collections there are) before any other pass, and returns their results, the stores to
+    /// pass (the others chosen and every member of those stores, as the replica now records
+    /// them) and each member's sync-token as its store just listed it. `ferry push` runs no
+    /// expanding pass and pushes the members already known.
+    private func settleExpandingStores() -> (results: [(store: String, result: Result<PassReport, SyncError>)], stores: [StoreConfiguration], tokens: [String: String]) {
+        let expanding = stores.filter(\.expands)
+        guard !expanding.isEmpty else { return ([], stores, [:]) }
         var results: [(store: String, result: Result<PassReport, SyncError>)] = []
         var tokens: [String: String] = [:]
         if pull {
             let names = Set(configuration.stores.map(\.name))
-            let operations = accounts.enumerated().map { index, account in
-                AccountPassOperation(.init(store: account, database: database, trigger: .onDemand, pass: index + 1, logger: logger,
-                                           otherStores: names.subtracting([account.name])))
+            let operations = expanding.enumerated().map { index, store in
+                var order = PassOrder(store: store, database: database, trigger: .onDemand, number: index + 1, logger: logger)
+                order.otherStores = names.subtracting([store.name])
+                return order.makeOperation()
             }
             let queue = OperationQueue()
             queue.maxConcurrentOperationCount = maxConcurrentPasses
             queue.addOperations(operations, waitUntilFinished: true)
-            results = operations.map { operation in
-                let name = operation.setup.store.name
+            results = zip(expanding, operations).map { store, operation in
+                let name = store.name
                 if case .success(let report)? = operation.result { tokens.merge(report.collectionTokens) { _, new in new } }
                 return switch operation.result {
                 case .success(let report)?: (name, .success(report))
                 case .failure(let error as SyncError)?: (name, .failure(error))
-                case let other: (name, .failure(SyncError(.cancelled, store: name, message: "discovery ended without a result: \(String(describing: other))")))
+                case let other: (name, .failure(SyncError(.cancelled, store: name, message: "the pass ended without a result: \(String(describing: other))")))
                 }
             }
         }
         let known = (try? database.write { database throws(StoreError) in try database.knownCollections() }) ?? []
-        let expanded = configuration.expandingAccounts(known)
-        let accountNames = Set(accounts.map(\.name))
-        var passing = stores.filter { !$0.kind.isAccount }
-        for collection in known where accountNames.contains(collection.account) && !passing.contains(where: { $0.name == collection.store }) {
-            if let store = expanded.store(named: collection.store) { passing.append(store) }
+        let expanded = configuration.expandingMembers(known)
+        let expandingNames = Set(expanding.map(\.name))
+        var passing = stores.filter { !$0.expands }
+        for member in known where expandingNames.contains(member.account) && !passing.contains(where: { $0.name == member.store }) {
+            if let store = expanded.store(named: member.store) { passing.append(store) }
         }
         return (results, passing, tokens)
     }
@@ -111,7 +112,7 @@ public final class OneShotSync {
     /// `progress` is called on the calling thread about every `refresh`; SIGINT cancels every
     /// pass cleanly.
     public func run(refresh: Duration = .milliseconds(200), progress: ([Progress]) -> Void) -> [(store: String, result: Result<PassReport, SyncError>)] {
-        let (accountResults, stores, tokens) = settleAccounts()
+        let (expandingResults, stores, tokens) = settleExpandingStores()
         var results = passes(of: stores, tokens: tokens, refresh: refresh, progress: progress)
         // Rate limited with a wait the budget still covers: wait as the server asked, then pass
         // those stores again (their committed batches stay; the pass resumes from its cursor).
@@ -132,7 +133,7 @@ public final class OneShotSync {
             results = results.map { old in again.first { $0.store == old.store } ?? old }
         }
         database.close()
-        return accountResults + results
+        return expandingResults + results
     }
 
     /// Set when SIGINT cancelled the passes: no retry follows.
@@ -147,12 +148,14 @@ public final class OneShotSync {
         queue.name = "ferry-sync"
         queue.maxConcurrentOperationCount = maxConcurrentPasses
         let operations = stores.enumerated().map { index, store in
-            var setup = SyncPassOperation.Setup(store: store, database: database, trigger: .onDemand, reconcile: store.reconcileInterval != nil,
-                                                sweepInterval: sweepNow ? nil : store.reconcileInterval, pass: index + 1, logger: logger, pull: pull)
-            setup.currentToken = resync ? nil : tokens[store.name]
-            setup.resync = resync
-            setup.claimWait = claimWait
-            return SyncPassOperation(setup)
+            var order = PassOrder(store: store, database: database, trigger: .onDemand, number: index + 1, logger: logger)
+            order.reconcile = store.reconcileInterval != nil
+            order.sweepInterval = sweepNow ? nil : store.reconcileInterval
+            order.pull = pull
+            order.currentToken = resync ? nil : tokens[store.name]
+            order.resync = resync
+            order.claimWait = claimWait
+            return order.makeOperation()
         }
         let interrupt = cancelOnInterrupt(operations)
         // Each finished pass wakes the wait below, so the command returns as soon as the last
@@ -183,7 +186,7 @@ public final class OneShotSync {
                 if operation.isExecuting || operation.isFinished { began[index] = began[index] ?? now }
                 if operation.isFinished { ended[index] = ended[index] ?? now }
                 let elapsed = began[index].map { (ended[index] ?? now) - $0 } ?? .zero
-                var item = Progress(store: operation.setup.store.name, progress: operation.progress, isRunning: operation.isExecuting,
+                var item = Progress(store: stores[index].name, progress: operation.progress, isRunning: operation.isExecuting,
                                     isFinished: operation.isFinished, isCancelled: operation.isCancelled, elapsed: elapsed)
                 if operation.isFinished, case .failure? = operation.result { item.isFailed = true }
                 return item
@@ -198,19 +201,20 @@ public final class OneShotSync {
         signal(SIGINT, SIG_DFL)
         if operations.contains(where: \.isCancelled) { interrupted = true }
         let damage = integrity.state.failure
-        return operations.map { operation in
-            if let damage { return (operation.setup.store.name, .failure(SyncError(damage, store: operation.setup.store.name))) }
+        return zip(stores, operations).map { store, operation in
+            let name = store.name
+            if let damage { return (name, .failure(SyncError(damage, store: name))) }
             let result: Result<PassReport, SyncError> = switch operation.result {
             case .success(let report): .success(report)
             case .failure(let error as SyncError): .failure(error)
-            case .failure(let error): .failure(SyncError(.configuration, store: operation.setup.store.name, message: "\(error)"))
+            case .failure(let error): .failure(SyncError(.configuration, store: name, message: "\(error)"))
             case nil: preconditionFailure("\(operation) finished without a result")
             }
-            return (operation.setup.store.name, result)
+            return (name, result)
         }
     }
 
-    private func cancelOnInterrupt(_ operations: [SyncPassOperation]) -> any DispatchSourceSignal {
+    private func cancelOnInterrupt(_ operations: [any PassOperation]) -> any DispatchSourceSignal {
         signal(SIGINT, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: DispatchQueue(label: "ferry-sync-signals"))
         source.setEventHandler {

@@ -15,7 +15,7 @@ extension Daemon {
                 logger.warning("the database path changed to \(loaded.global.databasePath); it takes effect at the next restart, this process keeps \(database.path)")
             }
             if loaded.global.metricsListen != configuration.global.metricsListen { serveMetrics(loaded.global.metricsListen) }
-            let running = accounts.load(loaded)
+            let running = expansion.load(loaded)
             configureServices(running)
             status.line.reloadProblem = nil
             FerryLogging.level.level = loaded.global.logLevel

@@ -30,8 +30,8 @@ public final class Daemon: @unchecked Sendable {
     var schedulerEnvironment: LiveSchedulerEnvironment?
 
     /// The configuration as loaded, and what runs of it.
-    let accounts: AccountExpansion
-    var configuration: FerryConfiguration { accounts.configuration }
+    let expansion: StoreExpansion
+    var configuration: FerryConfiguration { expansion.configuration }
     let status: StatusPublisher
     private var refreshPacing = RefreshPacing(gap: Daemon.statusRefreshGap)
     var refreshTimer: MovableTimer?
@@ -56,13 +56,13 @@ public final class Daemon: @unchecked Sendable {
         // A large replica is checked after READY=1, while passes run (``startIntegrityCheck()``).
         database = try SharedDatabase(path: loaded.global.databasePath,
                                       deferIntegrityCheckAbove: ReplicaDatabase.integrityCheckedBeforeUseUpTo)
-        accounts = AccountExpansion(loaded, database: database, logger: logger)
+        expansion = StoreExpansion(loaded, database: database, logger: logger)
         status = .live(notifier: notifier, runtimeDirectory: loaded.global.runtimeDirectory, databasePath: database.path, logger: logger)
         metrics = MetricsService(databasePath: loaded.global.databasePath, environment: environment, logger: logger)
         localWrites = LocalWriteWatch(database: database, logger: logger)
         pruner = ChangeLogPruner(database: database, logger: logger)
         watchdog = WatchdogService(notifier: notifier, logger: logger)
-        configureServices(accounts.running)
+        configureServices(expansion.running)
     }
 
     /// Tells the services that follow what runs (heartbeats, the local-write watch, metrics).
@@ -88,7 +88,7 @@ public final class Daemon: @unchecked Sendable {
         }
 
         let environment = LiveSchedulerEnvironment(database: database, logger: logger)
-        let scheduler = Scheduler(configuration: accounts.running, environment: environment, logger: logger)
+        let scheduler = Scheduler(configuration: expansion.running, environment: environment, logger: logger)
         environment.scheduler = scheduler
         environment.metrics = metrics.figures
         environment.storeNames = Set(configuration.stores.map(\.name))
@@ -98,7 +98,7 @@ public final class Daemon: @unchecked Sendable {
         }
         serveMetrics(configuration.global.metricsListen)
         heartbeats = DaemonHeartbeats(logger: logger) { [weak self] in self?.refreshStatus() }
-        heartbeats?.configure(accounts.running)
+        heartbeats?.configure(expansion.running)
         scheduler.onPassFinished = { [weak self, weak scheduler] store, outcome in
             guard let self, let scheduler else { return }
             self.passFinished(store, outcome, scheduler: scheduler)
@@ -142,8 +142,8 @@ public final class Daemon: @unchecked Sendable {
     /// status` through the failures a full or read-only replica could not record), the rest
     /// at the next refresh.
     private func passFinished(_ store: String, _ outcome: Result<PassReport, SyncError>, scheduler: Scheduler) {
-        if case .success(let report) = outcome, accounts.expands(store) {
-            if let running = accounts.passFinished(store) {
+        if case .success(let report) = outcome, expansion.expands(store) {
+            if let running = expansion.passFinished(store) {
                 configureServices(running)
                 scheduler.apply(running)
             }

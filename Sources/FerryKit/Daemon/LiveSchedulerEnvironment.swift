@@ -63,18 +63,13 @@ public final class LiveSchedulerEnvironment: SchedulerEnvironment, @unchecked Se
     }
 
     public func startPass(_ request: PassRequest, completion: @escaping (Result<PassReport, SyncError>) -> Void) -> any ScheduledPass {
-        let operation: any RunLoopOperation<PassReport> & ScheduledPass
-        if request.store.kind.isAccount {
-            operation = AccountPassOperation(.init(store: request.store, database: database, trigger: request.trigger, pass: request.number,
-                                                   logger: logger, otherStores: storeNames.subtracting([request.store.name])))
-        } else {
-            var setup = SyncPassOperation.Setup(store: request.store, database: database, trigger: request.trigger,
-                                                reconcile: request.reconcile, sweepInterval: request.sweepInterval,
-                                                pass: request.number, logger: logger)
-            setup.tally = metrics?.tally(for: request.store.name)
-            setup.currentToken = request.currentToken
-            operation = SyncPassOperation(setup)
-        }
+        var order = PassOrder(store: request.store, database: database, trigger: request.trigger, number: request.number, logger: logger)
+        order.reconcile = request.reconcile
+        order.sweepInterval = request.sweepInterval
+        order.tally = metrics?.tally(for: request.store.name)
+        order.currentToken = request.currentToken
+        order.otherStores = storeNames.subtracting([request.store.name])
+        let operation = order.makeOperation()
         let store = request.store.name
         let box = UncheckedSendableBox(completion)
         // The operation is not captured by its own completion block (a retain cycle); its
@@ -103,11 +98,6 @@ public final class LiveSchedulerEnvironment: SchedulerEnvironment, @unchecked Se
 }
 
 extension SyncPassOperation: ScheduledPass {
-    public var lastAdvance: ContinuousClock.Instant { progress.lastAdvance }
-    public var isRunning: Bool { isExecuting }
-}
-
-extension AccountPassOperation: ScheduledPass {
     public var lastAdvance: ContinuousClock.Instant { progress.lastAdvance }
     public var isRunning: Bool { isExecuting }
 }

@@ -1,6 +1,7 @@
 import Foundation
 
-/// A collection of a `dav-account` store as the replica records it.
+/// A member of an expanding store (a collection of a `dav-account` store) as the replica
+/// records it: the store it syncs as, and what its expanding store found it as.
 public struct KnownCollection: Sendable, Equatable {
     /// The collection's store name, which is also its table.
     public var store: String
@@ -21,14 +22,6 @@ public struct KnownCollection: Sendable, Equatable {
         Dictionary(collections.map { ($0.url, $0.store) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// The collection as discovery would find it again.
-    public var discovered: ChosenCollection {
-        var collection = DiscoveredCollection(url: url, segment: segment, content: kind == .caldav ? .calendar : .addressBook)
-        collection.displayName = displayName
-        collection.color = color
-        collection.components = components
-        return ChosenCollection(collection: collection, table: store)
-    }
 }
 
 extension ReplicaDatabase {

@@ -100,8 +100,4 @@ extension StoreKind {
         name: "dav-account", optionKeys: ["multiget-batch", "username", "collections", "content", "components", "max-collections", "time-range", "read-before-write"],
         secretKeys: ["password"], reportsDeletions: true, versionComparison: .opaque, urlSchemes: ["http", "https", "mailto"], fetchesByID: true,
         localBody: .vcard, pushes: true, readOptions: { DAVAccountOptions(reading: &$0) })
-
-    /// Whether stores of this kind stand for other stores (an account's collections) rather
-    /// than syncing a table of their own.
-    public var isAccount: Bool { self == .davAccount }
 }

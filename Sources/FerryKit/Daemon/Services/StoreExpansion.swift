@@ -2,12 +2,12 @@ import Logging
 
 /// What ferryd runs of its configuration: every store, and each expanding store's members
 /// (a `dav-account`'s collections) as stores of their own, as the replica records them
-/// (``FerryConfiguration/expandingAccounts(_:)``).
+/// (``FerryConfiguration/expandingMembers(_:)``).
 ///
-/// Members found by earlier passes sync from the start, before their account's discovery
-/// runs again (or while it fails: the server may be down); an account's pass that found
-/// more or fewer changes what runs.
-final class AccountExpansion {
+/// Members found by earlier passes sync from the start, before their store's next pass runs
+/// (or while it fails: the server may be down); a pass of an expanding store that found more
+/// or fewer members changes what runs.
+final class StoreExpansion {
     private let database: SharedDatabase
     private let logger: Logger
     private(set) var configuration: FerryConfiguration
@@ -50,14 +50,14 @@ final class AccountExpansion {
         guard !expanding.isEmpty else { return configuration }
         do {
             let known = try database.writeIfOpen { database throws(StoreError) in try database.knownCollections() } ?? []
-            return configuration.expandingAccounts(known)
+            return configuration.expandingMembers(known)
         } catch {
-            logger.warning("cannot read the accounts' collections from the replica: \(error)")
-            return configuration.expandingAccounts([])
+            logger.warning("cannot read the expanding stores' members from the replica: \(error)")
+            return configuration.expandingMembers([])
         }
     }
 
     private static func expandingStores(_ configuration: FerryConfiguration) -> Set<String> {
-        Set(configuration.stores.filter(\.kind.isAccount).map(\.name))
+        Set(configuration.stores.filter(\.expands).map(\.name))
     }
 }

@@ -164,7 +164,7 @@ public enum DiscoveryTargets {
     /// The stores named (every carddav, caldav and dav-account store when none is): an unknown name, or a
     /// store of a kind without discovery, is a usage error.
     public static func choose(_ names: [String], from configuration: FerryConfiguration) throws -> [StoreConfiguration] {
-        let discoverable = configuration.stores.filter { $0.options.as(WebDAVOptions.self) != nil || $0.kind.isAccount }
+        let discoverable = configuration.stores.filter { $0.options.as(WebDAVOptions.self) != nil || $0.options.as(DAVAccountOptions.self) != nil }
         guard !names.isEmpty else {
             guard !discoverable.isEmpty else { throw DiscoveryTargetError.noDAVStores }
             return discoverable
