@@ -13,10 +13,7 @@ import Logging
 extension DAVBenchmark {
     func runAccount() throws {
         let server = try startServer(events: events, collections: collections)
-        defer {
-            server.terminate()
-            server.process.waitUntilExit()
-        }
+        defer { server.stop() }
         let base = "http://127.0.0.1:\(server.port)"
         let books = [base + "/user/contacts/addressbook/"] + (1..<collections).map { base + "/user/contacts/addressbook-\($0)/" }
         let calendars = [base + "/user/calendars/calendar/"] + (1..<collections).map { base + "/user/calendars/calendar-\($0)/" }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FerryKit
+import FerryTestSupport
 import Foundation
 import Logging
 
@@ -28,9 +29,6 @@ struct DAVBenchmark: ParsableCommand {
     @Option(help: "The venv holding xandikos and vdirsyncer.")
     var venv = ProcessInfo.processInfo.environment["FERRY_VENV"] ?? NSHomeDirectory() + "/.cache/ferry/venv"
 
-    @Option(help: "Path of Tests/Servers/dav_servers.py.")
-    var script = "Tests/Servers/dav_servers.py"
-
     @Option(help: "hrefs per multiget REPORT.")
     var batch = 100
 
@@ -43,10 +41,7 @@ struct DAVBenchmark: ParsableCommand {
     func run() throws {
         if collections > 0 { return try runAccount() }
         let server = try startServer()
-        defer {
-            server.terminate()
-            server.process.waitUntilExit()
-        }
+        defer { server.stop() }
         let url = "http://127.0.0.1:\(server.port)/user/contacts/addressbook/"
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-bench-dav-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -188,31 +183,14 @@ struct DAVBenchmark: ParsableCommand {
         return try CoreBenchmark.curl(["-K", configFile.path])
     }
 
-    struct Server {
-        let process: Process
-        let port: Int
-        func terminate() { process.terminate() }
-    }
-
-    func startServer(events: Int = 0, collections: Int = 1) throws -> Server {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, "--server", "xandikos", "--cards", "\(cards)", "--events", "\(events)", "--collections", "\(collections)"]
-        let output = Pipe()
-        process.standardOutput = output
-        // Xandikos logs every request; the figures are what matters here.
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var buffer = Data()
-        while true {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            buffer.append(chunk)
-            for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n") where line.hasPrefix("PORT ") {
-                if let port = Int(line.dropFirst(5)) { return Server(process: process, port: port) }
-            }
+    /// Xandikos with this benchmark's cards (and events and collections), its request log
+    /// kept out of the figures.
+    func startServer(events: Int = 0, collections: Int = 1) throws -> DAVServer {
+        do {
+            return try DAVServer(.xandikos, cards: cards, events: events, collections: collections, environment: ["FERRY_VENV": venv], log: "/dev/null")
+        } catch {
+            throw ValidationError("dav_servers.py did not start Xandikos (is it installed in \(venv)?): \(error)")
         }
-        throw ValidationError("dav_servers.py did not start Xandikos (is it installed in \(venv)?)")
     }
 
     /// Runs vdirsyncer; `discover` may ask questions: `answer` is what it reads (none: none).

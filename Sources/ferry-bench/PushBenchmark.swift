@@ -59,12 +59,9 @@ struct PushBenchmark: ParsableCommand {
     // MARK: - CardDAV
 
     private func carddav(in work: URL) throws {
-        let script = TestServer.repositoryRoot.appendingPathComponent("Tests/Servers/dav_servers.py").path
-        let log = work.appendingPathComponent("xandikos.log").path
-        let server = try TestServer(executable: "/bin/sh", arguments: ["-c", #"exec python3 "$0" --server xandikos --cards \#(cards) --events 0 2>"$1""#, script, log],
-                                    environment: ["FERRY_VENV": venv])
+        let server = try DAVServer(.xandikos, cards: cards, events: 0, environment: ["FERRY_VENV": venv], log: work.appendingPathComponent("xandikos.log").path)
         defer { server.stop() }
-        let url = server.baseURL + "/user/contacts/addressbook/"
+        let url = server.addressBookURL
         guard let collection = WebDAVCollection(url: url) else { throw ValidationError("not a collection URL: \(url)") }
         let replica = Replica(try configuredStore(name: "contacts", kind: "carddav", url: url, ["push": "yes"]), in: work)
         let (ferryFirst, first) = try timed { try replica.pass(pull: true) }
@@ -117,9 +114,10 @@ struct PushBenchmark: ParsableCommand {
     // MARK: - Parse
 
     private func parse(in work: URL) throws {
-        let server = try TestServer.python("parse_server.py")
+        let parse = try ParseTestServer.start()
+        let server = parse.server
         defer { server.stop() }
-        _ = try server.control("/__admin/seed", method: "POST", body: #"{"class":"Quote","count":\#(cards)}"#)
+        try parse.admin("seed", ["class": "Quote", "count": cards])
         let key = work.appendingPathComponent("rest-key")
         guard FileManager.default.createFile(atPath: key.path, contents: Data("rest-secret".utf8), attributes: [.posixPermissions: 0o600]) else {
             throw ValidationError("cannot write \(key.path)")

@@ -1,8 +1,6 @@
+import FerryKit
 import Foundation
 import Synchronization
-import Testing
-@testable import FerryKit
-import FerryTestSupport
 
 /// A real CardDAV/CalDAV server on 127.0.0.1, started by `Tests/Servers/dav_servers.py`
 /// with generated cards (`card-i.vcf`) and events (`event-j.ics`).
@@ -13,28 +11,27 @@ import FerryTestSupport
 /// DAViCal and sabre/dav from Debian (`apt-get install davical postgresql php-sabre-dav php-sqlite3`).
 /// The collections' and the principal's paths are the ones the script prints.
 /// How the four differ for a sync client: `Tests/Servers/DAV-SERVERS.md`.
-final class DAVServer: @unchecked Sendable {
-    enum Kind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+public final class DAVServer: @unchecked Sendable {
+    public enum Kind: String, CaseIterable, Sendable {
         case radicale, xandikos, davical, sabredav, sogo
-        var testDescription: String { rawValue }
 
         /// The servers with sync-collection installed here (all three in CI, where a missing
         /// one fails): what the suites parametrised over `Kind.allCases` run against.
-        static var allCases: [Kind] { syncCollectionServers.filter(\.shouldRun) }
+        public static var allCases: [Kind] { syncCollectionServers.filter(\.shouldRun) }
         /// Every server, including the Debian-packaged ones.
-        static let everyServer: [Kind] = [.radicale, .xandikos, .davical, .sabredav]
+        public static let everyServer: [Kind] = [.radicale, .xandikos, .davical, .sabredav]
         /// Every server installed here (every one in CI, where a missing one fails).
-        static var available: [Kind] { everyServer.filter(\.shouldRun) }
+        public static var available: [Kind] { everyServer.filter(\.shouldRun) }
         /// The servers the discovery, account and calendar-filter suites run against: every
         /// one, and SOGo (a groupware server whose stock account has an address book and a
         /// calendar both named `personal`, and whose calendar is also the scheduling outbox).
-        static var accountServers: [Kind] { (everyServer + [.sogo]).filter(\.shouldRun) }
+        public static var accountServers: [Kind] { (everyServer + [.sogo]).filter(\.shouldRun) }
         /// The servers with RFC 6578 sync-collection (sabre/dav 1.8 has none: Ferry's PROPFIND
         /// fallback path).
-        static let syncCollectionServers: [Kind] = [.radicale, .xandikos, .davical]
+        public static let syncCollectionServers: [Kind] = [.radicale, .xandikos, .davical]
 
         /// Whether this server is installed (pip's in `$FERRY_VENV/bin` or PATH, apt's files).
-        var isInstalled: Bool {
+        public var isInstalled: Bool {
             switch self {
             case .radicale, .xandikos:
                 return TestTools.executable(rawValue) != nil
@@ -53,11 +50,11 @@ final class DAVServer: @unchecked Sendable {
 
         /// Run this server's tests when it is installed, and always in CI (where a missing
         /// server must fail, not skip).
-        var shouldRun: Bool { isInstalled || isCI }
+        public var shouldRun: Bool { isInstalled || isCI }
     }
 
     /// What the test proxy does to addressbook-query / calendar-query answers.
-    enum QueryFault: Sendable {
+    public enum QueryFault: Sendable {
         case refuse
         /// 403 with `DAV:supported-report` (RFC 3253 §3.6), as servers refuse a report they lack.
         case refuseAsUnsupported
@@ -67,25 +64,26 @@ final class DAVServer: @unchecked Sendable {
         case truncate(keep: Int)
     }
 
-    static let username = "ferry"
-    static let password = "secret"
+    public static let username = "ferry"
+    public static let password = "secret"
 
-    let kind: Kind
-    let cards: Int
-    let events: Int
+    public let kind: Kind
+    public let cards: Int
+    public let events: Int
     private let server: TestServer
 
-    var baseURL: String { server.baseURL }
+    public var baseURL: String { server.baseURL }
+    public var port: Int { server.port }
     /// From the script's `ADDRESSBOOK`, `CALENDAR` and `PRINCIPAL` lines.
-    let addressBookPath: String
-    let calendarPath: String
-    let principalPath: String
-    var addressBookURL: String { baseURL + addressBookPath }
+    public let addressBookPath: String
+    public let calendarPath: String
+    public let principalPath: String
+    public var addressBookURL: String { baseURL + addressBookPath }
     /// Where discovery of the whole account starts: the server's root, or for SOGo (whose
     /// root and well-known URLs answer its web application's login page without the proxy
     /// that would redirect them) its DAV root.
-    var accountURL: String { baseURL + (kind == .sogo ? "/SOGo/dav/" : "/") }
-    var calendarURL: String { baseURL + calendarPath }
+    public var accountURL: String { baseURL + (kind == .sogo ? "/SOGo/dav/" : "/") }
+    public var calendarURL: String { baseURL + calendarPath }
 
     /// - Parameters:
     ///   - withoutSyncCollection: a proxy in front refuses sync-collection (501).
@@ -93,7 +91,12 @@ final class DAVServer: @unchecked Sendable {
     ///     members, marked partial the RFC 6578 way, with a continuation token.
     ///   - queryFault: a proxy in front refuses collection queries (501), or cuts their
     ///     answers to `keep` members, silently or marked partial.
-    init(_ kind: Kind, cards: Int, events: Int = 5, withoutSyncCollection: Bool = false, truncateSync: Int? = nil, queryFault: QueryFault? = nil) throws {
+    ///   - collections: address books and calendars of each content (the account benchmarks).
+    ///   - environment: added to the script's (`FERRY_VENV` for the benchmarks' own venv).
+    ///   - log: where the server's standard error goes (the benchmarks keep Xandikos's line
+    ///     per request out of their figures); nil: this process's.
+    public init(_ kind: Kind, cards: Int, events: Int = 5, withoutSyncCollection: Bool = false, truncateSync: Int? = nil, queryFault: QueryFault? = nil,
+                collections: Int = 1, environment: [String: String] = [:], log: String? = nil) throws {
         self.kind = kind
         self.cards = cards
         self.events = events
@@ -101,6 +104,7 @@ final class DAVServer: @unchecked Sendable {
             TestServer.repositoryRoot.appendingPathComponent("Tests/Servers/dav_servers.py").path,
             "--server", kind.rawValue, "--cards", "\(cards)", "--events", "\(events)",
         ]
+        if collections != 1 { arguments += ["--collections", "\(collections)"] }
         if kind != .xandikos { arguments += ["--auth", "\(Self.username):\(Self.password)"] }
         if withoutSyncCollection { arguments.append("--no-sync-collection") }
         if let truncateSync { arguments += ["--truncate-sync", "\(truncateSync)"] }
@@ -111,7 +115,12 @@ final class DAVServer: @unchecked Sendable {
         case .subset(let keep): arguments += ["--query", "subset", "--query-keep", "\(keep)"]
         case .truncate(let keep): arguments += ["--query", "truncate", "--query-keep", "\(keep)"]
         }
-        let server = try TestServer(executable: "/usr/bin/env", arguments: ["python3"] + arguments)
+        let server = if let log {
+            try TestServer(executable: "/bin/sh", arguments: ["-c", #"log="$1"; shift; exec python3 "$@" 2>"$log""#, "sh", log] + arguments,
+                           environment: environment)
+        } else {
+            try TestServer(executable: "/usr/bin/env", arguments: ["python3"] + arguments, environment: environment)
+        }
         func printed(_ key: String) throws -> String {
             guard let line = server.outputLines.first(where: { $0.hasPrefix(key + " ") }) else {
                 server.stop()
@@ -125,25 +134,25 @@ final class DAVServer: @unchecked Sendable {
         self.server = server
     }
 
-    func stop() { server.stop() }
+    public func stop() { server.stop() }
 
     /// Whether both servers are installed (`$FERRY_VENV/bin` or PATH).
-    static var isInstalled: Bool {
+    public static var isInstalled: Bool {
         ["radicale", "xandikos"].allSatisfy { TestTools.executable($0) != nil }
     }
 
     /// Run the server tests when the servers are installed, and always in CI (where a missing
     /// server must fail, not skip).
-    static var shouldRun: Bool { isInstalled || isCI }
+    public static var shouldRun: Bool { isInstalled || isCI }
 
     /// A shared, never-mutated server per kind with 25 cards and 5 events, for read-only tests.
-    static func shared(_ kind: Kind) throws -> DAVServer {
+    public static func shared(_ kind: Kind) throws -> DAVServer {
         try shared(kind, cards: 25, events: 5)
     }
 
     /// A shared, never-mutated server per kind with 2,500 cards: a first sync hands the query's
     /// records over in three batches (1,000, 1,000, 500).
-    static func sharedLarge(_ kind: Kind) throws -> DAVServer {
+    public static func sharedLarge(_ kind: Kind) throws -> DAVServer {
         try shared(kind, cards: 2_500, events: 0)
     }
 
@@ -167,7 +176,7 @@ final class DAVServer: @unchecked Sendable {
 
     // MARK: - Store configurations
 
-    func store(_ kind: StoreKind = .carddav, name: String = "contacts", batch: Int? = nil, password: String = DAVServer.password, url: String? = nil) -> StoreConfiguration {
+    public func store(_ kind: StoreKind = .carddav, name: String = "contacts", batch: Int? = nil, password: String = DAVServer.password, url: String? = nil) -> StoreConfiguration {
         var options = WebDAVOptions(content: kind == .caldav ? .calendar : .addressBook)
         options.authentication = .basic(username: Self.username, password: Secret(password, source: "test"))
         if let batch { options.multigetBatch = batch }
@@ -176,7 +185,7 @@ final class DAVServer: @unchecked Sendable {
     }
 
     /// Runs one pass of a WebDAVSource.
-    func pass(_ store: StoreConfiguration, cursor: String?, configure: (SourceRun) -> Void = { _ in }) throws -> CollectedPass {
+    public func pass(_ store: StoreConfiguration, cursor: String?, configure: (SourceRun) -> Void = { _ in }) throws -> CollectedPass {
         let run = SourceRun(store: store, plan: PassPlan(cursor: cursor, reconcile: false))
         configure(run)
         return try run.runToCompletion()
@@ -186,21 +195,21 @@ final class DAVServer: @unchecked Sendable {
 
     private var curlAuth: [String] { ["-u", "\(Self.username):\(Self.password)"] }
 
-    func put(_ path: String, _ body: String, contentType: String = "text/vcard; charset=utf-8") throws {
+    public func put(_ path: String, _ body: String, contentType: String = "text/vcard; charset=utf-8") throws {
         try Shell.run("/usr/bin/curl", ["-sS", "-f", "-X", "PUT", "-H", "Content-Type: \(contentType)", "--data-binary", "@-"] + curlAuth + [baseURL + path], input: Data(body.utf8))
     }
 
-    func delete(_ path: String) throws {
+    public func delete(_ path: String) throws {
         try Shell.run("/usr/bin/curl", ["-sS", "-f", "-X", "DELETE"] + curlAuth + [baseURL + path])
     }
 
-    func get(_ path: String) throws -> String {
+    public func get(_ path: String) throws -> String {
         String(decoding: try Shell.run("/usr/bin/curl", ["-sS", "-f"] + curlAuth + [baseURL + path]), as: UTF8.self)
     }
 
     // MARK: - Generated content (mirrors dav_servers.py)
 
-    static func expectedCardFields(_ i: Int) -> [String: String] {
+    public static func expectedCardFields(_ i: Int) -> [String: String] {
         var emails = ["person-\(i)@example.com"]
         if i % 7 == 0 { emails.append("home-\(i)@example.org") }
         return [
@@ -212,7 +221,7 @@ final class DAVServer: @unchecked Sendable {
         ]
     }
 
-    static func expectedEventFields(_ j: Int) -> [String: String] {
+    public static func expectedEventFields(_ j: Int) -> [String: String] {
         let day = String(format: "%02d", j % 28 + 1)
         var fields = [
             "UID": "ferry-event-\(j)",
@@ -224,13 +233,13 @@ final class DAVServer: @unchecked Sendable {
         return fields
     }
 
-    static func vCard(uid: String, name: String, email: String) -> String {
+    public static func vCard(uid: String, name: String, email: String) -> String {
         "BEGIN:VCARD\r\nVERSION:3.0\r\nUID:\(uid)\r\nFN:\(name)\r\nN:;\(name);;;\r\nEMAIL:\(email)\r\nEND:VCARD\r\n"
     }
 }
 
 /// Line-ending-insensitive text, for comparing bodies a server re-serialized (Radicale).
-func normalizedLines(_ text: String) -> [String] {
+public func normalizedLines(_ text: String) -> [String] {
     // DAViCal stamps a REV on every card it stores.
     text.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n").map(String.init).filter { !$0.hasPrefix("REV:") }.sorted()
 }
