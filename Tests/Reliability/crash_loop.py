@@ -99,26 +99,19 @@ import re
 import shutil
 import signal
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reliability_servers import (APP_ID, MASTER_KEY, ROOT, START, ParseServer,  # noqa: E402
-                                 SetupError, Xandikos, log)
+from reliability_servers import ROOT, START, ParseServer, SetupError, Xandikos, log  # noqa: E402
 from replica_check import compare, plant_differences  # noqa: E402
+from crash_parts import BackgroundSteps, LoggedRuns, vcard, write_config  # noqa: E402
 
 
 
-def vcard(uid, name, rev):
-    lines = ["BEGIN:VCARD", "VERSION:3.0", "UID:%s" % uid, "FN:%s" % name, "N:;%s;;;" % name,
-             "EMAIL;TYPE=work:%s@example.com" % uid, "NOTE:revision %d" % rev, "END:VCARD"]
-    return "\r\n".join(lines) + "\r\n"
-
-
-class Mutator:
+class Mutator(BackgroundSteps):
     """Changes both servers in small random steps; `step()` runs one, the thread many."""
 
     def __init__(self, parse, dav, cards, page_size, rng):
@@ -208,95 +201,30 @@ class Mutator:
                 else:
                     c["card_errors"] += 1
 
-    def start(self):
-        self.running = True
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-        self.thread.start()
 
-    def _loop(self):
-        while self.running:
-            try:
-                self.step()
-            except Exception as e:  # a failed step is reported, and the loop goes on
-                log("mutator step failed: %s" % e)
-            time.sleep(self.rng.uniform(0.05, 0.4))
-
-    def stop(self):
-        self.running = False
-        if self.thread:
-            self.thread.join()
+def write_config_for_sync(workdir, parse, dav, page_size, batch):
+    """Both stores pass only when `ferry sync` runs (hourly otherwise)."""
+    return write_config(workdir, parse, dav, page_size, batch, "crash_loop.py",
+                        quotes="interval = 1h\n", contacts="interval = 1h\n")
 
 
+class Ferry(LoggedRuns):
+    """`ferry sync` runs, their output in ferry.log."""
 
-def write_config(workdir, parse, dav, page_size, batch):
-    secret = os.path.join(workdir, "parse-master-key")
-    with open(secret, "w") as f:
-        f.write(MASTER_KEY + "\n")
-    os.chmod(secret, 0o600)
-    conf = os.path.join(workdir, "ferry.conf")
-    with open(conf, "w") as f:
-        f.write("""# Written by Tests/Reliability/crash_loop.py
-[ferry]
-database = {db}
-log-level = info
-max-concurrent-passes = 2
-
-[store quotes]
-kind = parse
-url = {parse}
-class = Quote
-application-id = {app}
-master-key = file:{secret}
-page-size = {page}
-reconcile-interval = 1s
-interval = 1h
-column.author = text $.author
-
-[store contacts]
-kind = carddav
-url = {dav}
-multiget-batch = {batch}
-interval = 1h
-column.email = text $.EMAIL
-""".format(db=os.path.join(workdir, "ferry.db"), parse=parse.url, app=APP_ID, secret=secret,
-           page=page_size, dav=dav.url, batch=batch))
-    return conf
-
-
-class Ferry:
     def __init__(self, binary, conf, workdir):
+        super().__init__(os.path.join(workdir, "ferry.log"))
         self.binary = binary
         self.conf = conf
-        self.log_path = os.path.join(workdir, "ferry.log")
-        self.log = open(self.log_path, "ab")
 
-    def start(self, label, extra=()):
+    def sync(self, label, extra=()):
         """The process, and where its output starts in the log."""
-        self.log.write(("\n=== %s\n" % label).encode())
-        self.log.flush()
-        offset = self.log.tell()
-        p = subprocess.Popen([self.binary, "sync", "--config", self.conf, "--verbose", *extra],
-                             stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
-        return p, offset
-
-    def output(self, offset):
-        with open(self.log_path, "rb") as f:
-            f.seek(offset)
-            return f.read().decode(errors="replace")
+        return self.start(label, [self.binary, "sync", "--config", self.conf, "--verbose", *extra])
 
     def saw(self, text, offset):
         return text in self.output(offset)
 
     def run_to_completion(self, label, timeout=600, extra=()):
-        p, offset = self.start(label, extra)
-        t = time.monotonic()
-        try:
-            code = p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            code = "timeout"
-        return code, time.monotonic() - t, self.output(offset)
+        return self.run(label, [self.binary, "sync", "--config", self.conf, "--verbose", *extra], timeout)
 
 
 # ---------------------------------------------------------------------------------------
@@ -409,7 +337,7 @@ def main():
         t = time.monotonic()
         dav = Xandikos(workdir, a.cards)
         log("Xandikos serving %d cards at %s (%.1f s)" % (a.cards, dav.url, time.monotonic() - t))
-        conf = write_config(workdir, parse, dav, a.page_size, a.multiget_batch)
+        conf = write_config_for_sync(workdir, parse, dav, a.page_size, a.multiget_batch)
         ferry = Ferry(a.ferry, conf, workdir)
         mutator = Mutator(parse, dav, a.cards, a.page_size, random.Random(seed + 2))
         return run(a, rng, workdir, parse, dav, ferry, mutator)
@@ -477,7 +405,7 @@ def run(a, rng, workdir, parse, dav, ferry, mutator):
             mode, delay = "after-pass-start", rng.uniform(0.0, estimate)
         label = "run %d (%s)" % (attempt, "not killed" if unkilled else
                                  "kill %.3f s %s" % (delay, mode))
-        p, offset = ferry.start(label)
+        p, offset = ferry.sync(label)
         started = time.monotonic()
         code = None
         passed_start = None
