@@ -33,6 +33,14 @@ takes `since=<updated_at>` (only items with updated_at > since).
   GET /stripe/customers?limit=L&starting_after=ID
                                    Stripe: {"object":"list","data":[...],"has_more":bool};
                                    limit capped at 100
+  GET /wp/posts?modified_after=T   WordPress's filter: whole seconds, exclusive
+  POST /notion/query {"page_size","start_cursor","filter":{"last_edited_time":{"on_or_after"}}}
+                                   Notion: {"object":"list","results":[...],"next_cursor","has_more"};
+                                   on_or_after in whole seconds; a bad cursor is 400
+  POST /graphql {"query":"...items...","variables":{"first","after","since"}}
+                                   GraphQL: {"data":{"items":{"nodes":[...],"pageInfo":
+                                   {"hasNextPage","endCursor"}}}}; a query without items is
+                                   {"data":null,"errors":[...]}
   GET /headercursor?cursor=C&limit=L
                                    a top-level array; X-Next-Cursor while more follow
   POST /admin/softdelete {"ids":[...]}
@@ -85,6 +93,11 @@ IDEMPOTENCY = {}
 def stamp():
     CLOCK[0] += 1
     return "2024-01-01T00:00:00.%06d" % CLOCK[0]
+
+
+def seconds_of(text):
+    """A time in whole seconds, as an API whose filter counts seconds sees it."""
+    return text.replace(" ", "T").rstrip("Z")[:19]
 
 
 def add_item():
@@ -189,6 +202,10 @@ class Handler(http_core.Handler):
     def post(self):
         body = json.loads(self.body or b"{}")
         path = urlsplit(self.path).path
+        if path == "/notion/query":
+            return self.notion(body)
+        if path == "/graphql":
+            return self.graphql(body)
         with LOCK:
             if path == "/admin/update":
                 for i in body.get("ids", []):
@@ -213,6 +230,51 @@ class Handler(http_core.Handler):
                 created = [add_item() for _ in range(int(body.get("count", 1)))]
                 return self.send(200, {"created": created})
         self.send(404, {"error": "not found"})
+
+    def notion(self, body):
+        """Notion's database query: the cursor and the filter in the POST body, pages of
+        page_size (at most 100), on_or_after compared in whole seconds."""
+        REQUESTS[0] += 1
+        per = min(int(body.get("page_size", 100)), 100)
+        items = listing({})
+        since = ((body.get("filter") or {}).get("last_edited_time") or {}).get("on_or_after")
+        if since:
+            items = [it for it in items if seconds_of(it["updated_at"]) >= seconds_of(since)]
+        start = 0
+        if body.get("start_cursor") is not None:
+            cursor = body["start_cursor"]
+            if not str(cursor).startswith("cur-"):
+                return self.send(400, {"object": "error", "status": 400, "code": "validation_error",
+                                       "message": "body.start_cursor should be a valid cursor"})
+            start = int(cursor[4:])
+        chunk = items[start:start + per]
+        more = start + per < len(items)
+        pages = [{"object": "page", "id": str(it["id"]), "last_edited_time": it["updated_at"],
+                  "properties": {"name": it["name"]}} for it in chunk]
+        return self.send(200, {"object": "list", "results": pages,
+                               "next_cursor": "cur-%d" % (start + per) if more else None, "has_more": more})
+
+    def graphql(self, body):
+        """A GraphQL API: {"query", "variables": {"first", "after", "since"}}, answered with a
+        Relay connection (nodes, pageInfo {hasNextPage endCursor}); errors in "errors"."""
+        REQUESTS[0] += 1
+        if "query" not in body or "items" not in body["query"]:
+            return self.send(200, {"data": None, "errors": [{"message": "Cannot query field on type Query"}]})
+        variables = body.get("variables") or {}
+        per = min(int(variables.get("first", 50)), 100)
+        items = listing({"since": variables.get("since")} if variables.get("since") else {})
+        start = 0
+        if variables.get("after"):
+            place = next((n for n, it in enumerate(items) if "c%d" % it["id"] == variables["after"]), None)
+            if place is None:
+                start = sum(1 for it in items if "c%d" % it["id"] <= variables["after"])
+            else:
+                start = place + 1
+        chunk = items[start:start + per]
+        more = start + per < len(items)
+        nodes = [{"id": str(it["id"]), "updatedAt": it["updated_at"], "name": it["name"]} for it in chunk]
+        return self.send(200, {"data": {"items": {"nodes": nodes, "pageInfo": {
+            "hasNextPage": more, "endCursor": "c%d" % chunk[-1]["id"] if chunk else None}}}})
 
     def get(self):
         parts = urlsplit(self.path)
@@ -287,6 +349,11 @@ class Handler(http_core.Handler):
             page = int(q.get("page", 1))
             per = min(int(q.get("per_page", 10)), 100)
             items = listing(q)
+            if q.get("modified_after"):
+                # WordPress compares whole seconds, exclusively: an edit in the mark's second
+                # is not "after" it.
+                after = seconds_of(q["modified_after"])
+                items = [it for it in items if seconds_of(it["updated_at"]) > after]
             pages = max(1, -(-len(items) // per))
             if page > pages and items:
                 return self.send(400, {"code": "rest_post_invalid_page_number",

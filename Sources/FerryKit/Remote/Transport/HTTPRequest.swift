@@ -6,6 +6,9 @@ public struct HTTPRequest: Sendable, Equatable, CustomStringConvertible {
     public var url: String
     public var headers: HTTPHeaders
     public var body: Data?
+    /// A POST that only reads (a search, a GraphQL query, a listing asked for with a body):
+    /// sending it twice does what sending it once does.
+    public var readsOnly = false
 
     public init(method: String = "GET", url: String, headers: HTTPHeaders = HTTPHeaders(), body: Data? = nil) {
         self.method = method
@@ -17,7 +20,7 @@ public struct HTTPRequest: Sendable, Equatable, CustomStringConvertible {
     /// Whether sending the request twice does what sending it once does (RFC 9110 §9.2.2, and
     /// WebDAV's reads). A POST or a PATCH is not: a second send may make a second record.
     public var isIdempotent: Bool {
-        ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", "PROPFIND", "REPORT"].contains(method.uppercased())
+        readsOnly || ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", "PROPFIND", "REPORT"].contains(method.uppercased())
     }
 
     /// Method and URL without credentials; headers are left out because they carry secrets.

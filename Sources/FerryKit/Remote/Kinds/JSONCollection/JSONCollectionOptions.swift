@@ -20,15 +20,23 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         case afterLast(param: String, field: String)
         /// `header:PARAM=HEADER`: a response header carries the token for the next page.
         case headerCursor(param: String, header: String)
+        /// `body:PATH`: a page field holding the token the next request's body carries as
+        /// `{cursor}` (``RequestBodyTemplate``: Notion's `next_cursor`, GraphQL's
+        /// `pageInfo.endCursor`).
+        case bodyCursor(path: String)
         /// One page.
         case singlePage
+
+        var isBodyCursor: Bool {
+            if case .bodyCursor = self { true } else { false }
+        }
 
         /// Styles that ask for pages by position, so a listing that moves while it is read can
         /// repeat or skip records (checked by ``JSONPageProducer``).
         var isPositional: Bool {
             switch self {
             case .pageNumber, .offset: true
-            case .link, .nextURL, .cursor, .afterLast, .headerCursor, .singlePage: false
+            case .link, .nextURL, .cursor, .afterLast, .headerCursor, .bodyCursor, .singlePage: false
             }
         }
     }
@@ -40,6 +48,23 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
     public var pagination = Pagination.link
     /// The query parameter asking for "updated after" (incremental passes).
     public var updatedParam: String?
+    /// `since-param = PARAM=TEMPLATE`: a query parameter set on every pass to TEMPLATE with
+    /// `{since}` filled (Jira's `jql=updated >= "{since}" ORDER BY updated`), the earliest
+    /// time when listing everything.
+    public var sinceParam: SinceParameter?
+    /// How `{since}` and `updated-param`'s value are written (`since-format`,
+    /// `since-timezone`, `look-back`).
+    public var since = SinceValue()
+    /// `request-body =`: every listing request is a POST of this JSON (a search or GraphQL API).
+    public var requestBody: RequestBodyTemplate?
+
+    /// A query parameter whose value is a template around `{since}`.
+    public struct SinceParameter: Sendable, Equatable {
+        public var name: String
+        public var template: String
+
+        func value(_ since: String) -> String { template.replacingOccurrences(of: "{since}", with: since) }
+    }
     /// The query parameter carrying ``pageSize``.
     public var pageSizeParam: String?
     /// Where the first page states the total count (progress and ETA; with `offset:`, where the
@@ -131,7 +156,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
                 pagination = parsed
             } else {
                 let style = String(spec.prefix { $0 != ":" })
-                let hint = Suggestion.closest(to: style, in: ["link", "next-url", "cursor", "page", "offset", "after", "header", "none"])
+                let hint = Suggestion.closest(to: style, in: ["link", "next-url", "cursor", "page", "offset", "after", "header", "body", "none"])
                     .map { " (did you mean \($0)\(spec.contains(":") ? ":" : "")?)" } ?? ""
                 reader.problem("pagination", "\(spec.debugDescription) is not one of " + Self.paginationForms + hint)
                 valid = false
@@ -164,10 +189,38 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
                 valid = false
             }
         }
+        if let since = SinceValue(reading: &reader) { self.since = since } else { valid = false }
+        if let spec = reader.text("since-param") {
+            let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2, !parts[0].isEmpty, parts[1].contains("{since}") {
+                sinceParam = SinceParameter(name: parts[0].trimmingCharacters(in: .whitespaces), template: parts[1].trimmingCharacters(in: .whitespaces))
+            } else {
+                reader.problem("since-param", "\(spec.debugDescription) is not PARAM=TEMPLATE with {since} in the template, as in since-param = jql=updated >= \"{since}\" ORDER BY updated")
+                valid = false
+            }
+        }
+        if let text = reader.text("request-body") {
+            if let template = RequestBodyTemplate(text) { requestBody = template } else {
+                reader.problem("request-body", "is not a JSON object once {cursor}, {since} and {page_size} are filled, as in request-body = {\"page_size\": {page_size}, \"start_cursor\": {cursor}}")
+                valid = false
+            }
+        }
+        if case .bodyCursor = pagination, requestBody?.usesCursor != true {
+            reader.problem("pagination", "body: pagination sends the token as {cursor} in request-body, which \(requestBody == nil ? "is not set" : "has no {cursor}")")
+            valid = false
+        }
+        if requestBody?.usesCursor == true, !(pagination.isBodyCursor) {
+            reader.problem("request-body", "has {cursor}, which only pagination = body:PATH fills")
+            valid = false
+        }
         hasMorePath = reader.optional("has-more-path").map(Self.fieldPath)
         totalPagesPath = reader.optional("total-pages-path").map(Self.fieldPath)
         if let first = reader.integer("first-page", default: 1, in: 0...1) { firstPage = first } else { valid = false }
         updatedParam = reader.optional("updated-param")
+        if sinceParam != nil, updatedParam != nil {
+            reader.problem("since-param", "set either updated-param or since-param, not both")
+            valid = false
+        }
         pageSizeParam = reader.optional("page-size-param")
         totalPath = reader.optional("total-path").map(Self.fieldPath)
         if let size = reader.integer("page-size", default: 1000, in: 1...100_000) { pageSize = size } else { valid = false }
@@ -214,6 +267,10 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         if let (param, path) = pair("cursor:") { return .cursor(param: param, path: fieldPath(path)) }
         if let (param, field) = pair("after:") { return .afterLast(param: param, field: fieldPath(field)) }
         if let (param, header) = pair("header:") { return .headerCursor(param: param, header: header) }
+        if text.hasPrefix("body:") {
+            let path = fieldPath(String(text.dropFirst("body:".count)))
+            return path.isEmpty ? nil : .bodyCursor(path: path)
+        }
         if let param = single("page:") { return .pageNumber(param: param) }
         if let param = single("offset:") { return .offset(param: param) }
         return nil
@@ -221,7 +278,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
 
     /// Every `pagination =` form, for the message that refuses another.
     static let paginationForms = "link, next-url:<path>, cursor:<param>=<path>, page:<param>, offset:<param>, "
-        + "after:<param>=<id or version field>, header:<param>=<header> or none"
+        + "after:<param>=<id or version field>, header:<param>=<header>, body:<path> or none"
 
     /// The page-level fields the scanner reports: the pagination's own, the total, and (for
     /// field pagination) the names APIs commonly use, to say which one a page has when the
@@ -229,7 +286,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
     var fieldPaths: [String] {
         var paths: [String] = []
         switch pagination {
-        case .nextURL(let path), .cursor(_, let path):
+        case .nextURL(let path), .cursor(_, let path), .bodyCursor(let path):
             paths.append(path)
             paths += JSONPageProducer.commonNextFields.filter { $0 != path }
         case .link, .singlePage, .pageNumber, .offset, .afterLast, .headerCursor: break
@@ -242,6 +299,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
     func paginationSpec(path: String) -> String {
         switch pagination {
         case .cursor(let param, _): "cursor:\(param)=\(path)"
+        case .bodyCursor: "body:\(path)"
         default: "next-url:\(path)"
         }
     }
@@ -252,7 +310,8 @@ extension StoreKind {
     public static let json = StoreKind(
         name: "json",
         optionKeys: Set(["records-path", "id-field", "version-field", "pagination", "updated-param", "page-size-param",
-                         "total-path", "page-size", "username", "has-more-path", "total-pages-path", "first-page", "deleted-when", "delta-link", "sync-token"]).union(JSONPushTemplates.keys),
+                         "total-path", "page-size", "username", "has-more-path", "total-pages-path", "first-page", "deleted-when", "delta-link", "sync-token",
+                         "request-body", "since-param", "since-format", "since-timezone", "look-back"]).union(JSONPushTemplates.keys),
         secretKeys: ["bearer-token", "password"], reportsDeletions: false, versionComparison: .ordered,
         urlSchemes: ["http", "https", "file"], fetchesByID: false, localBody: .jsonObject, pushes: true,
         readOptions: { JSONCollectionOptions(reading: &$0) })

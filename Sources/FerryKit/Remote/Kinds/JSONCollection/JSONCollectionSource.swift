@@ -113,9 +113,15 @@ public final class JSONCollectionSource: RemoteSource {
             case .token(let param, _): url = URLQuery.setting(param, to: delta, in: url)
             }
         } else if let param = options.updatedParam, !plan.reconcile, let mark = stored.highWater {
-            url = URLQuery.setting(param, to: mark, in: url)
+            url = URLQuery.setting(param, to: options.since.render(mark), in: url)
         }
-        var request = HTTPRequest(url: url, headers: headers)
+        // `{since}` in a parameter or the body: the mark on an incremental pass, the earliest
+        // time (everything) on a sweep or a first sync.
+        let since = options.since.render(fromDelta == nil && !plan.reconcile ? stored.highWater : nil)
+        if let parameter = options.sinceParam, fromDelta == nil {
+            url = URLQuery.setting(parameter.name, to: parameter.value(since), in: url)
+        }
+        var request = JSONPageProducer.request(url: url, headers: headers, options: options, cursor: nil, since: since)
         // A resync a person asked for reads everything, whatever the validators would say.
         if !plan.reconcile, !plan.revalidate, stored.firstURL == url {
             if let etag = stored.etag { request.headers.set("If-None-Match", etag) }
@@ -136,7 +142,7 @@ public final class JSONCollectionSource: RemoteSource {
                                                String(store.maxRecordBytes),
                                            ]),
                                            knownDigests: plan.pageDigests, listingAtRest: plan.listingAtRest,
-                                           startsFromDelta: fromDelta != nil)
+                                           startsFromDelta: fromDelta != nil, since: since)
         // Events are posted to this loop; the source is touched only here.
         let loop = RunLoopHandle.current()
         let box = LoopBoundSource(self)

@@ -83,6 +83,21 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         /// The first request is the delta start the API handed the last pass (`delta-link`,
         /// `sync-token`), which it may have expired.
         var startsFromDelta = false
+        /// `{since}` as this pass fills it in `request-body` (``SinceValue``).
+        var since = ""
+    }
+
+    /// A listing request: a GET of `url`, or with `request-body` a POST of the body filled
+    /// with `cursor` and `since`. Such a POST only reads, so it is sent again as a GET would
+    /// be (``HTTPRequest/readsOnly``).
+    static func request(url: String, headers: HTTPHeaders, options: JSONCollectionOptions, cursor: String?, since: String) -> HTTPRequest {
+        guard let template = options.requestBody else { return HTTPRequest(url: url, headers: headers) }
+        var headers = headers
+        headers.set("Content-Type", "application/json")
+        var request = HTTPRequest(method: "POST", url: url, headers: headers,
+                                  body: template.render(cursor: cursor, since: since, pageSize: options.pageSize))
+        request.readsOnly = true
+        return request
     }
 
     /// A page to request: the chain's next, or one a sweep counted and now reads for its ids.
@@ -109,6 +124,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
     private var loader: HTTPPageLoader?
     private var next: JSONCollectionCursor
     private var visited: Set<String> = []
+    private var visitedCursors: Set<String> = []
     private var warnedUnsorted = false
     private var warnedOtherOrigin = false
     private var unconsumed = 0
@@ -242,6 +258,11 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         do {
             scanned = try setup.scanner.scan(page.body, detail: detail)
         } catch {
+            // A GraphQL API answers a query it cannot run with 200 and `errors` instead of data.
+            if error.kind == .shape, let errors = Self.reportedErrors(page.body) {
+                return end(with: .failed(SyncError(.remote(code: "errors"), store: store.name, url: page.request.url, position: "page \(number)",
+                                                   message: "the API answered with errors instead of records: \(errors)")))
+            }
             if error.kind == .shape, number == 1, let problem = Self.recordsPathProblem(page.body, options: setup.options) {
                 return end(with: .failed(SyncError(.configuration, store: store.name, url: page.request.url, position: "page 1", message: problem)))
             }
@@ -253,10 +274,11 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
 
         if setup.options.pagination.isPositional, !target.isReread { notice(movementIn: scanned, number: number) }
         var nextURL: String?
+        var nextCursor: String?
         if !target.isReread {
             switch nextPage(after: page, scanned, number: number) {
             case .failure(let error): return end(with: .failed(error))
-            case .success(let url): nextURL = url
+            case .success(let next): (nextURL, nextCursor) = (next?.url, next?.cursor)
             }
         }
         let chainEnds = !target.isReread && nextURL == nil
@@ -282,7 +304,9 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         if !exhausted {
             if let nextURL {
                 let credentials = mayCarryCredentials(nextURL)
-                following = Target(number: number + 1, request: HTTPRequest(url: nextURL, headers: credentials ? setup.headers : setup.publicHeaders),
+                let request = Self.request(url: nextURL, headers: credentials ? setup.headers : setup.publicHeaders, options: setup.options,
+                                           cursor: nextCursor, since: setup.since)
+                following = Target(number: number + 1, request: request,
                                    credentials: credentials)
             } else if !rereads.isEmpty {
                 var reread = rereads.removeFirst()
@@ -421,8 +445,9 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
     /// The next page's URL, nil at the end of the chain. Positional styles end where the page
     /// says so (`has-more-path`), at the total (pages, or records for an offset), or at an
     /// empty page; never at a short one, since servers cap the page size below what is asked.
-    private func nextPage(after page: HTTPPageLoader.Page, _ scanned: JSONPage, number: Int) -> Result<String?, SyncError> {
+    private func nextPage(after page: HTTPPageLoader.Page, _ scanned: JSONPage, number: Int) -> Result<(url: String, cursor: String?)?, SyncError> {
         var target: String?
+        var cursor: String?
         let options = setup.options
         switch options.pagination {
         case .singlePage:
@@ -455,17 +480,31 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             if let token = scanned.fields[path]?.text, !token.isEmpty {
                 target = URLQuery.setting(param, to: token, in: setup.firstURL)
             }
+        case .bodyCursor(let path):
+            // The same URL, asked with the token in the body; `has_more: false` or no token ends it.
+            if saysMore(scanned) == false { return .success(nil) }
+            if let token = scanned.fields[path]?.text, !token.isEmpty {
+                target = setup.firstURL
+                cursor = token
+            }
         }
         // A link the server built from the request's URL echoes the configured secrets; the
         // loader adds them again to what it sends.
         guard let target = target.map(store.query.removingSecrets) else { return .success(nil) }
         // A page that points back into the chain would loop forever.
-        if visited.contains(target) { return .failure(malformed(page, "pagination loops back to \(target.redactingUserInfo)")) }
+        // A POST API asks every page at one URL: there the cursors must not repeat.
+        if let cursor {
+            guard visitedCursors.insert(cursor).inserted else {
+                return .failure(malformed(page, "pagination loops back to the page of cursor \(cursor.debugDescription)"))
+            }
+        } else if visited.contains(target) {
+            return .failure(malformed(page, "pagination loops back to \(target.redactingUserInfo)"))
+        }
         // file:// pages may only chain to files; http pages never to files.
         if target.lowercased().hasPrefix("file:") != store.url.lowercased().hasPrefix("file:") {
             return .failure(malformed(page, "next page \(target.redactingUserInfo) changes scheme"))
         }
-        return .success(target)
+        return .success((target, cursor))
     }
 
     /// Field names APIs use for the next page, looked for when the configured one is absent.
@@ -487,7 +526,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         }
         let configured: String
         switch options.pagination {
-        case .nextURL(let path), .cursor(_, let path): configured = path
+        case .nextURL(let path), .cursor(_, let path), .bodyCursor(let path): configured = path
         case .link, .singlePage, .pageNumber, .offset, .afterLast, .headerCursor: return nil
         }
         guard page.fields[configured] == nil else { return nil }
@@ -498,6 +537,14 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
 
     /// A page 1 of the wrong shape for `records-path`, said as the configuration to fix: an
     /// object where the records array was expected names its members that hold arrays.
+    /// The messages of a page's top-level `errors` array (GraphQL's error form), if it has one.
+    static func reportedErrors(_ body: Data) -> String? {
+        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+              let errors = object["errors"] as? [Any], !errors.isEmpty else { return nil }
+        let messages = errors.map { error in ((error as? [String: Any])?["message"] as? String) ?? "\(error)" }
+        return StoreStatus.shorten(messages.joined(separator: "; "), to: 300)
+    }
+
     static func recordsPathProblem(_ body: Data, options: JSONCollectionOptions) -> String? {
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else { return nil }
         var found: [String] = []

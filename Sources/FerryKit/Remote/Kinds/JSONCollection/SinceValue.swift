@@ -1,0 +1,151 @@
+import Foundation
+
+/// How an incremental pass tells the API "what changed since": the store's high-water mark
+/// (the greatest version seen) as the API's filter wants it written, moved back by a look-back.
+///
+/// APIs whose "updated after" filter counts in whole seconds or minutes (WordPress's
+/// `modified_after`, Notion's `on_or_after`, Jira's JQL `updated >=`) lose an edit made in the
+/// same second as the mark, and an exclusive filter loses it for good: `look-back = 1s` asks
+/// again for that second, and the merge skips what did not change. Without a mark (a first
+/// sync, a sweep of a store with `since-param`) the value is the earliest time, so the same
+/// filter lists everything.
+///
+/// Keys: `since-format = as-is | iso8601 | unix | unix-ms | PATTERN` (a date pattern such as
+/// `yyyy-MM-dd HH:mm`, as Foundation's DateFormatter reads it), `since-timezone = UTC | +02:00 |
+/// Europe/Berlin` (for patterns, and for marks written without a zone), `look-back = DURATION`.
+public struct SinceValue: Sendable, Equatable {
+    public enum Format: Sendable, Equatable {
+        /// The mark as the API wrote it (moved back by the look-back in its own form: seconds
+        /// for a number, RFC 3339 for a time).
+        case asIs
+        case iso8601
+        case unix
+        case unixMilliseconds
+        case pattern(String)
+    }
+
+    public var format = Format.asIs
+    public var timeZone = TimeZone(identifier: "UTC")!
+    public var lookBack = Duration.zero
+
+    public init(format: Format = .asIs, timeZone: TimeZone = TimeZone(identifier: "UTC")!, lookBack: Duration = .zero) {
+        self.format = format
+        self.timeZone = timeZone
+        self.lookBack = lookBack
+    }
+
+    /// Whether the mark is sent exactly as stored (no format, no look-back).
+    public var isVerbatim: Bool { format == .asIs && lookBack == .zero }
+
+    /// The value for `mark` (nil: the earliest time).
+    public func render(_ mark: String?) -> String {
+        guard let mark else { return write(Date(timeIntervalSince1970: 0), numeric: false) }
+        if isVerbatim { return mark }
+        guard let (date, numeric) = Self.parse(mark, in: timeZone) else { return mark }
+        return write(date.addingTimeInterval(-lookBack.seconds), numeric: numeric)
+    }
+
+    private func write(_ date: Date, numeric: Bool) -> String {
+        switch format {
+        case .asIs: return numeric ? String(Int64(date.timeIntervalSince1970.rounded(.down))) : Self.rfc3339(date)
+        case .iso8601: return Self.rfc3339(date)
+        case .unix: return String(Int64(date.timeIntervalSince1970.rounded(.down)))
+        case .unixMilliseconds: return String(Int64((date.timeIntervalSince1970 * 1000).rounded(.down)))
+        case .pattern(let pattern):
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = timeZone
+            formatter.dateFormat = pattern
+            return formatter.string(from: date)
+        }
+    }
+
+    /// RFC 3339 in UTC, with microseconds when the time has a fraction (DateFormatter writes
+    /// milliseconds at most).
+    static func rfc3339(_ date: Date) -> String {
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        let micros = Int(((date.timeIntervalSince1970 - seconds) * 1_000_000).rounded())
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ss"
+        let whole = formatter.string(from: Date(timeIntervalSince1970: seconds))
+        guard micros > 0 else { return whole + "Z" }
+        return whole + "." + String(String(micros + 1_000_000).dropFirst()) + "Z"
+    }
+
+    /// A mark as a time: a number of seconds (or milliseconds, from 10^12 up) since 1970, or an
+    /// ISO 8601 time (a fraction and a zone optional; without a zone, in `zone`). The flag says
+    /// whether it was a number.
+    static func parse(_ mark: String, in zone: TimeZone) -> (Date, Bool)? {
+        let text = mark.trimmingCharacters(in: .whitespaces)
+        if let number = Double(text), text.allSatisfy({ $0.isNumber || $0 == "." }) {
+            return (Date(timeIntervalSince1970: number >= 1e12 ? number / 1000 : number), true)
+        }
+        // Seconds, then the fraction read apart: DateFormatter keeps milliseconds at most.
+        var body = Substring(text)
+        var offset: Int?
+        if body.hasSuffix("Z") || body.hasSuffix("z") {
+            body = body.dropLast()
+            offset = 0
+        } else if body.count > 6, let sign = body.dropLast(5).last, sign == "+" || sign == "-" {
+            let zone = body.suffix(6)
+            let parts = zone.dropFirst().split(separator: ":")
+            if parts.count == 2, let hours = Int(parts[0]), let minutes = Int(parts[1]) {
+                offset = (sign == "-" ? -1 : 1) * (hours * 3600 + minutes * 60)
+                body = body.dropLast(6)
+            }
+        }
+        var fraction = 0.0
+        if let dot = body.lastIndex(of: "."), let value = Double("0" + body[dot...]) {
+            fraction = value
+            body = body[..<dot]
+        }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = offset.flatMap { TimeZone(secondsFromGMT: $0) } ?? zone
+        for pattern in ["yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd"] {
+            formatter.dateFormat = pattern
+            if let date = formatter.date(from: String(body)) { return (date.addingTimeInterval(fraction), false) }
+        }
+        return nil
+    }
+
+    /// Reads `since-format`, `since-timezone` and `look-back`; nil when a problem was reported.
+    init?(reading reader: inout StoreOptionReader) {
+        var valid = true
+        if let text = reader.text("since-format") {
+            switch text {
+            case "as-is": format = .asIs
+            case "iso8601", "rfc3339": format = .iso8601
+            case "unix": format = .unix
+            case "unix-ms": format = .unixMilliseconds
+            default:
+                if text.contains("yy") || text.contains("HH") || text.contains("dd") {
+                    format = .pattern(text)
+                } else {
+                    reader.problem("since-format", "\(text.debugDescription) is not as-is, iso8601, unix, unix-ms or a date pattern such as yyyy-MM-dd HH:mm")
+                    valid = false
+                }
+            }
+        }
+        if let text = reader.text("since-timezone") {
+            if let zone = Self.timeZone(text) { timeZone = zone } else {
+                reader.problem("since-timezone", "\(text.debugDescription) is not UTC, an offset such as +02:00, or a zone such as Europe/Berlin")
+                valid = false
+            }
+        }
+        if let duration = reader.duration("look-back", default: .zero, allowZero: true, atMost: .seconds(86_400)) { lookBack = duration } else { valid = false }
+        guard valid else { return nil }
+    }
+
+    static func timeZone(_ text: String) -> TimeZone? {
+        if text == "UTC" || text == "Z" { return TimeZone(identifier: "UTC") }
+        if let sign = text.first, sign == "+" || sign == "-" {
+            let parts = text.dropFirst().split(separator: ":")
+            guard parts.count == 2, let hours = Int(parts[0]), let minutes = Int(parts[1]), hours < 24, minutes < 60 else { return nil }
+            return TimeZone(secondsFromGMT: (sign == "-" ? -1 : 1) * (hours * 3600 + minutes * 60))
+        }
+        return TimeZone(identifier: text)
+    }
+}
