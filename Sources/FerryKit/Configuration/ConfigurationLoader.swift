@@ -112,6 +112,13 @@ public enum ConfigurationLoader {
             }
             problems += storeReader.values.problems
         }
+        // A child table's view is named STORE__NAME, beside the stores' tables.
+        for store in stores {
+            for table in store.childTables where storeLines[table.viewName(of: store.name)] != nil {
+                problems.append(.init(file: file, line: store.location.line, key: "table.\(table.name)",
+                                      message: "its view \(table.viewName(of: store.name)) would have the name of store \(table.viewName(of: store.name)); name the table otherwise"))
+            }
+        }
 
         guard problems.isEmpty else {
             // Stable sort: within a line, problems keep the order they were found in.

@@ -107,6 +107,8 @@ public struct StoreConfiguration: Sendable, Equatable {
     /// Records larger than this many bytes are bad records.
     public var maxRecordBytes: Int = 1 << 20
     public var columns: [TypedColumn] = []
+    /// Nested arrays kept as views a query can join (`table.NAME = PATH`).
+    public var childTables: [ChildTable] = []
     /// Extra headers every request of the store carries (`header.NAME =`).
     public var headers = ConfiguredHeaders()
     /// Query parameters every request URL of the store carries (`query.NAME =`).

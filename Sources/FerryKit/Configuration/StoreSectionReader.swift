@@ -49,6 +49,9 @@ struct StoreSectionReader {
         var badRecordPolicy: BadRecordPolicy = .skip
         var maxRecordBytes = 1 << 20
         var columns: [TypedColumn] = []
+        var childTables: [ChildTable] = []
+        /// `table.NAME.COLUMN` entries, placed once every `table.NAME` is read.
+        var childColumns: [(table: String, entry: ConfigurationSyntax.Entry, column: String)] = []
         var headers = ConfiguredHeaders()
         var query = ConfiguredQuery()
         var session: SessionConfiguration
@@ -131,6 +134,12 @@ struct StoreSectionReader {
         if url.hasPrefix("file:") {
             common.session.allowedProtocols.insert("file")
         }
+        placeChildColumns(&common)
+        if let table = common.childTables.first, kind.localBody != .jsonObject {
+            values.problems.append(.init(file: values.file, line: section.line, key: "table.\(table.name)",
+                                         message: "child tables read a JSON record's arrays; \(kind.name) records are not JSON objects"))
+            return nil
+        }
         var reader = StoreOptionReader(store: name, url: url, section: location, entries: kindEntries, secrets: resolved, values: values)
         let options = kind.readOptions(&reader)
         values = reader.values
@@ -149,6 +158,7 @@ struct StoreSectionReader {
         store.badRecordPolicy = common.badRecordPolicy
         store.maxRecordBytes = common.maxRecordBytes
         store.columns = common.columns
+        store.childTables = common.childTables
         store.headers = common.headers
         store.query = common.query
         store.session = common.session
@@ -228,6 +238,19 @@ struct StoreSectionReader {
                     common.columns.append(column)
                 }
             }
+        case let key where key.hasPrefix("table."):
+            let rest = key.dropFirst("table.".count).split(separator: ".", maxSplits: 1).map(String.init)
+            guard let table = rest.first, Self.isIdentifier(table) else {
+                values.problem(entry, "a child table's name must be lowercase letters, digits and '_', starting with a letter, as in table.lines = $.lines[*]")
+                return true
+            }
+            if rest.count == 2 {
+                common.childColumns.append((table, entry, rest[1]))
+            } else if common.childTables.contains(where: { $0.name == table }) {
+                values.problem(entry, "table \(table) is defined twice")
+            } else if let path = readChildPath(entry) {
+                common.childTables.append(ChildTable(name: table, path: path))
+            }
         case let key where key.hasPrefix("header."):
             if let field = readHeader(entry, name: String(key.dropFirst("header.".count))) {
                 common.headers.fields.append(field)
@@ -285,13 +308,44 @@ struct StoreSectionReader {
         return .init(name: name, value: .text(entry.value))
     }
 
+    /// `table.NAME = PATH`: a JSON path to an array, `[*]` at its end allowed.
+    private mutating func readChildPath(_ entry: ConfigurationSyntax.Entry) -> String? {
+        var path = entry.value.trimmingCharacters(in: .whitespaces)
+        if path.hasSuffix("[*]") { path.removeLast(3) }
+        guard path.hasPrefix("$"), Self.isJSONPath(path) else {
+            values.problem(entry, "'\(entry.value)' is not a JSON path to an array, as in $.lines.data[*] or $.labels")
+            return nil
+        }
+        return path
+    }
+
+    /// The `table.NAME.COLUMN` entries as typed columns of their child tables.
+    private mutating func placeChildColumns(_ common: inout Common) {
+        for (table, entry, name) in common.childColumns {
+            guard let index = common.childTables.firstIndex(where: { $0.name == table }) else {
+                values.problem(entry, "no table.\(table) = PATH for this column")
+                continue
+            }
+            guard !ChildTable.baseColumns.contains(name) else {
+                values.problem(entry, "column \(name) would replace a column every child table has (\(ChildTable.baseColumns.sorted().joined(separator: ", "))); choose another name")
+                continue
+            }
+            guard let column = readColumn(entry, name: name, reserved: []) else { continue }
+            if common.childTables[index].columns.contains(where: { $0.name == name }) {
+                values.problem(entry, "column \(name) of table \(table) is defined twice")
+            } else {
+                common.childTables[index].columns.append(column)
+            }
+        }
+    }
+
     /// `column.NAME = TYPE PATH [unindexed]`.
-    private mutating func readColumn(_ entry: ConfigurationSyntax.Entry, name: String) -> TypedColumn? {
+    private mutating func readColumn(_ entry: ConfigurationSyntax.Entry, name: String, reserved: Set<String> = ReplicaDatabase.baseColumns) -> TypedColumn? {
         guard Self.isIdentifier(name) else {
             values.problem(entry, "column name '\(name)' must be lowercase letters, digits and '_', starting with a letter")
             return nil
         }
-        guard !ReplicaDatabase.baseColumns.contains(name), !name.hasPrefix("ferry_") else {
+        guard !reserved.contains(name), !name.hasPrefix("ferry_") else {
             values.problem(entry, "column \(name) would replace a column every store table has (\(ReplicaDatabase.baseColumns.sorted().joined(separator: ", "))); choose another name")
             return nil
         }

@@ -80,6 +80,7 @@ extension ReplicaDatabase {
             try forget.bind(name, at: 1)
             try forget.run()
             try syncColumns(of: definition)
+            try syncChildViews(of: definition)
             try installLocalWriteTriggers(definition, storeID: storeID, existing: [:])
             return
         }
@@ -91,6 +92,7 @@ extension ReplicaDatabase {
             try rebuildWithLocalWriteDefaults(name)
         }
         try syncColumns(of: definition)
+        try syncChildViews(of: definition)
         try installLocalWriteTriggers(definition, storeID: storeID)
     }
 
@@ -109,6 +111,7 @@ extension ReplicaDatabase {
     static func schemaFingerprint(of definition: StoreDefinition, storeID: Int64) -> Int64 {
         var parts = [storeTableSQL(definition.name)]
         parts += definition.columns.map { "\($0.name)=\(describe($0))" }
+        parts += definition.childTables.map { describe($0, store: definition.name) }
         parts += localWriteTriggers(for: definition, storeID: storeID).sorted { $0.key < $1.key }.map(\.value)
         return Int64(bitPattern: FNV1a.hash(parts.joined(separator: "\n").utf8))
     }
@@ -118,7 +121,8 @@ extension ReplicaDatabase {
         let name = definition.name
         let table = quoted(name)
         var existing: [String: String] = [:]
-        let read = try connection.prepare("SELECT name, definition FROM ferry_store_columns WHERE store = ?1")
+        // Child views are recorded here too, under `table.NAME` (``syncChildViews(of:)``).
+        let read = try connection.prepare("SELECT name, definition FROM ferry_store_columns WHERE store = ?1 AND name NOT LIKE 'table.%'")
         try read.bind(name, at: 1)
         while try read.step() { existing[read.string(at: 0) ?? ""] = read.string(at: 1) ?? "" }
 

@@ -6,6 +6,8 @@ public struct StoreDefinition: Sendable, Equatable {
     public var deletion: DeletionPolicy
     public var comparison: VersionComparison
     public var columns: [TypedColumn]
+    /// Nested arrays as read-only views (``ChildTable``).
+    public var childTables: [ChildTable] = []
     public var badRecordPolicy: BadRecordPolicy
     public var maxRecordBytes: Int
     /// Local writes: pushed (and checked against ``localBody``) or refused.
@@ -34,6 +36,7 @@ public struct StoreDefinition: Sendable, Equatable {
             columns: configuration.columns, badRecordPolicy: configuration.badRecordPolicy, maxRecordBytes: configuration.maxRecordBytes,
             writeBack: configuration.writeBack, localBody: configuration.kind.localBody
         )
+        childTables = configuration.childTables
         pushableOperations = configuration.options.value.pushableOperations
         remoteAssignedFields = configuration.options.value.remoteAssignedFields
     }
