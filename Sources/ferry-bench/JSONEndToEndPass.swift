@@ -12,7 +12,7 @@ import Synchronization
 /// It syncs one JSON collection store into a fresh database through ``OneShotSync``, the code
 /// `ferry sync` runs (SyncPassOperation → PullPhase → the store options' makeSource → JSONCollectionSource →
 /// ReplicaDatabase.apply), and prints one machine-readable line:
-/// `RESULT seconds=… inserted=… rows=… pages=… requests=… hwm_before_kb=… hwm_kb=… write_bytes=…`.
+/// `RESULT seconds=… inserted=… rows=… pages=… requests=… hwm_before_kb=… hwm_kb=… write_bytes=… read_bytes=…`.
 struct JSONEndToEndPass: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "json-e2e-pass",
@@ -30,6 +30,10 @@ struct JSONEndToEndPass: ParsableCommand {
     var opened = false
     @Flag(help: "With --opened: sweep by listing every id, as `ferry sync --sweep` does, even where the pages are those the last sweep listed.")
     var listEveryID = false
+    @Flag(help: "With --opened: after the open, drop the replica's files from the page cache (fsync, then posix_fadvise DONTNEED; drop_caches as root if that leaves them cached) and time the pass from storage.")
+    var evict = false
+    @Flag(help: "With --reconcile true: the sweep is due whenever the last one was (a reconcile-interval of 1 ms), to time ferryd's scheduled sweep again.")
+    var sweepDue = false
     @Flag(help: "Run the source alone into a counting sink (fetch + parse, no store) instead of the pass.")
     var sourceOnly = false
     @Flag(help: "With --source-only: merge each batch with ReplicaDatabase.apply on the pass thread and time it.")
@@ -46,7 +50,7 @@ struct JSONEndToEndPass: ParsableCommand {
         options.totalPath = "count"
         var store = StoreConfiguration(name: Self.storeName, url: url, options: options,
                                        location: ConfigurationLocation(file: "json-e2e", line: 1))
-        if !reconcile { store.reconcileInterval = nil }
+        if !reconcile { store.reconcileInterval = nil } else if sweepDue { store.reconcileInterval = .milliseconds(1) }
 
         var global = GlobalConfiguration(databasePath: database, runtimeDirectory: NSTemporaryDirectory())
         global.maxConcurrentPasses = 1
@@ -61,9 +65,13 @@ struct JSONEndToEndPass: ParsableCommand {
             openSeconds = (ContinuousClock.now - opening).seconds
         }
         defer { shared?.close() }
+        // A daemon's replica, its pages reclaimed since the last pass: the open (once per
+        // start) found them cached; the pass does not.
+        let evicted = evict && shared != nil ? PageCache.evict(PageCache.replicaFiles(database)) : nil
         let hwmBefore = Self.peakRSSKilobytes()
         let cpuBefore = Self.processCPUSeconds()
         let writtenBefore = Self.bytesWritten()
+        let readBefore = PageCache.bytesRead()
         let started = ContinuousClock.now
         let results: [(store: String, result: Result<PassReport, SyncError>)]
         if sourceOnly {
@@ -94,6 +102,7 @@ struct JSONEndToEndPass: ParsableCommand {
         let seconds = (ContinuousClock.now - started).seconds
         let cpu = Self.processCPUSeconds() - cpuBefore
         let hwm = Self.peakRSSKilobytes()
+        let read = PageCache.bytesRead() - readBefore
         guard let (_, result) = results.first else { throw ValidationError("no pass ran") }
         let report = try result.get()
         let sweep = switch report.reconciliation {
@@ -103,8 +112,10 @@ struct JSONEndToEndPass: ParsableCommand {
         }
         print("RESULT seconds=\(seconds) inserted=\(report.counts.inserted) skipped=\(report.counts.skipped) rows=\(report.recordCount) "
               + "sweep=\(sweep) pages=\(report.pages) pages_unchanged=\(report.pagesUnchanged) requests=\(report.requests) cpu_seconds=\(cpu) "
-              + "hwm_before_kb=\(hwmBefore) hwm_kb=\(hwm) write_bytes=\(Self.bytesWritten() - writtenBefore)"
-              + (openSeconds.map { " open_seconds=\($0)" } ?? ""))
+              + "hwm_before_kb=\(hwmBefore) hwm_kb=\(hwm) write_bytes=\(Self.bytesWritten() - writtenBefore) read_bytes=\(read) "
+              + "listing_unchanged=\(report.listingUnchanged)"
+              + (openSeconds.map { " open_seconds=\($0)" } ?? "")
+              + (evicted.map { " evicted=\($0.method.rawValue) cached_before=\($0.cachedBefore) cached_after=\($0.cachedAfter) replica_bytes=\($0.fileBytes)" } ?? ""))
     }
 
     /// Bytes this process caused to be written to storage (`write_bytes` of /proc/self/io:

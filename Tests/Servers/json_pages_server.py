@@ -41,6 +41,11 @@ takes `since=<updated_at>` (only items with updated_at > since).
                                    GraphQL: {"data":{"items":{"nodes":[...],"pageInfo":
                                    {"hasNextPage","endCursor"}}}}; a query without items is
                                    {"data":null,"errors":[...]}
+  The shapes of api_shapes.py (GitLab, Shopify, Zendesk, HubSpot, Airtable, Salesforce,
+  Google Calendar) at their documented paths
+  GET  /admin/expected?shape=S     [[id, version], ...] a replica of shape S must hold
+  POST /admin/fail-next {"count": N, "status": S}
+                                   the next N requests (any but /admin and /stats) answer S
   GET /headercursor?cursor=C&limit=L
                                    a top-level array; X-Next-Cursor while more follow
   POST /admin/softdelete {"ids":[...]}
@@ -80,6 +85,7 @@ import threading
 import time
 from urllib.parse import parse_qs, urlsplit
 
+import api_shapes
 import http_core
 
 LOCK = threading.Lock()
@@ -108,6 +114,7 @@ def add_item():
 
 PREPEND_AT = [None]
 FAIL_PAGE = [0, 503]
+FAIL_NEXT = [0, 503]  # the next N requests to an API shape fail with this status
 DELTA_EXPIRED_BEFORE = [0]
 
 
@@ -135,6 +142,13 @@ class Handler(http_core.Handler):
 
     def dispatch(self):
         path = urlsplit(self.path).path
+        if not path.startswith("/admin") and path != "/stats":
+            with LOCK:
+                failing = FAIL_NEXT[0] > 0
+                if failing:
+                    FAIL_NEXT[0] -= 1
+            if failing:
+                return self.send(FAIL_NEXT[1], {"error": "failing on purpose"})
         if path.startswith("/items") and not (self.command == "GET" and path == "/items"):
             return self.items(path)
         if self.command == "POST":
@@ -226,6 +240,9 @@ class Handler(http_core.Handler):
             if path == "/admin/fail-page":
                 FAIL_PAGE[0], FAIL_PAGE[1] = int(body["page"]), int(body.get("status", 503))
                 return self.send(200, {"page": FAIL_PAGE[0]})
+            if path == "/admin/fail-next":
+                FAIL_NEXT[0], FAIL_NEXT[1] = int(body.get("count", 1)), int(body.get("status", 503))
+                return self.send(200, {"failing": FAIL_NEXT[0]})
             if path == "/admin/create":
                 created = [add_item() for _ in range(int(body.get("count", 1)))]
                 return self.send(200, {"created": created})
@@ -276,10 +293,26 @@ class Handler(http_core.Handler):
         return self.send(200, {"data": {"items": {"nodes": nodes, "pageInfo": {
             "hasNextPage": more, "endCursor": "c%d" % chunk[-1]["id"] if chunk else None}}}})
 
+    def shape(self, path, q):
+        """An API shape's answer (api_shapes.py), or False when no shape has this path."""
+        for name in api_shapes.SHAPES:
+            result = api_shapes.answer(name, self.command, path, q, self.body, self.headers.get("Host"), listing({}))
+            if result is None:
+                continue
+            REQUESTS[0] += 1
+            status, obj, headers = result
+            self.send(status, obj, headers)
+            return True
+        return False
+
     def get(self):
         parts = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         path = parts.path
+        if path == "/admin/expected":
+            return self.send(200, api_shapes.expected(q["shape"], listing({})))
+        if self.shape(path, q):
+            return
         if path == "/stats":
             return self.send(200, {"requests": REQUESTS[0], "not_modified": NOT_MODIFIED[0]})
         REQUESTS[0] += 1
@@ -358,13 +391,14 @@ class Handler(http_core.Handler):
             if page > pages and items:
                 return self.send(400, {"code": "rest_post_invalid_page_number",
                                        "message": "The page number requested is larger than the number of pages available."})
-            return self.send(200, items[(page - 1) * per: page * per],
-                             [("X-WP-Total", str(len(items))), ("X-WP-TotalPages", str(pages))])
+            posts = [dict(it, modified_gmt=it["updated_at"], title={"rendered": it["name"]}) for it in items[(page - 1) * per: page * per]]
+            return self.send(200, posts, [("X-WP-Total", str(len(items))), ("X-WP-TotalPages", str(pages))])
         if path == "/jira/search":
             start = int(q.get("startAt", 0))
             most = min(int(q.get("maxResults", 50)), 50)
             items = listing(q)
-            return self.send(200, {"startAt": start, "maxResults": most, "total": len(items), "issues": items[start:start + most]})
+            issues = [dict(it, fields={"summary": it["name"], "updated": it["updated_at"]}) for it in items[start:start + most]]
+            return self.send(200, {"startAt": start, "maxResults": most, "total": len(items), "issues": issues})
         if path == "/stripe/customers":
             limit = min(int(q.get("limit", 10)), 100)
             items = listing(q)

@@ -181,6 +181,10 @@ public struct JSONRecordScanner: Sendable {
                     guard parser.keyEquals(key, escaped: escaped, path[level]) else { continue }
                     if path.count == level + 1 { complete = bit } else { matched |= 1 << UInt64(bit) }
                 }
+                // A longer wanted path through an object wins over a shorter one ending here
+                // (`paging.next.after` beside the common `paging.next`): an object is no
+                // scalar field anyway.
+                let descends = matched != 0 && complete != 0 ? try parser.peek() == UInt8(ascii: "{") : false
                 if complete == 0, !scanner.recordsPath.isEmpty {
                     if try parser.peek() == UInt8(ascii: "[") {
                         recordsSeen = true
@@ -189,11 +193,11 @@ public struct JSONRecordScanner: Sendable {
                         noteShape("\"\(scanner.layout.recordsPath)\" is not an array")
                         try parser.skipValue()
                     }
+                } else if descends {
+                    try walkObject(level: level + 1, candidates: matched)
                 } else if complete >= 0 {
                     let capture = try parser.captureValue()
                     page.fields[scanner.layout.fieldPaths[complete - scanner.fieldOffset]] = scalar(capture)
-                } else if matched != 0, try parser.peek() == UInt8(ascii: "{") {
-                    try walkObject(level: level + 1, candidates: matched)
                 } else {
                     try parser.skipValue()
                 }

@@ -34,6 +34,20 @@ import Testing
         #expect(full.fields["next"]?.text == "/pages/2.json")
     }
 
+    /// HubSpot's `paging.next.after` beside the common `paging.next` that pages are searched
+    /// for: the longer path is found through the object the shorter one ends at (it was lost,
+    /// and the listing ended after its first page).
+    @Test func aNestedFieldIsFoundBesideAShorterPathEndingAtItsObject() throws {
+        let scanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "id", versionPath: "v",
+                                                     fieldPaths: ["paging.next.after", "paging.next", "paging.total"]))
+        let page = try scanner.scan(Data(#"{"results":[{"id":"1","v":"a"}],"paging":{"next":{"after":"100","link":"x"},"total":7}}"#.utf8))
+        #expect(page.fields["paging.next.after"]?.text == "100")
+        #expect(page.fields["paging.total"]?.text == "7")
+        #expect(page.records.count == 1)
+        let flat = try scanner.scan(Data(#"{"results":[],"paging":{"next":"https://api.example.com/p2"}}"#.utf8))
+        #expect(flat.fields["paging.next"]?.text == "https://api.example.com/p2", "a scalar at the shorter path is still read")
+    }
+
     @Test func aRecordWithoutAVersionIsAProblemOnlyWhereVersionsAreRead() throws {
         let page = Data(#"{"results": [{"objectId": "a"}]}"#.utf8)
         #expect(try Self.scanner.scan(page).records.first?.problem != nil)

@@ -73,6 +73,9 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
     /// Where a page says whether another follows (`has_more`): false ends the listing, true
     /// goes on even after an empty page.
     public var hasMorePath: String?
+    /// `has-more-path = !PATH`: the page says the opposite, that it is the last
+    /// (Zendesk's `end_of_stream`, Salesforce's `done`).
+    public var hasMoreNegated = false
     /// Where a page says how many pages there are (`page:`); without it the `X-Total-Pages` or
     /// `X-WP-TotalPages` header, else an empty page, ends the listing.
     public var totalPagesPath: String?
@@ -213,7 +216,10 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
             reader.problem("request-body", "has {cursor}, which only pagination = body:PATH fills")
             valid = false
         }
-        hasMorePath = reader.optional("has-more-path").map(Self.fieldPath)
+        if let spec = reader.optional("has-more-path") {
+            hasMoreNegated = spec.hasPrefix("!")
+            hasMorePath = Self.fieldPath(hasMoreNegated ? String(spec.dropFirst()) : spec)
+        }
         totalPagesPath = reader.optional("total-pages-path").map(Self.fieldPath)
         if let first = reader.integer("first-page", default: 1, in: 0...1) { firstPage = first } else { valid = false }
         updatedParam = reader.optional("updated-param")

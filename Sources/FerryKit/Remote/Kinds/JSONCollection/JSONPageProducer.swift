@@ -423,7 +423,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
     /// Whether the page says another follows (`has-more-path`); nil when it does not say.
     private func saysMore(_ scanned: JSONPage) -> Bool? {
         guard let path = setup.options.hasMorePath, let text = scanned.fields[path]?.text else { return nil }
-        return text == "true"
+        return (text == "true") != setup.options.hasMoreNegated
     }
 
     /// Whether a listing read by position ends with this page: where the page says so
@@ -470,13 +470,18 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             guard let token = page.head.headers[header], !token.isEmpty else { return .success(nil) }
             target = URLQuery.setting(param, to: token, in: setup.firstURL)
         case .link:
+            if saysMore(scanned) == false { return .success(nil) }
             target = LinkHeader.target(rel: "next", in: page.head.headers.values(for: "Link"), base: page.url)
         case .nextURL(let path):
+            // An API that hands out a next URL on its last page too (Zendesk's after_url, for
+            // polling later) says where the listing ends: `has-more-path = !end_of_stream`.
+            if saysMore(scanned) == false { return .success(nil) }
             if let text = scanned.fields[path]?.text, !text.isEmpty {
                 target = LinkHeader.resolve(text, against: page.url)
                 if target == nil { return .failure(malformed(page, "next URL \(text.debugDescription) at \(path) is not a URL")) }
             }
         case .cursor(let param, let path):
+            if saysMore(scanned) == false { return .success(nil) }
             if let token = scanned.fields[path]?.text, !token.isEmpty {
                 target = URLQuery.setting(param, to: token, in: setup.firstURL)
             }

@@ -1,0 +1,98 @@
+import Foundation
+import Logging
+import Testing
+@testable import FerryKit
+import FerryTestSupport
+
+/// The panel of real API shapes: each example in `etc/ferry/examples/` as shipped (only its
+/// origin replaced, its credentials given as systemd gives them), synced from a local server
+/// that pages, filters and reports deletions as that API documents it (`api_shapes.py`,
+/// `json_pages_server.py`), and converging: after inserts, updates and deletes, and a failed
+/// request between them, the replica holds exactly the server's live records at their
+/// versions.
+@Suite("A panel of real API shapes, from etc/ferry/examples", .serialized)
+struct APIShapePanelTests {
+    struct Case: CustomTestStringConvertible, Sendable {
+        var example: String
+        var store: String
+        /// What the example names, replaced by the local server's address (and path).
+        var origin: String
+        var localPath: String
+        /// The shape `/admin/expected` answers for; "plain" for the server's own item form.
+        var shape: String
+        var credential: String
+        /// Whether a delete is a tombstone the API reports (soft) or the record vanishing.
+        var softDeletes: Bool
+        var testDescription: String { example }
+    }
+
+    static let cases: [Case] = [
+        Case(example: "gitlab.conf", store: "gitlab_issues", origin: "https://gitlab.example.com", localPath: "", shape: "gitlab", credential: "gitlab-token", softDeletes: true),
+        Case(example: "shopify.conf", store: "shopify_products", origin: "https://SHOP.myshopify.com", localPath: "", shape: "shopify", credential: "shopify-token", softDeletes: true),
+        Case(example: "wordpress.conf", store: "wp_posts", origin: "https://blog.example.com/wp-json/wp/v2/posts", localPath: "/wp/posts", shape: "plain",
+             credential: "wp-application-password", softDeletes: false),
+        Case(example: "jira.conf", store: "jira_issues", origin: "https://example.atlassian.net/rest/api/3/search", localPath: "/jira/search", shape: "plain",
+             credential: "jira-api-token", softDeletes: false),
+        Case(example: "zendesk.conf", store: "zendesk_tickets", origin: "https://example.zendesk.com", localPath: "", shape: "zendesk", credential: "zendesk-token", softDeletes: true),
+        Case(example: "hubspot.conf", store: "hubspot_contacts", origin: "https://api.hubapi.com", localPath: "", shape: "hubspot", credential: "hubspot-token", softDeletes: true),
+        Case(example: "airtable.conf", store: "airtable_rows", origin: "https://api.airtable.com", localPath: "", shape: "airtable", credential: "airtable-token", softDeletes: true),
+        Case(example: "notion.conf", store: "notion_pages", origin: "https://api.notion.com/v1/databases/DATABASE_ID/query", localPath: "/notion/query", shape: "plain",
+             credential: "notion-token", softDeletes: false),
+        Case(example: "salesforce.conf", store: "salesforce_accounts", origin: "https://example.my.salesforce.com", localPath: "", shape: "salesforce",
+             credential: "salesforce-token", softDeletes: true),
+        Case(example: "msgraph.conf", store: "graph_items", origin: "https://graph.microsoft.com/v1.0/me/contacts/delta", localPath: "/graph/delta", shape: "plain",
+             credential: "graph-token", softDeletes: true),
+        Case(example: "google.conf", store: "calendar_events", origin: "https://www.googleapis.com", localPath: "", shape: "google", credential: "google-token", softDeletes: true),
+        Case(example: "graphql.conf", store: "graphql_items", origin: "https://api.example.com/graphql", localPath: "/graphql", shape: "plain",
+             credential: "graphql-token", softDeletes: false),
+    ]
+
+    @Test(arguments: cases)
+    func theReplicaConvergesOnTheServer(_ test: Case) throws {
+        let server = try TestServer.python("json_pages_server.py", arguments: ["--count", "120"])
+        defer { server.stop() }
+        let example = try ExampleConfigurationTests.Example(test.example, origin: test.origin, local: server.baseURL + test.localPath,
+                                                            credentials: [test.credential: "secret-\(test.credential)"])
+        func sync(sweep: Bool = false) throws -> Result<PassReport, SyncError> {
+            let sync = try OneShotSync(configuration: example.configuration, storeNames: [], databasePath: example.database, logger: Logger(label: "test"))
+            sync.sweepNow = sweep
+            return try #require(sync.run(refresh: .milliseconds(50)) { _ in }.first { $0.store == test.store }?.result)
+        }
+        func expected() throws -> Set<String> {
+            let rows = try JSONSerialization.jsonObject(with: server.control("/admin/expected?shape=" + test.shape)) as? [[String]] ?? []
+            return Set(rows.map { $0.joined(separator: "|") })
+        }
+        func replica() throws -> Set<String> {
+            Set(try example.query("SELECT id, version FROM \(test.store) WHERE deleted = 0"))
+        }
+        func change(_ round: Int) throws {
+            let base = round * 17
+            _ = try server.control("/admin/update", method: "POST", body: #"{"ids":[\#(base + 3), \#(base + 50), \#(base + 90)]}"#)
+            _ = try server.control("/admin/create", method: "POST", body: #"{"count":4}"#)
+            for id in [base + 7, base + 60] {
+                if test.softDeletes {
+                    _ = try server.control("/admin/softdelete", method: "POST", body: #"{"ids":[\#(id)]}"#)
+                } else {
+                    _ = try server.control("/items/\(id)", method: "DELETE")
+                }
+            }
+        }
+
+        let first = try sync().get()
+        #expect(first.isComplete, "\(test.example): \(first.gaps)")
+        #expect(try replica() == expected(), "\(test.example): first sync")
+        #expect(try replica().count == 120)
+        for round in 0..<2 {
+            try change(round)
+            // A request that fails between the changes: that pass fails or is cut short, and
+            // the next one (which sweeps where the API reports no deletions) converges.
+            _ = try server.control("/admin/fail-next", method: "POST", body: #"{"count":1,"status":503}"#)
+            _ = try sync()
+            let after = try sync(sweep: true).get()
+            #expect(after.isComplete, "\(test.example) round \(round): \(after.gaps)")
+            let want = try expected()
+            let have = try replica()
+            #expect(have == want, "\(test.example) round \(round): missing \(want.subtracting(have).sorted().prefix(5)), extra \(have.subtracting(want).sorted().prefix(5))")
+        }
+    }
+}

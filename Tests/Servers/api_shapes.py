@@ -1,0 +1,233 @@
+"""API-shaped listings for json_pages_server.py: the same items, paged, filtered and
+reporting deletions the way each API documents it, for the panel of real API shapes
+(Tests/FerryKitTests/Remote/JSON/APIShapePanelTests.swift) and the examples in
+etc/ferry/examples/.
+
+Every shape answers `answer(shape, method, path, q, body, host, items)` with (status, object,
+headers) or None when the path is not its own; `items` are the server's items sorted by
+(updated_at, id), soft-deleted ones (`"deleted": true`) included, which only the APIs that
+report deletions show (as their tombstones). `expected(shape, items)` is what a replica of
+that shape must hold: [[id, version], ...] of the live items, in the shape's own id form.
+
+  shape        path                                                   pages by
+  gitlab       GET /api/v4/projects/1/issues                         Link rel=next, X-Next-Page
+  shopify      GET /admin/api/2024-01/products.json                  Link rel=next with page_info
+  zendesk      GET /api/v2/incremental/tickets/cursor.json           after_url until end_of_stream
+  hubspot      GET /crm/v3/objects/contacts                          paging.next.after
+  airtable     GET /v0/appFerry/Table                                offset in the page
+  salesforce   GET /services/data/v59.0/query?q=SOQL                 nextRecordsUrl until done
+  google       GET /calendar/v3/calendars/primary/events             nextPageToken, then nextSyncToken
+"""
+
+import base64
+import json
+import re
+from urllib.parse import quote, urlencode
+
+SHAPES = ("gitlab", "shopify", "zendesk", "hubspot", "airtable", "salesforce", "google")
+
+
+def seconds(text):
+    return text.replace(" ", "T").rstrip("Z")[:19]
+
+
+def unix(text):
+    """The server's stamps (2024-01-01T00:00:00.000123) as Unix seconds with the counter in
+    the fraction, so they keep their order."""
+    fraction = int(text[20:26]) if len(text) > 19 else 0
+    return 1704067200 + fraction
+
+
+def ident(shape, item):
+    i = item["id"]
+    return {"hubspot": str(i), "airtable": "rec%014d" % i, "salesforce": "001%015d" % i,
+            "google": "evt%d" % i}.get(shape, i)
+
+
+def version(shape, item):
+    return str(unix(item["updated_at"])) if shape == "zendesk" else item["updated_at"]
+
+
+def expected(shape, items):
+    return [[str(ident(shape, it)), version(shape, it)] for it in items if not it.get("deleted")]
+
+
+def live(items):
+    return [it for it in items if not it.get("deleted")]
+
+
+def token(value):
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+
+def untoken(text):
+    return json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def answer(shape, method, path, q, body, host, items):
+    handler = globals()["_" + shape]
+    return handler(method, path, q, body, "http://%s" % host, items)
+
+
+def _gitlab(method, path, q, body, base, items):
+    if path != "/api/v4/projects/1/issues":
+        return None
+    per = min(int(q.get("per_page", 20)), 100)
+    page = int(q.get("page", 1))
+    rows = live(items)
+    if q.get("updated_after"):
+        rows = [it for it in rows if it["updated_at"] >= q["updated_after"].rstrip("Z")]
+    pages = max(1, -(-len(rows) // per))
+    chunk = rows[(page - 1) * per: page * per]
+    issues = [{"id": it["id"], "iid": it["id"], "project_id": 1, "title": it["name"], "updated_at": it["updated_at"]}
+              for it in chunk]
+    headers = [("X-Total", str(len(rows))), ("X-Total-Pages", str(pages)), ("X-Page", str(page)),
+               ("X-Next-Page", str(page + 1) if page < pages else "")]
+    if page < pages:
+        rest = {k: v for k, v in q.items() if k != "page"}
+        headers.append(("Link", '<%s%s?%s>; rel="next"' % (base, path, urlencode(dict(rest, page=page + 1)))))
+    return 200, issues, headers
+
+
+def _shopify(method, path, q, body, base, items):
+    if path != "/admin/api/2024-01/products.json":
+        return None
+    limit = min(int(q.get("limit", 50)), 250)
+    if q.get("page_info"):
+        # Shopify refuses any filter beside page_info: the cursor carries them.
+        if set(q) - {"page_info", "limit"}:
+            return 400, {"errors": "page_info cannot be combined with other parameters"}, []
+        state = untoken(q["page_info"])
+    else:
+        state = {"after": None, "min": q.get("updated_at_min")}
+    rows = live(items)
+    if state["min"]:
+        rows = [it for it in rows if it["updated_at"] >= state["min"].rstrip("Z")]
+    if state["after"]:
+        rows = [it for it in rows if (it["updated_at"], it["id"]) > tuple(state["after"])]
+    chunk = rows[:limit]
+    products = [{"id": it["id"], "title": it["name"], "updated_at": it["updated_at"]} for it in chunk]
+    headers = []
+    if len(rows) > limit:
+        last = chunk[-1]
+        info = token({"after": [last["updated_at"], last["id"]], "min": state["min"]})
+        headers.append(("Link", '<%s%s?limit=%d&page_info=%s>; rel="next"' % (base, path, limit, info)))
+    return 200, {"products": products}, headers
+
+
+def _zendesk(method, path, q, body, base, items):
+    if path != "/api/v2/incremental/tickets/cursor.json":
+        return None
+    per = 100
+    if q.get("cursor"):
+        after = untoken(q["cursor"])
+    elif q.get("start_time") is not None:
+        after = [int(q["start_time"]) - 1, 1 << 62]
+    else:
+        return 400, {"error": "InvalidPaginationParameter", "description": "start_time or cursor is required"}, []
+    rows = [it for it in items if (unix(it["updated_at"]), it["id"]) > tuple(after)]
+    chunk = rows[:per]
+    tickets = [{"id": it["id"], "subject": it["name"], "status": "deleted" if it.get("deleted") else "open",
+                "generated_timestamp": unix(it["updated_at"])} for it in chunk]
+    last = [unix(chunk[-1]["updated_at"]), chunk[-1]["id"]] if chunk else after
+    cursor = token(last)
+    return 200, {"tickets": tickets, "after_cursor": cursor, "before_cursor": None,
+                 "after_url": "%s%s?cursor=%s" % (base, path, cursor), "end_of_stream": len(rows) <= per}, []
+
+
+def _hubspot(method, path, q, body, base, items):
+    if path != "/crm/v3/objects/contacts":
+        return None
+    limit = min(int(q.get("limit", 10)), 100)
+    rows = live(items)
+    start = 0
+    if q.get("after"):
+        start = next((n + 1 for n, it in enumerate(rows) if str(it["id"]) == q["after"]), len(rows))
+    chunk = rows[start:start + limit]
+    results = [{"id": str(it["id"]), "properties": {"firstname": it["name"], "lastmodifieddate": it["updated_at"]},
+                "createdAt": "2024-01-01T00:00:00Z", "updatedAt": it["updated_at"], "archived": False} for it in chunk]
+    page = {"results": results}
+    if start + limit < len(rows):
+        after = str(chunk[-1]["id"])
+        page["paging"] = {"next": {"after": after, "link": "%s%s?after=%s" % (base, path, after)}}
+    return 200, page, []
+
+
+def _airtable(method, path, q, body, base, items):
+    if path != "/v0/appFerry/Table":
+        return None
+    size = min(int(q.get("pageSize", 100)), 100)
+    rows = live(items)
+    start = 0
+    if q.get("offset"):
+        try:
+            start = untoken(q["offset"])
+        except ValueError:
+            return 422, {"error": {"type": "LIST_RECORDS_ITERATOR_NOT_AVAILABLE"}}, []
+    chunk = rows[start:start + size]
+    records = [{"id": "rec%014d" % it["id"], "createdTime": "2024-01-01T00:00:00.000Z",
+                "fields": {"Name": it["name"], "Last Modified": it["updated_at"]}} for it in chunk]
+    page = {"records": records}
+    if start + size < len(rows):
+        page["offset"] = token(start + size)
+    return 200, page, []
+
+
+SOQL_SINCE = re.compile(r"SystemModstamp\s*>\s*(\S+)")
+
+
+def _salesforce(method, path, q, body, base, items):
+    prefix = "/services/data/v59.0/query"
+    if not path.startswith(prefix):
+        return None
+    per = 100
+    if path == prefix:
+        soql = q.get("q", "")
+        if "FROM Account" not in soql:
+            return 400, [{"message": "sObject type is not supported", "errorCode": "INVALID_TYPE"}], []
+        match = SOQL_SINCE.search(soql)
+        since = match.group(1).rstrip("Z") if match else None
+        start = 0
+    else:
+        state = untoken(path[len(prefix) + 1:])
+        since, start = state["since"], state["start"]
+    rows = live(items)
+    if since:
+        rows = [it for it in rows if it["updated_at"] > since]
+    chunk = rows[start:start + per]
+    records = [{"attributes": {"type": "Account", "url": "/services/data/v59.0/sobjects/Account/001%015d" % it["id"]},
+                "Id": "001%015d" % it["id"], "Name": it["name"], "SystemModstamp": it["updated_at"]} for it in chunk]
+    page = {"totalSize": len(rows), "done": start + per >= len(rows), "records": records}
+    if not page["done"]:
+        page["nextRecordsUrl"] = "%s/%s" % (prefix, token({"since": since, "start": start + per}))
+    return 200, page, []
+
+
+def _google(method, path, q, body, base, items):
+    if path != "/calendar/v3/calendars/primary/events":
+        return None
+    per = min(int(q.get("maxResults", 250)), 2500)
+    if q.get("pageToken"):
+        state = untoken(q["pageToken"])
+    elif q.get("syncToken"):
+        since = untoken(q["syncToken"])
+        if since.get("expired"):
+            return 410, {"error": {"code": 410, "message": "Sync token is no longer valid, a full sync is required.",
+                                   "errors": [{"domain": "calendar", "reason": "fullSyncRequired"}]}}, []
+        state = {"since": since["stamp"], "start": 0}
+    else:
+        state = {"since": None, "start": 0}
+    if state["since"]:
+        rows = [it for it in items if it["updated_at"] > state["since"]]
+    else:
+        rows = live(items)
+    chunk = rows[state["start"]:state["start"] + per]
+    events = [{"kind": "calendar#event", "id": "evt%d" % it["id"], "status": "cancelled" if it.get("deleted") else "confirmed",
+               "summary": it["name"], "updated": it["updated_at"]} for it in chunk]
+    page = {"kind": "calendar#events", "items": events}
+    if state["start"] + per < len(rows):
+        page["nextPageToken"] = token({"since": state["since"], "start": state["start"] + per})
+    else:
+        newest = max((it["updated_at"] for it in items), default="2024-01-01T00:00:00.000000")
+        page["nextSyncToken"] = token({"stamp": newest})
+    return 200, page, []
