@@ -36,7 +36,7 @@ struct JSONEndToEndBenchmark: ParsableCommand {
     var alsoWithoutReconcile = false
     @Option(help: "Cap SQLite's heap in Ferry's pass (MB; sqlite3_soft_heap_limit64): what a smaller bulk-mode cache would give. The raw loop keeps 128 MB.")
     var sqliteHeapLimitMb: Int?
-    @Flag(help: "Then run the pass again with nothing changed (between sweeps, and with a sweep), against the first pass and a C loop of id lookups.")
+    @Flag(help: "Then run the pass again with nothing changed (between sweeps, and with a sweep), against the first pass and a C loop of id lookups, each warm and with the replica out of the page cache (bytes read from storage beside).")
     var noChange = false
     @Option(help: "Directory for pages and databases (default: a new temporary directory, removed afterwards).")
     var directory: String?
@@ -183,11 +183,12 @@ struct JSONEndToEndBenchmark: ParsableCommand {
         print("goal (a no-change pass, with its sweep and between sweeps, ≤ 0.3× the first pass): \(met ? "met" : "NOT met")")
 
         // The same passes cold, after the warm ones (which keep the cache the first sync and
-        // the floor left): in each child, after the open, the replica's files leave the page
-        // cache, as on a machine that reclaimed them while ferryd waited for the next pass.
+        // the floor left): in each child, before the open and again after it, the replica's
+        // files leave the page cache, as on a machine that reclaimed them while ferryd waited
+        // for the next pass.
         // The sweep is made due again (the warm one just swept), and takes the same path.
         let replicaBytes = PageCache.replicaFiles(database).reduce(Int64(0)) { $0 + PageCache.fileSize($1) }
-        print(String(format: "(e) the same passes cold: after the open, before the pass, the replica's files (.db, -wal, -shm; %.1f MB) leave the "
+        print(String(format: "(e) the same passes cold: before the open and again before the pass, the replica's files (.db, -wal, -shm; %.1f MB) leave the "
                      + "page cache by fsync + posix_fadvise(POSIX_FADV_DONTNEED), which needs no root (drop_caches as root only if that "
                      + "leaves them cached); read = read_bytes of the pass's /proc/self/io, what it fetched from storage", Double(replicaBytes) / 1e6))
         var cold: [[String: String]] = []
@@ -204,10 +205,11 @@ struct JSONEndToEndBenchmark: ParsableCommand {
                          kind.short, seconds, cpu, ratio, read / 1e6, share * 100,
                          !kind.isGoal ? "" : ratio <= 0.3 && share <= 0.05 ? " (goal ≤ 0.30×, ≤ 5% read: met)" : " (goal ≤ 0.30×, ≤ 5% read: NOT met)",
                          Double(Int(result["hwm_kb"] ?? "") ?? -1) / 1024))
-            print(String(format: "    evicted by %@: %.1f MB of the replica cached before, %.1f MB after; pages %@ (%@ unchanged), requests %@",
+            print(String(format: "    evicted by %@: %.1f MB of the replica cached before, %.1f MB after; pages %@ (%@ unchanged), requests %@; "
+                         + "before it, the open, from storage too: %.2f s, read %.1f MB",
                          result["evicted"] ?? "?", Double(Int64(result["cached_before"] ?? "") ?? -1) / 1e6,
                          Double(Int64(result["cached_after"] ?? "") ?? -1) / 1e6, result["pages"] ?? "?", result["pages_unchanged"] ?? "?",
-                         result["requests"] ?? "?"))
+                         result["requests"] ?? "?", Double(result["open_seconds"] ?? "") ?? .nan, Double(Int64(result["open_read_bytes"] ?? "") ?? -1) / 1e6))
             try kind.check(result)
             guard result["evicted"] == PageCache.Eviction.fadvise.rawValue || result["evicted"] == PageCache.Eviction.dropCaches.rawValue else {
                 throw ValidationError("the replica stayed in the page cache (\(result["evicted"] ?? "?")): no cold figure")
@@ -218,14 +220,20 @@ struct JSONEndToEndBenchmark: ParsableCommand {
             if kind.isGoal { coldMet = coldMet && ratio <= 0.3 && share <= 0.05 }
             cold.append(result)
         }
-        for (kind, (warmResult, coldResult)) in zip(kinds, zip(warm, cold)) {
+        // Not a pass, not a goal: the integrity check (quick_check) a start runs beside its first
+        // passes and `ferry sync` waits for, once a day; it reads every page. Cold first: it
+        // leaves the file cached for the warm one.
+        let checkCold = try childPass(url: firstURL, database: database, reconcile: false, evict: true, integrityCheckOnly: true)
+        let checkWarm = try childPass(url: firstURL, database: database, reconcile: false, integrityCheckOnly: true)
+        let rows = Array(zip(kinds.map(\.short), zip(warm, cold))) + [("integrity check (daily)", (checkWarm, checkCold))]
+        for (short, (warmResult, coldResult)) in rows {
             func figures(_ result: [String: String]) -> String {
                 let seconds = Double(result["seconds"] ?? "") ?? .nan
                 let read = Double(Int64(result["read_bytes"] ?? "") ?? -1)
                 return String(format: "%.2f× (%.2f s, read %.1f MB = %.1f%% of the replica)", seconds / firstPass, seconds, read / 1e6,
                               read / Double(replicaBytes) * 100)
             }
-            print(kind.short.padding(toLength: 26, withPad: " ", startingAt: 0) + "warm " + figures(warmResult) + "   cold " + figures(coldResult))
+            print(short.padding(toLength: 26, withPad: " ", startingAt: 0) + "warm " + figures(warmResult) + "   cold " + figures(coldResult))
         }
         print("goal cold (a no-change pass, with its sweep and between sweeps, from a replica out of the page cache: ≤ 0.3× the first pass, "
               + "reading ≤ 5% of the replica): \(coldMet ? "met" : "NOT met")")
@@ -290,11 +298,13 @@ struct JSONEndToEndBenchmark: ParsableCommand {
 
     /// Runs `json-e2e-pass` in a child process and returns its RESULT line's fields.
     private func childPass(url: String, database: String, reconcile: Bool, opened: Bool = false, listEveryID: Bool = false,
-                           evict: Bool = false, sweepDue: Bool = false, sourceOnly: Bool = false, apply: Bool = false) throws -> [String: String] {
+                           evict: Bool = false, sweepDue: Bool = false, integrityCheckOnly: Bool = false, sourceOnly: Bool = false,
+                           apply: Bool = false) throws -> [String: String] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         var arguments = ["json-e2e-pass", "--url", url, "--database", database, "--reconcile", String(reconcile)]
         for (flag, set) in [("--opened", opened), ("--list-every-id", listEveryID), ("--evict", evict), ("--sweep-due", sweepDue),
+                            ("--integrity-check-only", integrityCheckOnly),
                             ("--source-only", sourceOnly), ("--apply", apply)] where set {
             arguments.append(flag)
         }

@@ -30,8 +30,10 @@ struct JSONEndToEndPass: ParsableCommand {
     var opened = false
     @Flag(help: "With --opened: sweep by listing every id, as `ferry sync --sweep` does, even where the pages are those the last sweep listed.")
     var listEveryID = false
-    @Flag(help: "With --opened: after the open, drop the replica's files from the page cache (fsync, then posix_fadvise DONTNEED; drop_caches as root if that leaves them cached) and time the pass from storage.")
+    @Flag(help: "With --opened: drop the replica's files from the page cache (fsync, then posix_fadvise DONTNEED; drop_caches as root if that leaves them cached) before the open and again after it, and time the pass from storage.")
     var evict = false
+    @Flag(help: "Time the replica's integrity check alone (the quick_check ferryd and ferry sync run once a day), from storage with --evict, instead of a pass.")
+    var integrityCheckOnly = false
     @Flag(help: "With --reconcile true: the sweep is due whenever the last one was (a reconcile-interval of 1 ms), to time ferryd's scheduled sweep again.")
     var sweepDue = false
     @Flag(help: "Run the source alone into a counting sink (fetch + parse, no store) instead of the pass.")
@@ -57,17 +59,32 @@ struct JSONEndToEndPass: ParsableCommand {
         var logger = Logger(label: "ferry.bench")
         logger.logLevel = .warning
         if let sqliteHeapLimitMb { _ = sqlite3_soft_heap_limit64(Int64(sqliteHeapLimitMb) << 20) }
+        let files = PageCache.replicaFiles(database)
+        if integrityCheckOnly {
+            let evicted = evict ? PageCache.evict(files) : nil
+            let readBefore = PageCache.bytesRead()
+            let checking = ContinuousClock.now
+            try ReplicaDatabase.checkIntegrity(path: database)
+            print("RESULT seconds=\((ContinuousClock.now - checking).seconds) read_bytes=\(PageCache.bytesRead() - readBefore)"
+                  + (evicted.map { " evicted=\($0.method.rawValue) cached_before=\($0.cachedBefore) cached_after=\($0.cachedAfter)" } ?? ""))
+            return
+        }
         var openSeconds: Double?
+        var openRead: Int64?
         var shared: SharedDatabase?
         if opened {
+            // From storage too: what a start (or `ferry sync`) reads before any pass.
+            if evict { _ = PageCache.evict(files) }
+            let readBefore = PageCache.bytesRead()
             let opening = ContinuousClock.now
             shared = try Self.openAsDaemon(database)
             openSeconds = (ContinuousClock.now - opening).seconds
+            openRead = PageCache.bytesRead() - readBefore
         }
         defer { shared?.close() }
         // A daemon's replica, its pages reclaimed since the last pass: the open (once per
-        // start) found them cached; the pass does not.
-        let evicted = evict && shared != nil ? PageCache.evict(PageCache.replicaFiles(database)) : nil
+        // start) read some of them back; the pass finds none cached.
+        let evicted = evict && shared != nil ? PageCache.evict(files) : nil
         let hwmBefore = Self.peakRSSKilobytes()
         let cpuBefore = Self.processCPUSeconds()
         let writtenBefore = Self.bytesWritten()
@@ -114,7 +131,7 @@ struct JSONEndToEndPass: ParsableCommand {
               + "sweep=\(sweep) pages=\(report.pages) pages_unchanged=\(report.pagesUnchanged) requests=\(report.requests) cpu_seconds=\(cpu) "
               + "hwm_before_kb=\(hwmBefore) hwm_kb=\(hwm) write_bytes=\(Self.bytesWritten() - writtenBefore) read_bytes=\(read) "
               + "listing_unchanged=\(report.listingUnchanged)"
-              + (openSeconds.map { " open_seconds=\($0)" } ?? "")
+              + (openSeconds.map { " open_seconds=\($0)" } ?? "") + (openRead.map { " open_read_bytes=\($0)" } ?? "")
               + (evicted.map { " evicted=\($0.method.rawValue) cached_before=\($0.cachedBefore) cached_after=\($0.cachedAfter) replica_bytes=\($0.fileBytes)" } ?? ""))
     }
 
