@@ -33,6 +33,24 @@ struct PassClaimTests {
     }
 
     /// A process killed while it held the store (SIGKILL leaves its row) holds nothing.
+    /// A replica that turned read-only (or full) under a pass: its claim cannot be let go of,
+    /// and the same process's next pass takes it over instead of calling itself busy for as
+    /// long as the process runs (ferryd, found by the daemon suite's read-only remount).
+    @Test func aClaimThatCouldNotBeLetGoIsTakenOverByTheSameProcess() throws {
+        let (_, database) = try Self.replica()
+        defer { database.close() }
+        #expect(try database.write { try $0.claimPass(of: "items", token: "first", at: Date()) } == nil)
+        try database.write { database in
+            try database.connection.execute("PRAGMA query_only = 1")
+            database.releasePass(of: "items", token: "first")
+            try database.connection.execute("PRAGMA query_only = 0")
+        }
+        #expect(try database.write { try $0.passClaimHolder(of: "items") } != nil, "the claim still stands")
+        #expect(try database.write { try $0.claimPass(of: "items", token: "second", at: Date()) } == nil, "ours, not busy")
+        // Another pass's live claim still makes a pass busy.
+        #expect(try database.write { try $0.claimPass(of: "items", token: "third", at: Date()) } != nil)
+    }
+
     @Test func aClaimOfAProcessThatEndedIsTakenOver() throws {
         let (directory, database) = try Self.replica()
         defer { database.close(); _ = directory }

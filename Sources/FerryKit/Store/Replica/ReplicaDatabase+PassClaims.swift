@@ -28,7 +28,11 @@ extension ReplicaDatabase {
         do {
             guard let storeID = try storeID(of: store) else { return nil }
             return try connection.transaction { () throws(SQLiteError) -> PassClaimHolder? in
-                if let standing = try liveClaim(of: storeID), standing.token != token { return standing.holder }
+                // A claim an earlier pass of ours could not let go of is ours, not another
+                // pass's: without this, ferryd would call every later pass of a store busy.
+                if let standing = try liveClaim(of: storeID), standing.token != token, strandedClaims[storeID] != standing.token {
+                    return standing.holder
+                }
                 let me = ProcessIdentity.current
                 let claim = try connection.prepare("""
                     INSERT INTO ferry_pass_claims(store_id, pid, process_start, token, command, claimed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -42,19 +46,25 @@ extension ReplicaDatabase {
                 try claim.bind(ProcessIdentity.command, at: 5)
                 try claim.bind(Self.timestamp(date), at: 6)
                 try claim.run()
+                strandedClaims[storeID] = nil
                 return nil
             }
         } catch { throw StoreError(error, path: path, store: store) }
     }
 
     /// Lets go of a claim `token` holds; nothing when it holds none. Never fails a pass: a claim
-    /// left standing belongs to a process that ends, and is taken over then.
+    /// that cannot be let go of (a full or read-only replica) is remembered as this process's
+    /// own, taken over by its next pass of the store, and by anyone once the process ends.
     public func releasePass(of store: String, token: String) {
-        guard let storeID = try? storeID(of: store),
-              let release = try? connection.prepare("DELETE FROM ferry_pass_claims WHERE store_id = ?1 AND token = ?2") else { return }
-        try? release.bind(storeID, at: 1)
-        try? release.bind(token, at: 2)
-        try? release.run()
+        guard let storeID = try? storeID(of: store) else { return }
+        do {
+            let release = try connection.prepare("DELETE FROM ferry_pass_claims WHERE store_id = ?1 AND token = ?2")
+            try release.bind(storeID, at: 1)
+            try release.bind(token, at: 2)
+            try release.run()
+        } catch {
+            strandedClaims[storeID] = token
+        }
     }
 
     /// Who holds `store`'s pass now, if a live process does.

@@ -32,6 +32,9 @@ public final class ReplicaDatabase {
     var lastDataVersion: Int64 = -1
     /// The pragmas ``setBulkMode(_:)`` replaced, to restore them.
     var savedPragmas: (cacheSize: Int64, autocheckpoint: Int64)?
+    /// Claims of this connection's passes that could not be let go (a full or read-only
+    /// replica), by store id: ours to take over (``claimPass(of:token:at:)``).
+    var strandedClaims: [Int64: String] = [:]
     /// Checkpoints the WAL beside the writer while bulk mode is on.
     var checkpointer: WALCheckpointer?
     /// When bulk mode's checkpointer copies and when the writer waits for it (tests make
