@@ -46,3 +46,9 @@ public func runPython(_ script: String, _ arguments: [String]) throws -> String?
     return String(decoding: data, as: UTF8.self)
 }
 
+
+/// Makes a closed replica look as if its last integrity check were long ago (or never was):
+/// a replica counts as checked when this process made it or checked it at open.
+public func forgetIntegrityCheck(ofReplicaAt path: String) throws {
+    try Shell.run("/usr/bin/sqlite3", [path, "DELETE FROM ferry_meta WHERE key = 'integrity_checked'"])
+}

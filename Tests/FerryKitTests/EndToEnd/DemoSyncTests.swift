@@ -40,6 +40,7 @@ struct DemoSyncTests {
         let database = directory.path("demo.db")
         _ = try OneShotSync(configuration: configuration, storeNames: [], databasePath: database, logger: Logger(label: "test"))
             .run(refresh: .milliseconds(50)) { _ in }
+        try forgetIntegrityCheck(ofReplicaAt: database)
         try damageMiddle(ofReplicaAt: database)
         // Small: refused before any pass.
         #expect(throws: StoreError.self) {

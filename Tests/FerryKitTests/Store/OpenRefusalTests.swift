@@ -67,6 +67,8 @@ struct OpenRefusalTests {
         try replica.prepare(StoreDefinition(name: "items"))
         _ = try replica.apply(ChangeBatch(changes: (0..<100).map { record("r\($0)", version: "1") }, cursor: "c"), to: "items")
         replica.close()
+        #expect(try !ReplicaDatabase(path: path, deferIntegrityCheckAbove: 0).integrityCheckDeferred, "made here: counts as checked")
+        try forgetIntegrityCheck(ofReplicaAt: path)
         func opened(recording date: Date? = nil) throws -> Bool {
             let database = try ReplicaDatabase(path: path, deferIntegrityCheckAbove: 0)
             defer { database.close() }
@@ -89,6 +91,7 @@ struct OpenRefusalTests {
         #expect(!small.integrityCheckDeferred)
         small.close()
         try ReplicaDatabase.checkIntegrity(path: path)
+        try forgetIntegrityCheck(ofReplicaAt: path)
         // Damaged and over the threshold: it opens, says the check is the owner's, and the
         // owner's check finds the damage.
         try damageMiddle(ofReplicaAt: path)
