@@ -151,19 +151,30 @@ public enum Shell {
         return data
     }
 
-    /// Runs a command to its end, standard output discarded: its exit status and what it wrote
-    /// to standard error (for tests of a command's exit code and one-line error).
-    public static func outcome(_ executable: String, _ arguments: [String]) throws -> (status: Int32, errors: String) {
+    /// Runs a command to its end: its exit status, standard output and standard error (for
+    /// tests of a command's exit code, output and one-line error). `environment` is added to
+    /// this process's.
+    public static func outcome(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws
+        -> (status: Int32, output: String, errors: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        let errors = Pipe()
+        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
         process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let words = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        // Both pipes drained at once: a command that fills one while the other is read waits.
+        let errorText = UncheckedBox<Data>()
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            errorText.value = errors.fileHandleForReading.readDataToEndOfFile()
+            done.signal()
+        }
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        done.wait()
         process.waitUntilExit()
-        return (process.terminationStatus, words)
+        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: errorText.value ?? Data(), as: UTF8.self))
     }
 
     /// The rows `sql` gives in the SQLite file `database`, one line each as the sqlite3 shell
@@ -192,6 +203,11 @@ public enum Shell {
         }
         return port
     }
+}
+
+/// A value one thread writes and another reads after a semaphore says it is there.
+private final class UncheckedBox<Value>: @unchecked Sendable {
+    var value: Value?
 }
 
 public enum ShellError: Error {

@@ -8,7 +8,8 @@ import FerryTestSupport
 /// passes the store again (rclone's way); past the budget it fails saying when to retry.
 @Suite("A one-shot sync and a rate limit", .serialized)
 struct RateLimitWaitTests {
-    static func sync(_ server: ParseTestServer, in directory: TemporaryDirectory, wait: Duration) throws -> Result<PassReport, SyncError> {
+    /// A configuration of one Parse store `quotes` on `server`, its key in a 0600 file; its path.
+    static func configuration(_ server: ParseTestServer, in directory: TemporaryDirectory) throws -> String {
         let key = directory.path("key")
         try "rest-secret".write(toFile: key, atomically: true, encoding: .utf8)
         chmod(key, 0o600)
@@ -22,7 +23,11 @@ struct RateLimitWaitTests {
             class = Quote
             rest-api-key = file:\(key)
             """.write(toFile: directory.path("ferry.conf"), atomically: true, encoding: .utf8)
-        let configuration = try ConfigurationLoader.load(path: directory.path("ferry.conf"), environment: [:])
+        return directory.path("ferry.conf")
+    }
+
+    static func sync(_ server: ParseTestServer, in directory: TemporaryDirectory, wait: Duration) throws -> Result<PassReport, SyncError> {
+        let configuration = try ConfigurationLoader.load(path: try Self.configuration(server, in: directory), environment: [:])
         let sync = try OneShotSync(configuration: configuration, storeNames: [], databasePath: directory.path("replica.db"), logger: Logger(label: "test"))
         sync.rateLimitWait = wait
         return try #require(sync.run(refresh: .milliseconds(50)) { _ in }.first?.result)

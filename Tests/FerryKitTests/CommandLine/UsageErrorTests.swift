@@ -8,17 +8,8 @@ import FerryTestSupport
 @Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: FerrydProcessTests.binary("ferry")), "build ferry first: swift build"))
 struct UsageErrorTests {
     static func run(_ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: FerrydProcessTests.binary("ferry"))
-        process.arguments = arguments
-        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile(), errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+        let outcome = try Shell.outcome(FerrydProcessTests.binary("ferry"), arguments, environment: environment)
+        return (outcome.status, outcome.output, outcome.errors)
     }
 
     @Test(arguments: [["sync", "--bogus"], ["nosuch"], ["status", "--json", "extra", "args"], ["changes", "--limit", "many"]])

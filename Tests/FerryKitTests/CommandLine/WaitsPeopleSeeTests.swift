@@ -10,24 +10,6 @@ import FerryTestSupport
 struct WaitsPeopleSeeTests {
     static let ferry = FerrydProcessTests.binary("ferry")
 
-    private static func configuration(_ server: ParseTestServer, in directory: TemporaryDirectory) throws -> String {
-        let key = directory.path("key")
-        try "rest-secret".write(toFile: key, atomically: true, encoding: .utf8)
-        chmod(key, 0o600)
-        let path = directory.path("ferry.conf")
-        try """
-            [ferry]
-            database = \(directory.path("replica.db"))
-            [store quotes]
-            kind = parse
-            url = \(server.mount)
-            application-id = ferry-test
-            class = Quote
-            rest-api-key = file:\(key)
-            """.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
-    }
-
     /// Starts `ferry sync` with standard error piped; its lines arrive in `lines`.
     private final class Run: @unchecked Sendable {
         let process = Process()
@@ -67,7 +49,7 @@ struct WaitsPeopleSeeTests {
         try server.admin("seed", ["class": "Quote", "count": 5, "seed": 7])
         try server.admin("fault", ["next": 1, "status": 429, "retry_after": 1])
         let directory = try TemporaryDirectory()
-        let run = try Run(["sync", "--config", try Self.configuration(server, in: directory)])
+        let run = try Run(["sync", "--config", try RateLimitWaitTests.configuration(server, in: directory)])
         run.process.waitUntilExit()
         #expect(run.process.terminationStatus == 0, "\(run.errors)")
         #expect(run.errors.contains("store quotes: rate limited; the server asked to wait 1s"), "\(run.errors)")
@@ -78,7 +60,7 @@ struct WaitsPeopleSeeTests {
         let server = try ParseTestServer.start()
         try server.admin("seed", ["class": "Quote", "count": 5, "seed": 7])
         let directory = try TemporaryDirectory()
-        let configuration = try Self.configuration(server, in: directory)
+        let configuration = try RateLimitWaitTests.configuration(server, in: directory)
         let first = try Run(["sync", "--config", configuration])
         first.process.waitUntilExit()
         try #require(first.process.terminationStatus == 0, "\(first.errors)")

@@ -47,20 +47,20 @@ struct ReadOnlyConsumerTests {
         let closed = directory.path("closed")
         try FileManager.default.createDirectory(atPath: closed, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         try FileManager.default.copyItem(atPath: path, toPath: closed + "/replica.db")
-        let (status74, words) = try Shell.outcome("/usr/bin/env", asNobody + [ferry, "status", "--database", closed + "/replica.db", "--config", "/nonexistent.conf"])
+        let (status74, _, words) = try Shell.outcome("/usr/bin/env", asNobody + [ferry, "status", "--database", closed + "/replica.db", "--config", "/nonexistent.conf"])
         #expect(status74 == FerryExitCode.database.rawValue, "\(words)")
         #expect(words.contains("permission denied") && words.contains("may not enter \(closed)"), "\(words)")
 
         // The same for a configuration: denied, not "no such file (create it ...)", and the
         // same exit; one that may be entered but not read says so of the file itself.
         try "[ferry]\n".write(toFile: closed + "/ferry.conf", atomically: true, encoding: .utf8)
-        let (configStatus, configWords) = try Shell.outcome("/usr/bin/env", asNobody + [ferry, "check-config", "--config", closed + "/ferry.conf"])
+        let (configStatus, _, configWords) = try Shell.outcome("/usr/bin/env", asNobody + [ferry, "check-config", "--config", closed + "/ferry.conf"])
         #expect(configStatus == FerryExitCode.database.rawValue, "\(configWords)")
         #expect(configWords.contains("permission denied") && configWords.contains("may not enter \(closed)") && !configWords.contains("no such file"), "\(configWords)")
         let unreadable = directory.path("private.conf")
         try "[ferry]\n".write(toFile: unreadable, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: unreadable)
-        let (fileStatus, fileWords) = try Shell.outcome("/usr/bin/env", asNobody + [ferry, "check-config", "--config", unreadable])
+        let (fileStatus, _, fileWords) = try Shell.outcome("/usr/bin/env", asNobody + [ferry, "check-config", "--config", unreadable])
         #expect(fileStatus == FerryExitCode.database.rawValue, "\(fileWords)")
         #expect(fileWords.contains("permission denied") && fileWords.contains("may not read it"), "\(fileWords)")
     }

@@ -16,16 +16,8 @@ struct PushCommandTests {
 
     /// Runs `ferry ARGS`, returning its exit status and standard output.
     static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ferry)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let outcome = try Shell.outcome(ferry, arguments)
+        return (outcome.status, outcome.output)
     }
 
     /// A configuration with one push store, `contacts`, on `server`'s address book; returns
