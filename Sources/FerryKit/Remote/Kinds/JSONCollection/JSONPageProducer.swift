@@ -442,7 +442,8 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         return nil
     }
 
-    /// The next page's URL, nil at the end of the chain. Positional styles end where the page
+    /// The next page's URL (and, for `body:` pagination, the cursor its body carries), nil at
+    /// the end of the chain. Positional styles end where the page
     /// says so (`has-more-path`), at the total (pages, or records for an offset), or at an
     /// empty page; never at a short one, since servers cap the page size below what is asked.
     private func nextPage(after page: HTTPPageLoader.Page, _ scanned: JSONPage, number: Int) -> Result<(url: String, cursor: String?)?, SyncError> {
