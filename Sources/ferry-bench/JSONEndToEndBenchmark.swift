@@ -38,6 +38,8 @@ struct JSONEndToEndBenchmark: ParsableCommand {
     var sqliteHeapLimitMb: Int?
     @Flag(help: "Then run the pass again with nothing changed (between sweeps, and with a sweep), against the first pass and a C loop of id lookups, each warm and with the replica out of the page cache (bytes read from storage beside).")
     var noChange = false
+    @Flag(help: "Also load the same pages with dlt's rest_api source into SQLite (merge on the primary key), a first pull and a run with nothing changed, against Ferry's first pass (needs pip install \"dlt[sqlalchemy]\" in $FERRY_VENV).")
+    var dlt = false
     @Option(help: "Directory for pages and databases (default: a new temporary directory, removed afterwards).")
     var directory: String?
 
@@ -132,7 +134,27 @@ struct JSONEndToEndBenchmark: ParsableCommand {
             goalsMet = goalsMet && ratio >= 1.2 && hwm >= 0 && hwm < 150 * 1024
         }
         print("goals (ratio ≥ 1.2×, peak RSS < 150 MB): \(goalsMet ? "met" : "NOT met")")
+        if dlt { try dltLines(urls[0], base: base, firstPass: firstPassSeconds) }
         if noChange { try noChangeLines(urls[0], pages: pages, scanner: scanner, base: base, firstPass: firstPassSeconds) }
+    }
+
+    /// (f) dlt's rest_api source (`scripts/bench/dlt_peer.py`) over the same pages into SQLite,
+    /// merged on `objectId` as dlt documents a paginated API: its first pull and a run with
+    /// nothing changed, against Ferry's first pass. Goal: Ferry ≥ 15× dlt on the first pull.
+    private func dltLines(_ firstURL: String, base: URL, firstPass: Double) throws {
+        let venv = ProcessInfo.processInfo.environment["FERRY_VENV"] ?? NSHomeDirectory() + "/.cache/ferry/venv"
+        let script = TestServer.repositoryRoot.appendingPathComponent("scripts/bench/dlt_peer.py").path
+        let output = try Shell.outcome(venv + "/bin/python3", [script, "--url", firstURL, "--database", base.appendingPathComponent("dlt.db").path, "--runs", "2"])
+        let runs = output.output.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }
+        guard runs.count == 2, let first = runs[0]["seconds"] as? Double, let again = runs[1]["seconds"] as? Double,
+              runs.allSatisfy({ ($0["rows"] as? Int) == records }) else {
+            throw ValidationError("dlt_peer.py did not load \(records) rows twice: \(output.output)\(output.errors.suffix(2000))")
+        }
+        let speedup = first / firstPass
+        print(String(format: "(f) dlt rest_api source into SQLite, merge on objectId: first pull %.1f s (Ferry %.1f× faster; goal ≥ 15×: %@), "
+                     + "again with nothing changed %.1f s", first, speedup, speedup >= 15 ? "met" : "NOT met", again))
     }
 
     /// (d) The store's next passes with nothing changed on the remote, against the first pass
