@@ -97,7 +97,7 @@ final class PullPhase: RemoteSourceSink {
     func start(completion: @escaping (Result<PassReport, SyncError>) -> Void) {
         guard case .idle = state else { preconditionFailure("a pull phase was started twice") }
         self.completion = completion
-        let plan: PassPlan
+        var plan: PassPlan
         let rowsBefore: Int?
         let decision: PassPlanner.Decision
         do {
@@ -122,8 +122,11 @@ final class PullPhase: RemoteSourceSink {
             // A first sync writes the whole store: tune the connection for it.
             do {
                 let spooling = decision.fillsEmptyTable
-                try context.database.write { database throws(StoreError) in try database.setBulkMode(true, cacheMiB: spooling ? 16 : 64) }
+                // Spooling, the pages go to sorted runs, not the b-tree: a 2 MiB cache serves the
+                // drains' appends as fast as 16 did, 14 MB less of the first sync's peak.
+                try context.database.write { database throws(StoreError) in try database.setBulkMode(true, cacheMiB: spooling ? 2 : 64) }
                 if spooling {
+                    plan.spooled = true
                     writing = .spooling(SpooledFirstSync(replicaPath: context.database.path, store: store.name, origin: store.url.redactingUserInfo))
                 }
             } catch {

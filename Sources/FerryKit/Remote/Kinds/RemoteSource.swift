@@ -27,6 +27,9 @@ public struct PassPlan: Sendable, Equatable {
     /// (``SourceOutcome/listingUnchanged``). One that finds a page changed lists the ids of
     /// every page, those it counted too.
     public var listingAtRest = false
+    /// The pass spools what it fetches into sorted runs (a first sync of an empty table): a
+    /// source may hand over smaller batches, which the spool takes as fast, in less memory.
+    public var spooled = false
 
     public init(cursor: String?, reconcile: Bool, pendingIDs: [String] = [], revalidate: Bool = false, currentToken: String? = nil) {
         self.cursor = cursor

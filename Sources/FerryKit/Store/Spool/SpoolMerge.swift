@@ -31,9 +31,9 @@ final class SpoolMerge {
         }
 
         init(run: (offset: Int64, length: Int64), file: SpoolFile) {
-            // 64 runs of a 2 GiB drain read through 4 MB (a 10M-record first sync's peak memory
-            // is in its drains).
-            bytes = [UInt8](repeating: 0, count: 64 << 10)
+            // The 512 runs of a 2 GiB drain of 4 MiB runs read through 16 MB (a 10M-record first
+            // sync's peak memory is in its drains).
+            bytes = [UInt8](repeating: 0, count: 32 << 10)
             offsets = nil
             self.file = file
             next = run.offset

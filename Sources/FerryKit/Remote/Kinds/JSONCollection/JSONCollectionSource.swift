@@ -60,6 +60,9 @@ public final class JSONCollectionSource: RemoteSource {
     /// batch carries the cursor of its last page, and a failed page still hands over the good
     /// pages before it. ``maxBatchDelay`` keeps slow APIs committing page by page.
     var batchTarget = 10_000
+    /// ``batchTarget`` while the pass spools (``PassPlan/spooled``): 2,500 records ahead of
+    /// the spool cost 7 MB less of a 1M first sync's peak, and no time.
+    static let spooledBatchTarget = 2_500
     /// Bytes of record bodies gathered before a batch goes out regardless of ``batchTarget``,
     /// so large records keep memory bounded.
     var batchByteLimit = 16 << 20
@@ -94,6 +97,7 @@ public final class JSONCollectionSource: RemoteSource {
     public func start(_ plan: PassPlan, sink: any RemoteSourceSink) {
         guard case .idle = state else { preconditionFailure("JSONCollectionSource started twice") }
         self.plan = plan
+        if plan.spooled { batchTarget = min(batchTarget, Self.spooledBatchTarget) }
         var stored = JSONCollectionCursor()
         if let text = plan.cursor {
             if let cursor = JSONCollectionCursor(stored: text) {
