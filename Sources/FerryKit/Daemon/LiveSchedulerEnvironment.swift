@@ -11,7 +11,7 @@ public final class LiveSchedulerEnvironment: SchedulerEnvironment, @unchecked Se
     private let logger: Logger
     private let owner: RunLoopHandle
     private let queue = OperationQueue()
-    private var timer: Timer?
+    private var timer: MovableTimer?
     /// Set once, right after the scheduler is made; its ticks come from ``timer``.
     public weak var scheduler: Scheduler?
     /// Where passes add up their requests and bytes (ferryd's metrics).
@@ -36,30 +36,17 @@ public final class LiveSchedulerEnvironment: SchedulerEnvironment, @unchecked Se
         set { queue.maxConcurrentOperationCount = newValue }
     }
 
-    /// One timer, created once and moved with `fireDate`: swift-corelibs-foundation never frees
-    /// an invalidated block-based Timer (about 300 bytes each, one per pass, measured with
+    /// One timer, created once and moved (``MovableTimer``): swift-corelibs-foundation never
+    /// frees an invalidated block-based Timer (about 300 bytes each, one per pass, measured with
     /// heaptrack under the 200-store load run of the daemon suite).
     public func wake(at instant: ContinuousClock.Instant?) {
-        let timer = self.timer ?? makeTimer()
-        guard let instant else {
-            timer.fireDate = .distantFuture
-            return
-        }
+        let timer = self.timer ?? MovableTimer { [weak self] in self?.scheduler?.tick() }
+        self.timer = timer
+        guard let instant else { return timer.park() }
         let delay = max(0, (instant - .now).seconds)
         // A little tolerance lets the kernel batch wake-ups of stores due close together.
         timer.tolerance = min(1, delay / 20)
-        timer.fireDate = Date(timeIntervalSinceNow: delay)
-    }
-
-    /// Repeating (a one-shot timer is invalid once fired and could not be moved again), with an
-    /// interval so long that only `fireDate` matters.
-    private func makeTimer() -> Timer {
-        let timer = Timer(fire: .distantFuture, interval: 365 * 86_400, repeats: true) { [weak self] _ in
-            self?.scheduler?.tick()
-        }
-        RunLoop.current.add(timer, forMode: .default)
-        self.timer = timer
-        return timer
+        timer.fire(after: delay)
     }
 
     public func startPass(_ request: PassRequest, completion: @escaping (Result<PassReport, SyncError>) -> Void) -> any ScheduledPass {

@@ -24,6 +24,17 @@ final class MovableTimer {
         timer.fireDate = Date(timeIntervalSinceNow: seconds)
     }
 
+    /// Fires no more until moved again.
+    func park() {
+        timer.fireDate = .distantFuture
+    }
+
+    /// How late the next firing may be, so the kernel can batch wake-ups.
+    var tolerance: TimeInterval {
+        get { timer.tolerance }
+        set { timer.tolerance = newValue }
+    }
+
     func invalidate() {
         timer.invalidate()
     }
