@@ -280,23 +280,23 @@ class Handler(http_core.Handler):
         variables = body.get("variables") or {}
         per = min(int(variables.get("first", 50)), 100)
         items = listing({"since": variables.get("since")} if variables.get("since") else {})
+        # The cursor is the last node's place in the (updated_at, id) order, so it stays valid
+        # when that node is deleted.
         start = 0
         if variables.get("after"):
-            place = next((n for n, it in enumerate(items) if "c%d" % it["id"] == variables["after"]), None)
-            if place is None:
-                start = sum(1 for it in items if "c%d" % it["id"] <= variables["after"])
-            else:
-                start = place + 1
+            after = tuple(api_shapes.untoken(variables["after"]))
+            start = sum(1 for it in items if (it["updated_at"], it["id"]) <= after)
         chunk = items[start:start + per]
         more = start + per < len(items)
         nodes = [{"id": str(it["id"]), "updatedAt": it["updated_at"], "name": it["name"]} for it in chunk]
-        return self.send(200, {"data": {"items": {"nodes": nodes, "pageInfo": {
-            "hasNextPage": more, "endCursor": "c%d" % chunk[-1]["id"] if chunk else None}}}})
+        end = api_shapes.token([chunk[-1]["updated_at"], chunk[-1]["id"]]) if chunk else None
+        return self.send(200, {"data": {"items": {"nodes": nodes, "pageInfo": {"hasNextPage": more, "endCursor": end}}}})
 
     def shape(self, path, q):
         """An API shape's answer (api_shapes.py), or False when no shape has this path."""
+        items = listing({})
         for name in api_shapes.SHAPES:
-            result = api_shapes.answer(name, self.command, path, q, self.body, self.headers.get("Host"), listing({}))
+            result = api_shapes.answer(name, self.command, path, q, self.body, self.headers.get("Host"), items)
             if result is None:
                 continue
             REQUESTS[0] += 1
