@@ -90,7 +90,7 @@ install:
 	    $(MAKE) --no-print-directory build || exit 1; \
 	  fi; \
 	fi
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/ferry $(DESTDIR)$(DATADIR)/ferry/demo $(DESTDIR)$(SYSUSERSDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/ferry $(DESTDIR)$(DATADIR)/ferry/demo $(DESTDIR)$(DATADIR)/doc/ferry/examples $(DESTDIR)$(SYSUSERSDIR)
 	install -m 0755 $(RELEASE)/ferryd $(RELEASE)/ferry $(DESTDIR)$(BINDIR)/
 	for unit in ferryd.service ferryd@.service; do \
 	  sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/ferry/|$(SYSCONFDIR)/ferry/|g' systemd/$$unit > $(DESTDIR)$(UNITDIR)/$$unit && \
@@ -101,6 +101,7 @@ install:
 	@if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then systemd-sysusers $(SYSUSERSDIR)/ferry.conf && echo "user and group ferry: ok"; fi
 	install -m 0644 etc/ferry/ferry.conf $(DESTDIR)$(DATADIR)/ferry/ferry.conf.default
 	install -m 0644 $(DEMO_PAGES) etc/ferry/demo/generate.py $(DESTDIR)$(DATADIR)/ferry/demo/
+	install -m 0644 etc/ferry/examples/*.conf $(DESTDIR)$(DATADIR)/doc/ferry/examples/
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf ]; then \
 	  echo "kept existing $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf (the shipped default is $(DATADIR)/ferry/ferry.conf.default)"; \
 	else \
@@ -134,7 +135,7 @@ uninstall:
 	rm -f $(DESTDIR)$(MAN1DIR)/ferry.1 $(DESTDIR)$(MAN1DIR)/ferryd.1 $(DESTDIR)$(MAN5DIR)/ferry.conf.5
 	@# Pages of older installs (one per subcommand, from swift-argument-parser's generate-manual).
 	rm -f $(DESTDIR)$(MAN1DIR)/ferry-*.1 $(DESTDIR)$(MAN1DIR)/ferryd-*.1
-	rm -rf $(DESTDIR)$(DATADIR)/ferry
+	rm -rf $(DESTDIR)$(DATADIR)/ferry $(DESTDIR)$(DATADIR)/doc/ferry/examples
 	@echo "kept $(DESTDIR)$(SYSCONFDIR)/ferry (configuration, credentials, demo pages): remove it yourself if unwanted"
 	@echo "kept /var/lib/ferry (the replica databases) and the user and group ferry"
 	@echo "if ferryd was running: systemctl disable --now ferryd; systemctl daemon-reload"

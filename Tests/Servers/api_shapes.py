@@ -17,6 +17,7 @@ that shape must hold: [[id, version], ...] of the live items, in the shape's own
   airtable     GET /v0/appFerry/Table                                offset in the page
   salesforce   GET /services/data/v59.0/query?q=SOQL                 nextRecordsUrl until done
   google       GET /calendar/v3/calendars/primary/events             nextPageToken, then nextSyncToken
+  stripe       GET /v1/customers                                     starting_after=<last id>, has_more
 """
 
 import base64
@@ -24,7 +25,7 @@ import json
 import re
 from urllib.parse import quote, urlencode
 
-SHAPES = ("gitlab", "shopify", "zendesk", "hubspot", "airtable", "salesforce", "google")
+SHAPES = ("gitlab", "shopify", "zendesk", "hubspot", "airtable", "salesforce", "google", "stripe")
 
 
 def seconds(text):
@@ -41,10 +42,17 @@ def unix(text):
 def ident(shape, item):
     i = item["id"]
     return {"hubspot": str(i), "airtable": "rec%014d" % i, "salesforce": "001%015d" % i,
-            "google": "evt%d" % i}.get(shape, i)
+            "google": "evt%d" % i, "stripe": "cus_%08d" % i}.get(shape, i)
 
 
 def version(shape, item):
+    if shape == "stripe":
+        # Stripe's objects have no update time: the replica's version is Ferry's digest of
+        # the object (version-field = none), FNV-1a 64 over its JSON without whitespace.
+        digest = 0xcbf29ce484222325
+        for byte in json.dumps(stripe_customer(item), ensure_ascii=False, separators=(",", ":")).encode():
+            digest = ((digest ^ byte) * 0x100000001b3) & 0xffffffffffffffff
+        return "%016x" % digest
     return str(unix(item["updated_at"])) if shape == "zendesk" else item["updated_at"]
 
 
@@ -231,3 +239,27 @@ def _google(method, path, q, body, base, items):
         newest = max((it["updated_at"] for it in items), default="2024-01-01T00:00:00.000000")
         page["nextSyncToken"] = token({"stamp": newest})
     return 200, page, []
+
+
+def stripe_customer(item):
+    return {"id": "cus_%08d" % item["id"], "object": "customer", "created": 1704067200 + item["id"],
+            "email": "customer%d@example.com" % item["id"], "name": item["name"], "livemode": False,
+            "metadata": {"revision": str(item.get("rev", 0))}}
+
+
+def _stripe(method, path, q, body, base, items):
+    """Newest created first; starting_after names the last object of the page before, which
+    may have been deleted since (the order is by creation, so the place stays known)."""
+    if path != "/v1/customers":
+        return None
+    limit = min(int(q.get("limit", 10)), 100)
+    rows = sorted(live(items), key=lambda it: -it["id"])
+    if q.get("starting_after"):
+        after = q["starting_after"]
+        if not re.fullmatch(r"cus_\d{8}", after):
+            return 400, {"error": {"type": "invalid_request_error", "code": "resource_missing",
+                                   "param": "starting_after", "message": "No such customer: '%s'" % after}}, []
+        rows = [it for it in rows if it["id"] < int(after[4:])]
+    chunk = rows[:limit]
+    return 200, {"object": "list", "url": "/v1/customers", "has_more": len(rows) > limit,
+                 "data": [stripe_customer(it) for it in chunk]}, []

@@ -142,6 +142,7 @@ check "installing enabled nothing" test "$(box systemctl is-enabled ferryd | tr 
 check "ferry.conf is a conffile" box sh -c "dpkg-query -W -f='\${Conffiles}' ferry | grep -q /etc/ferry/ferry.conf"
 check "man pages installed" box sh -c 'test -f /usr/share/man/man1/ferry.1.gz && test -f /usr/share/man/man1/ferryd.1.gz && test -f /usr/share/man/man5/ferry.conf.5.gz'
 check "completions installed (bash, zsh, fish)" box sh -c 'test -s /usr/share/bash-completion/completions/ferry && test -s /usr/share/zsh/vendor-completions/_ferry && test -s /usr/share/fish/vendor_completions.d/ferry.fish'
+check "the API examples installed (/usr/share/doc/ferry/examples)" box sh -c 'ls /usr/share/doc/ferry/examples/stripe.conf* /usr/share/doc/ferry/examples/github-issues.conf* >/dev/null'
 check "ferry check-config accepts the shipped file" box ferry check-config
 
 # An instance, as ferryd@.service expects it: its configuration /etc/ferry/NAME.conf (here the

@@ -15,6 +15,7 @@ import FerryTestSupport
 struct PushContractTests {
     enum Kind: String, CaseIterable, CustomTestStringConvertible {
         case parse, json
+        case jsonDigest = "json digest"
         case carddavRadicale = "carddav radicale", carddavXandikos = "carddav xandikos"
         case carddavDAViCal = "carddav davical", carddavSabre = "carddav sabredav", carddavSOGo = "carddav sogo"
         case caldavRadicale = "caldav radicale", caldavXandikos = "caldav xandikos"
@@ -28,6 +29,7 @@ struct PushContractTests {
             switch self {
             case .parse: try ParseTwoWayRemote()
             case .json: try JSONTwoWayRemote()
+            case .jsonDigest: try JSONTwoWayRemote(digestVersions: true)
             default: try DAVTwoWayRemote(dav!, calendar: rawValue.hasPrefix("caldav"))
             }
         }

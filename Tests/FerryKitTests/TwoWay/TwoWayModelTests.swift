@@ -14,7 +14,9 @@ import FerryTestSupport
 @Suite("Two-way sync against the reference model")
 struct TwoWayModelTests {
     enum Server: String, CaseIterable, CustomTestStringConvertible {
-        case parse, json, radicale, xandikos, davical, sabredav, sogo
+        case parse, json
+        case jsonDigest = "json-digest"
+        case radicale, xandikos, davical, sabredav, sogo
         var testDescription: String { rawValue }
 
         var dav: DAVServer.Kind? { DAVServer.Kind(rawValue: rawValue) }
@@ -32,6 +34,7 @@ struct TwoWayModelTests {
             switch self {
             case .parse: try ParseTwoWayRemote()
             case .json: try JSONTwoWayRemote()
+            case .jsonDigest: try JSONTwoWayRemote(digestVersions: true)
             case .radicale, .xandikos, .davical, .sabredav, .sogo: try DAVTwoWayRemote(dav!)
             }
         }

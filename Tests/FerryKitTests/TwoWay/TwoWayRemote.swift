@@ -205,20 +205,32 @@ final class ParseTwoWayRemote: TwoWayRemote {
 }
 
 /// json_pages_server.py's writable /items, pushed with templates and If-Match: the key and the
-/// value are members of the item.
+/// value are members of the item. With `digestVersions`, the store reads no version field
+/// (`version-field = none`: a record's version is a digest of its JSON) and reads each record
+/// before writing it instead of sending If-Match.
 final class JSONTwoWayRemote: TwoWayRemote {
     let server: TestServer
-    let name = "json"
+    let name: String
     let table = "items"
     let collides = false
+    let digestVersions: Bool
 
-    init() throws { server = try TestServer.python("json_pages_server.py", arguments: ["--count", "0"]) }
+    init(digestVersions: Bool = false) throws {
+        server = try TestServer.python("json_pages_server.py", arguments: ["--count", "0"])
+        self.digestVersions = digestVersions
+        name = digestVersions ? "json digest" : "json"
+    }
 
     var upstream: String { server.baseURL }
 
     func section(url: String, directory: TemporaryDirectory) throws -> [String: String] {
-        ["kind": "json", "url": url + "/items", "pagination": "link", "page-size-param": "per_page", "page-size": "100", "push": "yes",
-         "push-create": "POST {url}", "push-update": "PATCH {url}/{id}", "push-delete": "DELETE {url}/{id}", "push-if-match": "yes"]
+        var keys = ["kind": "json", "url": url + "/items", "pagination": "link", "page-size-param": "per_page", "page-size": "100", "push": "yes",
+                    "push-create": "POST {url}", "push-update": "PATCH {url}/{id}", "push-delete": "DELETE {url}/{id}", "push-if-match": "yes"]
+        if digestVersions {
+            keys["version-field"] = "none"
+            keys["push-if-match"] = "no"
+        }
+        return keys
     }
 
     func body(key: String, value: String) -> String { #"{"key":"\#(key)","name":"\#(value)"}"# }

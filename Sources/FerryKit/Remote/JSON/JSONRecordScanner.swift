@@ -20,17 +20,22 @@ public struct JSONRecordScanner: Sendable {
         public var idPath: String
         /// Dotted path of the version inside a record; nil when the kind has none.
         public var versionPath: String?
+        /// Whether a record's version is a digest of its JSON (``JSONContentDigest``), for
+        /// records that carry none; ``versionPath`` is then nil.
+        public var versionIsDigest: Bool
         /// Dotted paths of page-level scalars to report (`next`, `next_url`, `count`).
         public var fieldPaths: [String]
         /// Whether an integer id is accepted (as its decimal text); otherwise it is a problem.
         public var allowsIntegerIDs: Bool
         public var maxDepth: Int
 
-        public init(recordsPath: String, idPath: String = "id", versionPath: String? = nil, fieldPaths: [String] = [],
-                    allowsIntegerIDs: Bool = false, maxDepth: Int = 512) {
+        public init(recordsPath: String, idPath: String = "id", versionPath: String? = nil, versionIsDigest: Bool = false,
+                    fieldPaths: [String] = [], allowsIntegerIDs: Bool = false, maxDepth: Int = 512) {
+            precondition(!(versionIsDigest && versionPath != nil), "a version is either a field or a digest")
             self.recordsPath = recordsPath
             self.idPath = idPath
             self.versionPath = versionPath
+            self.versionIsDigest = versionIsDigest
             self.fieldPaths = fieldPaths
             self.allowsIntegerIDs = allowsIntegerIDs
             self.maxDepth = maxDepth
@@ -290,6 +295,8 @@ public struct JSONRecordScanner: Sendable {
                 case nil, .null: problem = problem ?? "record has no version (\(scanner.layout.versionPath ?? ""))"
                 default: problem = problem ?? "version is not a string or number"
                 }
+            } else if scanner.layout.versionIsDigest, detail == .records {
+                record.version = JSONContentDigest.of(UnsafeBufferPointer(start: parser.base + range.lowerBound, count: range.count))
             }
             if let problem {
                 record.problem = RecordProblem(position: position, id: record.id, reason: problem)

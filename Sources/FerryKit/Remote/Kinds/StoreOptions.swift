@@ -28,6 +28,9 @@ public protocol StoreOptions: Sendable {
     /// dropped when a local body is pushed as a new record (keep-both's copy), so the remote
     /// assigns new ones. None by default.
     var remoteAssignedFields: [String] { get }
+    /// How the merge tells a newer version: the kind's, unless these options make versions
+    /// that have no order (a JSON store's digests).
+    var versionComparison: VersionComparison { get }
 }
 
 extension StoreOptions {
@@ -35,6 +38,7 @@ extension StoreOptions {
     public var pushProblem: String? { nil }
     public var identity: String { "" }
     public var remoteAssignedFields: [String] { [] }
+    public var versionComparison: VersionComparison { kind.versionComparison }
 
     public func makeWriter(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteWriter {
         // Configuration refuses `push = yes` for a kind that does not push.

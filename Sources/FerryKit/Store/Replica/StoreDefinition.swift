@@ -32,7 +32,7 @@ public struct StoreDefinition: Sendable, Equatable {
 
     public init(_ configuration: StoreConfiguration) {
         self.init(
-            name: configuration.name, deletion: configuration.deletion, comparison: configuration.kind.versionComparison,
+            name: configuration.name, deletion: configuration.deletion, comparison: configuration.options.value.versionComparison,
             columns: configuration.columns, badRecordPolicy: configuration.badRecordPolicy, maxRecordBytes: configuration.maxRecordBytes,
             writeBack: configuration.writeBack, localBody: configuration.kind.localBody
         )

@@ -43,6 +43,7 @@ struct APIShapePanelTests {
         Case(example: "msgraph.conf", store: "graph_items", origin: "https://graph.microsoft.com/v1.0/me/contacts/delta", localPath: "/graph/delta", shape: "plain",
              credential: "graph-token", softDeletes: true),
         Case(example: "google.conf", store: "calendar_events", origin: "https://www.googleapis.com", localPath: "", shape: "google", credential: "google-token", softDeletes: true),
+        Case(example: "stripe.conf", store: "stripe_customers", origin: "https://api.stripe.com", localPath: "", shape: "stripe", credential: "stripe-secret-key", softDeletes: true),
         Case(example: "graphql.conf", store: "graphql_items", origin: "https://api.example.com/graphql", localPath: "/graphql", shape: "plain",
              credential: "graphql-token", softDeletes: false),
     ]

@@ -44,7 +44,11 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
     /// Where the record array is in a page ("" = the page is the array).
     public var recordsPath = ""
     public var idField = "id"
-    public var versionField = "updated_at"
+    /// What orders a record's versions (an update time or a counter); nil (`version-field =
+    /// none`): the records carry nothing that changes with each update (Stripe's objects), so
+    /// a record's version is a digest of its JSON (``JSONContentDigest``), versions are only
+    /// told apart, not ordered, and every pass lists everything.
+    public var versionField: String? = "updated_at"
     public var pagination = Pagination.link
     /// The query parameter asking for "updated after" (incremental passes).
     public var updatedParam: String?
@@ -115,8 +119,23 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
     /// The record's id and version fields, when they are at its top level (a path into the
     /// record names a field of the record's own).
     public var remoteAssignedFields: [String] {
-        [idField, versionField].filter { !$0.contains(".") && !$0.contains("[") }
+        [idField, versionField].compactMap(\.self).filter { !$0.contains(".") && !$0.contains("[") }
     }
+
+    /// A digest version tells two versions apart but cannot say which is newer.
+    public var versionComparison: VersionComparison { versionField == nil ? .opaque : kind.versionComparison }
+
+    /// How the scanner finds a record's id and version.
+    func recordLayout(recordsPath: String, fieldPaths: [String] = []) -> JSONRecordScanner.Layout {
+        .init(recordsPath: recordsPath, idPath: idField, versionPath: versionField, versionIsDigest: versionField == nil,
+              fieldPaths: fieldPaths, allowsIntegerIDs: true)
+    }
+
+    /// The version field as messages name it.
+    var versionFieldName: String { versionField ?? "none" }
+
+    /// What a record must hold, as messages name it: its id and version fields.
+    var recordFieldNames: String { versionField.map { "\(idField) and \($0)" } ?? idField }
 
     public func makeSource(_ context: RemoteSourceContext) throws(SyncError) -> any RemoteSource {
         JSONCollectionSource(context, options: self)
@@ -144,14 +163,21 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
     /// Reads the JSON keys of one section.
     init?(reading reader: inout StoreOptionReader) {
         var valid = true
-        for (key, keyPath) in [("records-path", \Self.recordsPath), ("id-field", \Self.idField), ("version-field", \Self.versionField)] {
+        for key in ["records-path", "id-field", "version-field"] {
             guard let value = reader.text(key).map(Self.fieldPath) else { continue }
             // The records path may be empty (the page is the array); a field path may not.
-            if value.isEmpty ? key != "records-path" : !JSONPath.isValid(value) {
-                reader.problem(key, "\(value.debugDescription) is not a dotted field path such as id or data.items")
+            if key == "version-field", value == "none" {
+                versionField = nil
+            } else if value.isEmpty ? key != "records-path" : !JSONPath.isValid(value) {
+                reader.problem(key, "\(value.debugDescription) is not a dotted field path such as id or data.items"
+                               + (key == "version-field" ? ", or none" : ""))
                 valid = false
             } else {
-                self[keyPath: keyPath] = value
+                switch key {
+                case "records-path": recordsPath = value
+                case "id-field": idField = value
+                default: versionField = value
+                }
             }
         }
         if let spec = reader.text("pagination") {
@@ -166,7 +192,8 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
             }
         }
         if case .afterLast(_, let field)? = Self.pagination(reader.text("pagination") ?? ""), field != idField, field != versionField {
-            reader.problem("pagination", "after: takes the records' id-field (\(idField)) or version-field (\(versionField)), not \(field)")
+            reader.problem("pagination", versionField == nil ? "after: takes the records' id-field (\(idField)), not \(field)"
+                           : "after: takes the records' id-field (\(idField)) or version-field (\(versionFieldName)), not \(field)")
             valid = false
         }
         if let spec = reader.text("deleted-when") {
@@ -227,6 +254,12 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
             reader.problem("since-param", "set either updated-param or since-param, not both")
             valid = false
         }
+        // An incremental filter asks for records newer than the highest version seen, which a
+        // digest has no order for.
+        if versionField == nil, let key = updatedParam != nil ? "updated-param" : sinceParam != nil ? "since-param" : nil {
+            reader.problem(key, "needs a version-field the API filters on (an update time); with version-field = none every pass lists everything")
+            valid = false
+        }
         pageSizeParam = reader.optional("page-size-param")
         totalPath = reader.optional("total-path").map(Self.fieldPath)
         if let size = reader.integer("page-size", default: 1000, in: 1...100_000) { pageSize = size } else { valid = false }
@@ -235,6 +268,10 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
             valid = false
         }
         if let push = JSONPushTemplates(reading: &reader) { self.push = push } else { valid = false }
+        if versionField == nil, push.ifMatch {
+            reader.problem("push-if-match", "sends the version as If-Match, but with version-field = none the version is Ferry's digest of the record, not the API's ETag")
+            valid = false
+        }
         let basic = reader.basicAuthentication()
         switch (basic, reader.secret("bearer-token")) {
         case (nil, _):

@@ -75,9 +75,7 @@ public final class JSONCollectionSource: RemoteSource {
         store = context.store
         logger = context.logger
         self.options = options
-        scanner = JSONRecordScanner(layout: .init(recordsPath: options.recordsPath, idPath: options.idField,
-                                                  versionPath: options.versionField, fieldPaths: options.fieldPaths,
-                                                  allowsIntegerIDs: true))
+        scanner = JSONRecordScanner(layout: options.recordLayout(recordsPath: options.recordsPath, fieldPaths: options.fieldPaths))
         var headers = HTTPHeaders()
         headers.set("Accept", "application/json")
         var plain = store.headers
@@ -142,7 +140,7 @@ public final class JSONCollectionSource: RemoteSource {
                                            cursor: JSONCollectionCursor(highWater: stored.highWater),
                                            maxUnconsumedRecords: batchTarget, errorContext: HTTPStatusClassifier.Context(store),
                                            digestSeed: store.writeBack.push ? nil : PageDigest.seed([
-                                               store.identity, options.recordsPath, options.idField, options.versionField,
+                                               store.identity, options.recordsPath, options.idField, options.versionFieldName,
                                                String(store.maxRecordBytes),
                                            ]),
                                            knownDigests: plan.pageDigests, listingAtRest: plan.listingAtRest,

@@ -32,7 +32,7 @@ final class JSONCollectionWriter: RemoteWriter {
         context.store.headers.apply(to: &headers)
         self.headers = headers
         loader = HTTPPageLoader(configuration: context.store.session, query: context.store.query)
-        scanner = JSONRecordScanner(layout: .init(recordsPath: "", idPath: options.idField, versionPath: options.versionField, allowsIntegerIDs: true))
+        scanner = JSONRecordScanner(layout: options.recordLayout(recordsPath: ""))
         errorContext = HTTPStatusClassifier.Context(context.store)
     }
 
@@ -87,7 +87,7 @@ final class JSONCollectionWriter: RemoteWriter {
         send(request, for: change) { [self] page in
             guard let made = record(page.body) else {
                 return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url,
-                                           message: "the create was answered without the record (no \(options.idField) and \(options.versionField)): Ferry cannot tell its id"))
+                                           message: "the create was answered without the record (no \(options.recordFieldNames)): Ferry cannot tell its id"))
             }
             walk.finish(change, .acceptedEarlierSend(made, sent: nil))
         }
@@ -129,18 +129,30 @@ final class JSONCollectionWriter: RemoteWriter {
         fetch(change.id) { [self] remote in
             guard let remote else { return walk.finish(change, change.operation == .delete ? .accepted(nil) : .conflict(remote: nil)) }
             guard remote.version == change.baseVersion else {
-                return walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: holds) ?? .conflict(remote: remote))
+                return walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: holds(change)) ?? .conflict(remote: remote))
             }
             then()
         }
     }
 
-    /// Whether the API's record holds a body this store sent: every member but the id and the
-    /// version has the sent value (an API may add members of its own).
-    private func holds(_ remote: RemoteRecord, _ sent: String) -> Bool {
-        guard let sent = JSONValue.object(parsing: sent),
-              let theirs = JSONValue.object(parsing: String(decoding: remote.body, as: UTF8.self)) else { return false }
-        return sent.allSatisfy { key, value in key == options.idField || key == options.versionField || theirs[key] == value }
+    /// Whether the API's record holds a body this store sent (an API may add members of its
+    /// own). For an update, what the send changed is compared: each member that differs from
+    /// the body the update was made on has the sent value, and each it removed is gone; the
+    /// others may have changed since (a member the API stamps on every write: with
+    /// `version-field = none` nothing tells such a stamp from a field). Otherwise every member
+    /// but the id and the version.
+    private func holds(_ change: LocalChange) -> (RemoteRecord, String) -> Bool {
+        let base = change.operation == .update ? change.baseBody.flatMap(JSONValue.object(parsing:)) : nil
+        return { [options] remote, sent in
+            guard let sent = JSONValue.object(parsing: sent),
+                  let theirs = JSONValue.object(parsing: String(decoding: remote.body, as: UTF8.self)) else { return false }
+            let ownFields = [options.idField, options.versionField]
+            guard let base else {
+                return sent.allSatisfy { key, value in ownFields.contains(key) || theirs[key] == value }
+            }
+            return sent.allSatisfy { key, value in ownFields.contains(key) || base[key] == value || theirs[key] == value }
+                && base.keys.allSatisfy { key in sent[key] != nil || ownFields.contains(key) || theirs[key] == nil }
+        }
     }
 
     /// RFC 7396: the members that changed, `null` for those removed.
@@ -156,7 +168,7 @@ final class JSONCollectionWriter: RemoteWriter {
         if let record = record(page.body) { return walk.finish(change, .accepted(record)) }
         guard let id else {
             return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url,
-                                  message: "the create was answered without the record (no \(options.idField) and \(options.versionField)): Ferry cannot tell its id"))
+                                  message: "the create was answered without the record (no \(options.recordFieldNames)): Ferry cannot tell its id"))
         }
         fetch(id) { [self] remote in walk.finish(change, remote.map { .accepted($0) } ?? .conflict(remote: nil)) }
     }
@@ -191,7 +203,7 @@ final class JSONCollectionWriter: RemoteWriter {
                 guard (200..<300).contains(page.head.status) else { return walk.fail(page.statusError(target: .derivedURL, context: errorContext)) }
                 guard let record = record(page.body) else {
                     return walk.fail(SyncError(.malformedResponse, store: store.name, url: page.url,
-                                          message: "the record was answered without \(options.idField) and \(options.versionField)"))
+                                          message: "the record was answered without \(options.recordFieldNames)"))
                 }
                 then(record)
             }
@@ -211,7 +223,7 @@ final class JSONCollectionWriter: RemoteWriter {
                 case .changedSince:
                     fetch(change.id) { [self] remote in
                         guard let remote else { return walk.finish(change, WriteAnswer.goneResult(for: change.operation)) }
-                        walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: holds) ?? .conflict(remote: remote))
+                        walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: holds(change)) ?? .conflict(remote: remote))
                     }
                 case .gone where missingIsDone: then(page)
                 case .gone: walk.finish(change, .conflict(remote: nil))

@@ -328,6 +328,8 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         var ids: [String] = []
         var bodyBytes = 0
         let committedMark = next.highWater
+        // Digest versions (version-field = none) have no order: no mark to keep.
+        let ordered = setup.options.versionField != nil
         if !unchanged { changes.reserveCapacity(scanned.records.count) }
         // A sweep still lists an unchanged page's ids (its records are what they were when
         // merged, and a page with a record that could not be stored has no digest).
@@ -339,7 +341,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             if let test = setup.options.deletedWhen, let id = record.id,
                test.matches(page.body[(page.body.startIndex + record.range.lowerBound)..<(page.body.startIndex + record.range.upperBound)]) {
                 changes.append(.delete(id: id))
-                if let version = record.version, JSONCollectionCursor.isNewer(version, than: next.highWater) { next.highWater = version }
+                if ordered, let version = record.version, JSONCollectionCursor.isNewer(version, than: next.highWater) { next.highWater = version }
                 continue
             }
             switch record.outcome(in: page.body, maxBytes: store.maxRecordBytes, position: position) {
@@ -347,7 +349,9 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
                 changes.append(.upsert(remote))
                 bodyBytes += remote.body.count
                 if setup.reconcile { ids.append(remote.id) }
-                if JSONCollectionCursor.isNewer(remote.version, than: next.highWater) {
+                if !ordered {
+                    break
+                } else if JSONCollectionCursor.isNewer(remote.version, than: next.highWater) {
                     next.highWater = remote.version
                 } else if commitsPerPage, number > 1, !warnedUnsorted, let committedMark,
                           JSONCollectionCursor.isNewer(committedMark, than: remote.version) {
@@ -527,7 +531,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
                 return "id-field \(options.idField) matches none of the \(page.records.count) records of page 1; set id-field = to the records' id field"
             }
             if reasons.count == page.records.count, reasons.allSatisfy({ $0.hasPrefix("record has no version") }) {
-                return "version-field \(options.versionField) matches none of the \(page.records.count) records of page 1; set version-field = to a field that changes with every update"
+                return "version-field \(options.versionFieldName) matches none of the \(page.records.count) records of page 1; set version-field = to a field that changes with every update (or none, when the records have no such field)"
             }
         }
         let configured: String
