@@ -37,15 +37,7 @@ struct ContentVersionTests {
         (["pagination": "after:starting_after=updated_at"], "pagination", "id-field (id)"),
     ])
     func whatNeedsAnOrderedVersionIsRefusedAtLoad(_ keys: [String: String], _ key: String, _ words: String) {
-        let lines = ["[store items]", "kind = json", "url = https://api.example.com/items", "version-field = none"]
-            + keys.map { "\($0.key) = \($0.value)" }
-        do {
-            _ = try ConfigurationLoader.parse(text: lines.joined(separator: "\n"), file: "/test/ferry.conf", environment: [:])
-            Issue.record("accepted: \(keys)")
-        } catch {
-            let problem = error.problems.first { $0.key == key }
-            #expect(problem?.message.contains(words) == true, "\(error)")
-        }
+        RequestBodyPaginationTests.expectRefusedAtLoad(keys, key, words, with: ["version-field = none"])
     }
 
     /// Stripe's customers as the panel's server lists them (newest first, starting_after): the

@@ -131,7 +131,13 @@ struct RequestBodyPaginationTests {
         (["updated-param": "since", "since-param": "q={since}"], "since-param", "not both"),
     ])
     func aWrongKeyIsRefusedAtLoad(_ keys: [String: String], _ key: String, _ words: String) {
-        let lines = ["[store items]", "kind = json", "url = https://api.example.com/items"] + keys.map { "\($0.key) = \($0.value)" }
+        Self.expectRefusedAtLoad(keys, key, words)
+    }
+
+    /// A JSON store's section with `keys` (and the `fixed` lines) fails to load, and the
+    /// problem of `key` says `words`.
+    static func expectRefusedAtLoad(_ keys: [String: String], _ key: String, _ words: String, with fixed: [String] = []) {
+        let lines = ["[store items]", "kind = json", "url = https://api.example.com/items"] + fixed + keys.map { "\($0.key) = \($0.value)" }
         do {
             _ = try ConfigurationLoader.parse(text: lines.joined(separator: "\n"), file: "/test/ferry.conf", environment: [:])
             Issue.record("accepted: \(keys)")
