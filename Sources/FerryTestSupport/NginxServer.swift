@@ -50,15 +50,16 @@ public final class NginxServer: LoopbackServer, @unchecked Sendable {
 
     /// Starts nginx (if installed) serving the existing directory `root` (left in place on
     /// stop); nil when there is no nginx binary. `probe` is a path that must answer before
-    /// this returns.
-    public static func start(serving root: URL, probe: String) throws -> NginxServer? {
+    /// this returns. `locations`: nginx `location` blocks added to the server (a benchmark's
+    /// mapping of query parameters to files).
+    public static func start(serving root: URL, probe: String, locations: String = "") throws -> NginxServer? {
         guard let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             return nil
         }
         let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-bench-nginx-conf-\(getpid())")
         try? FileManager.default.removeItem(at: prefix)
         try FileManager.default.createDirectory(at: prefix, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-        return try start(binary: binary, prefix: prefix, root: root, probe: probe)
+        return try start(binary: binary, prefix: prefix, root: root, probe: probe, locations: locations)
     }
 
     /// Starts nginx (if installed) with the `server { }` blocks `servers` writes for
@@ -75,12 +76,13 @@ public final class NginxServer: LoopbackServer, @unchecked Sendable {
         return try start(binary: binary, prefix: prefix, portCount: portCount, probe: probe, anyStatus: true, servers: servers)
     }
 
-    private static func start(binary: String, prefix: URL, root: URL, probe: String?) throws -> NginxServer {
+    private static func start(binary: String, prefix: URL, root: URL, probe: String?, locations: String = "") throws -> NginxServer {
         try start(binary: binary, prefix: prefix, portCount: 1, probe: probe, anyStatus: false) { ports in
             """
             server {
                 listen 127.0.0.1:\(ports[0]);
                 root \(root.path);
+            \(locations)
             }
             """
         }

@@ -22,6 +22,7 @@ struct JSONEndToEndPass: ParsableCommand {
 
     @Option(help: "The collection's first page.") var url: String
     @Option(help: "The replica database file (must not exist).") var database: String
+    @Option(help: "How the pages chain (json-e2e's --pagination).") var pagination = StaticPagination.nextURL
     @Option(help: "Reconcile as `ferry sync` does (true) or not (false, a daemon pass between reconciliations).")
     var reconcile = true
     @Option(help: "Cap SQLite's heap (sqlite3_soft_heap_limit64, MB), to see the pass with a smaller page cache than bulk mode's 128 MB.")
@@ -48,7 +49,7 @@ struct JSONEndToEndPass: ParsableCommand {
         options.recordsPath = "results"
         options.idField = "objectId"
         options.versionField = "updatedAt"
-        options.pagination = .nextURL(path: "next")
+        pagination.configure(&options)
         options.totalPath = "count"
         var store = StoreConfiguration(name: Self.storeName, url: url, options: options,
                                        location: ConfigurationLocation(file: "json-e2e", line: 1))
