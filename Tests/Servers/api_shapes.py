@@ -263,3 +263,34 @@ def _stripe(method, path, q, body, base, items):
     chunk = rows[:limit]
     return 200, {"object": "list", "url": "/v1/customers", "has_more": len(rows) > limit,
                  "data": [stripe_customer(it) for it in chunk]}, []
+
+
+def rate_limited(path, now):
+    """How the API serving `path` says "too many requests", as its documentation shows it:
+    (status, object, headers), waits of a second where the API names one."""
+    reset = str(int(now) + 1)
+    answers = [
+        ("/api/v4/", (429, "Retry later", [("RateLimit-Remaining", "0"), ("RateLimit-Reset", reset)])),
+        ("/admin/api/", (429, {"errors": "Exceeded 2 calls per second for api client. Reduce request rates to resume uninterrupted service."},
+                         [("Retry-After", "1.0")])),
+        ("/api/v2/incremental/", (429, {"error": "APIRateLimitExceeded", "description": "Number of allowed incremental export API requests per minute exceeded"},
+                                  [("Retry-After", "1")])),
+        ("/crm/v3/", (429, {"status": "error", "message": "You have reached your secondly limit.", "errorType": "RATE_LIMIT",
+                            "policyName": "SECONDLY"}, [])),
+        ("/v0/", (429, {"errors": [{"error": "RATE_LIMIT_REACHED", "message": "Rate limit exceeded. Please try again later"}]}, [])),
+        ("/services/data/", (403, [{"message": "TotalRequests Limit exceeded.", "errorCode": "REQUEST_LIMIT_EXCEEDED"}], [])),
+        ("/calendar/v3/", (403, {"error": {"errors": [{"domain": "usageLimits", "reason": "rateLimitExceeded", "message": "Rate Limit Exceeded"}],
+                                           "code": 403, "message": "Rate Limit Exceeded"}}, [])),
+        ("/v1/customers", (429, {"error": {"code": "rate_limit", "message": "Too many requests hit the API too quickly.",
+                                           "type": "invalid_request_error"}}, [])),
+        ("/jira/", (429, {"errorMessages": ["Rate limit exceeded."]}, [("Retry-After", "1"), ("X-RateLimit-Reset", "2027-01-15T08:00Z")])),
+        ("/notion/", (429, {"object": "error", "status": 429, "code": "rate_limited",
+                            "message": "You have been rate limited. Please try again in a few minutes."}, [("Retry-After", "1")])),
+        ("/graph/", (429, {"error": {"code": "TooManyRequests", "message": "Please retry after 1 seconds."}}, [("Retry-After", "1")])),
+        ("/graphql", (200, {"data": None, "errors": [{"type": "RATE_LIMITED", "message": "API rate limit exceeded for user ID 1."}]},
+                      [("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", reset)])),
+    ]
+    for prefix, answer in answers:
+        if path.startswith(prefix):
+            return answer
+    return 429, "Too Many Requests", [("Retry-After", "1")]

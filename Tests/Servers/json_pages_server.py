@@ -42,10 +42,13 @@ takes `since=<updated_at>` (only items with updated_at > since).
                                    {"hasNextPage","endCursor"}}}}; a query without items is
                                    {"data":null,"errors":[...]}
   The shapes of api_shapes.py (GitLab, Shopify, Zendesk, HubSpot, Airtable, Salesforce,
-  Google Calendar) at their documented paths
+  Google Calendar, Stripe) at their documented paths
   GET  /admin/expected?shape=S     [[id, version], ...] a replica of shape S must hold
   POST /admin/fail-next {"count": N, "status": S}
-                                   the next N requests (any but /admin and /stats) answer S
+                                   the next N requests (any but /admin and /stats) answer S;
+                                   429: the rate-limit answer of the API at that path, as it
+                                   documents it (api_shapes.rate_limited: a 403 for Google and
+                                   Salesforce, a 200 with errors for GraphQL)
   GET /headercursor?cursor=C&limit=L
                                    a top-level array; X-Next-Cursor while more follow
   POST /admin/softdelete {"ids":[...]}
@@ -147,6 +150,8 @@ class Handler(http_core.Handler):
                 failing = FAIL_NEXT[0] > 0
                 if failing:
                     FAIL_NEXT[0] -= 1
+            if failing and FAIL_NEXT[1] == 429:
+                return self.send(*api_shapes.rate_limited(path, time.time()))
             if failing:
                 return self.send(FAIL_NEXT[1], {"error": "failing on purpose"})
         if path.startswith("/items") and not (self.command == "GET" and path == "/items"):

@@ -7,7 +7,8 @@ import Foundation
 ///
 /// | answer                                             | kind                          |
 /// |----------------------------------------------------|-------------------------------|
-/// | 429; or 403 with `X-RateLimit-Remaining: 0`        | `.rateLimited` (retry after)  |
+/// | 429; or 403 with `X-RateLimit-Remaining: 0`,        | `.rateLimited` (retry after)  |
+/// | `Retry-After`, or a body naming a rate limit       |                               |
 /// | 401 after a redirect to another origin             | `.unauthorized` (withheld)    |
 /// | 401 with credentials configured                    | `.unauthorized` (refused)     |
 /// | 401 without credentials                            | `.unauthorized` (needed)      |
@@ -16,8 +17,12 @@ import Foundation
 /// | 5xx, 408 (503 alike with or without Retry-After)   | `.httpStatus`, retried        |
 /// | anything else                                      | `.httpStatus`                 |
 ///
-/// `Retry-After` (seconds or an HTTP date) and `X-RateLimit-Reset` (epoch seconds, when the
-/// remaining count is 0) become ``SyncError/retryAfter`` on every answer that carries them.
+/// `Retry-After` (seconds or an HTTP date) and `X-RateLimit-Reset` or `RateLimit-Reset` (epoch
+/// seconds, or seconds from now when smaller than an epoch; read when the remaining count is
+/// 0) become ``SyncError/retryAfter`` on every answer that carries them. APIs that refuse an
+/// over-eager client with 403 say so in their body (Google's `rateLimitExceeded`, Salesforce's
+/// `REQUEST_LIMIT_EXCEEDED`, GitHub's secondary rate limit): such a 403 is a rate limit to wait
+/// out, not a refusal to fix by configuration.
 enum HTTPStatusClassifier {
     /// Who asked, for the error's words.
     struct Context: Sendable {
@@ -72,7 +77,9 @@ enum HTTPStatusClassifier {
         case 429:
             return make(.rateLimited, "rate limited (HTTP 429)\(said)\(retryHint(wait))")
         case 403 where isRateLimitExhausted(headers):
-            return make(.rateLimited, "rate limit exhausted (HTTP 403, X-RateLimit-Remaining: 0)\(retryHint(wait))")
+            return make(.rateLimited, "rate limit exhausted (HTTP 403, RateLimit-Remaining: 0)\(said)\(retryHint(wait))")
+        case 403 where headers["Retry-After"] != nil || namesRateLimit(body):
+            return make(.rateLimited, "rate limited (HTTP 403)\(said)\(retryHint(wait))")
         case 401 where context.credentialsConfigured && credentialsWithheld:
             return make(.unauthorized, "the remote asks for credentials (HTTP 401) at the URL a redirect led to; it is on another origin, so the store's credentials were not sent (set url = to it if it is the same service)")
         case 401 where context.credentialsConfigured:
@@ -88,24 +95,42 @@ enum HTTPStatusClassifier {
         }
     }
 
-    /// How long the server asked us to wait: `Retry-After` (seconds or an HTTP date), or
-    /// `X-RateLimit-Remaining: 0` with `X-RateLimit-Reset` (epoch seconds).
+    /// How long the server asked us to wait: `Retry-After` (seconds or an HTTP date), or a
+    /// remaining count of 0 with `X-RateLimit-Reset` / `RateLimit-Reset`: epoch seconds
+    /// (GitHub, GitLab), or seconds from now when the value is too small to be an epoch (the
+    /// IETF draft's form). A reset in another form (Jira's timestamp) gives no wait.
     static func retryAfter(_ headers: HTTPHeaders, now: Date = Date()) -> Duration? {
         if let value = headers["Retry-After"]?.trimmingCharacters(in: .whitespaces) {
             if let seconds = Double(value), seconds >= 0, seconds.isFinite { return .milliseconds(Int64(min(seconds, 86_400 * 365) * 1000)) }
             if let date = httpDate(value) { return .milliseconds(Int64(max(0, date.timeIntervalSince(now)) * 1000)) }
         }
         if isRateLimitExhausted(headers),
-           let reset = headers["X-RateLimit-Reset"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), reset.isFinite {
-            return .milliseconds(Int64(max(0, min(reset - now.timeIntervalSince1970, 86_400 * 365)) * 1000))
+           let reset = (headers["X-RateLimit-Reset"] ?? headers["RateLimit-Reset"]).flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }),
+           reset.isFinite, reset >= 0 {
+            let seconds = reset >= 1_000_000_000 ? reset - now.timeIntervalSince1970 : reset
+            return .milliseconds(Int64(max(0, min(seconds, 86_400 * 365)) * 1000))
         }
         return nil
     }
 
-    /// `X-RateLimit-Remaining: 0` (GitHub and many others): the next request will be refused.
+    /// A remaining count of 0 (`X-RateLimit-Remaining`: GitHub and many others;
+    /// `RateLimit-Remaining`: GitLab and the IETF draft): the next request will be refused.
     static func isRateLimitExhausted(_ headers: HTTPHeaders) -> Bool {
-        headers["X-RateLimit-Remaining"]?.trimmingCharacters(in: .whitespaces) == "0"
+        (headers["X-RateLimit-Remaining"] ?? headers["RateLimit-Remaining"])?.trimmingCharacters(in: .whitespaces) == "0"
     }
+
+    /// Whether an error body names a rate or request limit, in the words APIs use for it:
+    /// `rateLimitExceeded`, `rate_limit`, "API rate limit exceeded", `RATE_LIMITED`,
+    /// `REQUEST_LIMIT_EXCEEDED`, `dailyLimitExceeded`, "Too Many Requests". Letters only,
+    /// lowercased, so every spelling of each reads the same; a storage quota or a permission
+    /// does not match.
+    static func namesRateLimit(_ body: Data) -> Bool {
+        guard !body.isEmpty else { return false }
+        let letters = String(decoding: body.prefix(4096), as: UTF8.self).lowercased().filter { $0.isLetter }
+        return rateLimitWords.contains { letters.contains($0) }
+    }
+
+    private static let rateLimitWords = ["ratelimit", "requestlimitexceeded", "dailylimitexceeded", "toomanyrequests"]
 
     /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form RFC 9110 requires senders to use.
     static func httpDate(_ text: String) -> Date? {

@@ -85,10 +85,15 @@ struct APIShapePanelTests {
         #expect(try replica().count == 120)
         for round in 0..<2 {
             try change(round)
-            // A request that fails between the changes: that pass fails or is cut short, and
-            // the next one (which sweeps where the API reports no deletions) converges.
-            _ = try server.control("/admin/fail-next", method: "POST", body: #"{"count":1,"status":503}"#)
-            _ = try sync()
+            // A request that fails between the changes (a 503, then the API's own "too many
+            // requests": a 429, Google's and Salesforce's 403, GraphQL's RATE_LIMITED): that
+            // pass waits it out or fails as rate-limited, never as refused access, and the
+            // next one (which sweeps where the API reports no deletions) converges.
+            let status = round == 0 ? 503 : 429
+            _ = try server.control("/admin/fail-next", method: "POST", body: #"{"count":1,"status":\#(status)}"#)
+            if case .failure(let error) = try sync(), status == 429 {
+                #expect(error.kind == .rateLimited, "\(test.example): the API's rate limit was taken for \(error.kind): \(error.message)")
+            }
             let after = try sync(sweep: true).get()
             #expect(after.isComplete, "\(test.example) round \(round): \(after.gaps)")
             let want = try expected()

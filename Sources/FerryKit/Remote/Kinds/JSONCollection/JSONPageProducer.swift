@@ -259,9 +259,13 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             scanned = try setup.scanner.scan(page.body, detail: detail)
         } catch {
             // A GraphQL API answers a query it cannot run with 200 and `errors` instead of data.
+            // GitHub's GraphQL API says RATE_LIMITED this way too: waited out like a 429.
             if error.kind == .shape, let errors = Self.reportedErrors(page.body) {
-                return end(with: .failed(SyncError(.remote(code: "errors"), store: store.name, url: page.request.url, position: "page \(number)",
-                                                   message: "the API answered with errors instead of records: \(errors)")))
+                let limited = HTTPStatusClassifier.namesRateLimit(page.body)
+                return end(with: .failed(SyncError(limited ? .rateLimited : .remote(code: "errors"), store: store.name, url: page.request.url,
+                                                   position: "page \(number)",
+                                                   message: (limited ? "rate limited: " : "the API answered with errors instead of records: ") + errors,
+                                                   retryAfter: limited ? HTTPStatusClassifier.retryAfter(page.head.headers) : nil)))
             }
             if error.kind == .shape, number == 1, let problem = Self.recordsPathProblem(page.body, options: setup.options) {
                 return end(with: .failed(SyncError(.configuration, store: store.name, url: page.request.url, position: "page 1", message: problem)))
