@@ -205,13 +205,16 @@ public struct StoreStatus: Sendable, Equatable, Codable {
     }
 
     /// The CURSOR column: what a person can read of a cursor, not the whole of it. A JSON
-    /// store's high-water mark, the last segment of a sync-token URL, else the cursor's start;
-    /// at most 20 characters (`--json` has it whole).
+    /// store's high-water mark or where its next pass starts (a delta link, a sync token), the
+    /// last segment of a sync-token URL, else the cursor's start; at most 20 characters
+    /// (`--json` has it whole). A cursor of a first page's validators alone (a store that lists
+    /// everything, such as one whose versions are digests) has nothing to show.
     static func briefCursor(_ cursor: String) -> String {
         if cursor.hasPrefix("{"), let object = try? JSONSerialization.jsonObject(with: Data(cursor.utf8)) as? [String: Any] {
             if let mark = object["highWater"] as? String { return shorten(mark, to: 20) }
             if let date = object["updatedAt"] as? String ?? object["after"] as? String { return shorten(date, to: 20) }
-            return object.isEmpty ? "-" : shorten(cursor, to: 20)
+            if let delta = object["delta"] as? String, !delta.hasPrefix("{") { return briefCursor(delta) }
+            return object.keys.allSatisfy(Self.validatorKeys.contains) ? "-" : shorten(cursor, to: 20)
         }
         if cursor.contains("://") || cursor.hasPrefix("/") {
             let segment = cursor.split(separator: "/").last.map(String.init) ?? cursor
@@ -219,6 +222,9 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         }
         return shorten(cursor, to: 20)
     }
+
+    /// A JSON store's cursor members that only make the first request conditional.
+    private static let validatorKeys: Set<String> = ["etag", "lastModified", "firstURL"]
 
     /// The NEXT column: `syncing`, `in 42s`, `in 5m (retry 3)` while backing off, `-` without
     /// a running ferryd.

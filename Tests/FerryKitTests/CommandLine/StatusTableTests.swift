@@ -43,5 +43,8 @@ import Testing
         #expect(StoreStatus.briefCursor(#"{"highWater":"2026-11-24 10:00:00.123456"}"#) == "2026-11-24 10:00:...")
         #expect(StoreStatus.briefCursor("http://radicale.example.com/sync/abc") == "abc")
         #expect(StoreStatus.briefCursor("{}") == "-")
+        #expect(StoreStatus.briefCursor(#"{"etag":"\"v1\"","firstURL":"https://api.stripe.com/v1/customers"}"#) == "-")
+        #expect(StoreStatus.briefCursor(#"{"delta":"https://graph.example.com/v1.0/me/contacts/delta?$deltatoken=abc"}"#) == "delta?$deltatoken...")
+        #expect(StoreStatus.briefCursor(#"{"delta":"eyJzdGFtcCI6ICIyMDI0LTAx"}"#) == "eyJzdGFtcCI6ICIyM...")
     }
 }
