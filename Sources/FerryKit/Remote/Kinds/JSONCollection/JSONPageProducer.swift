@@ -353,9 +353,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
                 changes.append(.upsert(remote))
                 bodyBytes += remote.body.count
                 if setup.reconcile { ids.append(remote.id) }
-                if !ordered {
-                    break
-                } else if JSONCollectionCursor.isNewer(remote.version, than: next.highWater) {
+                if ordered, JSONCollectionCursor.isNewer(remote.version, than: next.highWater) {
                     next.highWater = remote.version
                 } else if commitsPerPage, number > 1, !warnedUnsorted, let committedMark,
                           JSONCollectionCursor.isNewer(committedMark, than: remote.version) {
