@@ -109,8 +109,21 @@ def seconds_of(text):
     return text.replace(" ", "T").rstrip("Z")[:19]
 
 
+ISSUED = [0]  # the highest id ever given out
+REUSE_IDS = [False]
+
+
+def new_id():
+    """The next record's id. Like most APIs (a sequence, never a freed number), unless the
+    server runs with --reuse-ids: then like a table whose ids are max + 1, so a new record may
+    take the id of one just deleted."""
+    top = max(ITEMS, default=0)
+    ISSUED[0] = top + 1 if REUSE_IDS[0] else max(ISSUED[0], top) + 1
+    return ISSUED[0]
+
+
 def add_item():
-    i = max(ITEMS, default=0) + 1
+    i = new_id()
     ITEMS[i] = {"id": i, "updated_at": stamp(), "name": "item %d \u00e9" % i, "rev": 0}
     return i
 
@@ -126,7 +139,7 @@ def listing(q):
     with LOCK:
         if PREPEND_AT[0] is not None and REQUESTS[0] >= PREPEND_AT[0]:
             PREPEND_AT[0] = None
-            i = max(ITEMS, default=0) + 1
+            i = new_id()
             ITEMS[i] = {"id": i, "updated_at": "2000-01-01T00:00:00.000000", "name": "early %d" % i, "rev": 0}
         items = sorted(ITEMS.values(), key=lambda it: (it["updated_at"], it["id"]))
         if since:
@@ -182,7 +195,7 @@ class Handler(http_core.Handler):
                 if key and key in IDEMPOTENCY and IDEMPOTENCY[key] in ITEMS:
                     item = ITEMS[IDEMPOTENCY[key]]
                     return self.send(200, item, [("ETag", self.etag(item))])
-                i = max(ITEMS, default=0) + 1
+                i = new_id()
                 item = {k: v for k, v in body.items() if k not in ("id", "updated_at")}
                 item.update({"id": i, "updated_at": stamp()})
                 ITEMS[i] = item
@@ -436,7 +449,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--count", type=int, default=250)
+    ap.add_argument("--reuse-ids", action="store_true", help="give a new record the id max + 1, even one just freed")
     args = ap.parse_args()
+    REUSE_IDS[0] = args.reuse_ids
     for _ in range(args.count):
         add_item()
     http_core.handle_signals()

@@ -28,8 +28,8 @@ struct JSONPushTests {
         }
     }
 
-    static func setUp(_ keys: [String: String] = [:], ifMatch: Bool = true) throws -> Setup {
-        let server = try TestServer.python("json_pages_server.py", arguments: ["--count", "5"])
+    static func setUp(_ keys: [String: String] = [:], ifMatch: Bool = true, serverArguments: [String] = []) throws -> Setup {
+        let server = try TestServer.python("json_pages_server.py", arguments: ["--count", "5"] + serverArguments)
         var options = ["pagination": "link", "page-size-param": "per_page", "page-size": "100", "push": "yes",
                        "push-create": "POST {url}", "push-update": "PATCH {url}/{id}", "push-delete": "DELETE {url}/{id}",
                        "push-if-match": ifMatch ? "yes" : "no"]
@@ -119,6 +119,49 @@ struct JSONPushTests {
         let names = try setup.all().compactMap { $0["name"] as? String }
         #expect(!names.contains("first"))
         #expect(names.filter { $0 == "second" }.count == 1)
+    }
+
+    /// An update sent, its answer lost after the API applied it, then the row deleted here: the
+    /// API holding what was sent is that send, not another writer's change, even where the API
+    /// stamps every write (with `version-field = none` the stamp is just another member).
+    @Test(arguments: ["updated_at", "none"])
+    func aDeleteAfterAnUpdateWhoseAnswerWasLost_isNoConflict(versionField: String) throws {
+        let setup = try Self.setUp(["version-field": versionField], ifMatch: false)
+        defer { setup.server.stop(); setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute("UPDATE items SET body = json_set(body, '$.name', 'sent') WHERE id = '3'")
+        let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "items") }.first)
+        let body = try #require(change.body)
+        try setup.database.write {
+            try $0.noteUpdatesSent([UpdateSend(change, on: change.baseVersion ?? "", body: body)], of: "items", at: Date(timeIntervalSinceNow: -3600))
+        }
+        _ = try Shell.run("/usr/bin/curl", ["-sS", "-f", "-X", "PATCH", "-H", "Content-Type: application/json",
+                                            "--data-binary", #"{"name":"sent"}"#, setup.server.baseURL + "/items/3"])
+        try other.execute("DELETE FROM items WHERE id = '3'")
+        let report = try setup.pass()
+        #expect(report.push.conflicts == 0, "\(report.summary)")
+        #expect(try setup.item(3) == nil, "the delete arrived")
+        #expect(try setup.database.write { try $0.outboxSummary(of: "items") }.isEmpty)
+    }
+
+    /// An API that gives a deleted record's id to the next record it makes: a delete queued here
+    /// for the old record finds another body under its id, which nothing tells from an edit.
+    /// It meets a conflict, and the newcomer survives every policy but local-wins.
+    @Test(arguments: ["hold", "remote-wins", "keep-both"])
+    func aDeleteWhoseIdTheAPIGaveToANewRecord_meetsAConflict(policy: String) throws {
+        let setup = try Self.setUp(["conflict": policy], serverArguments: ["--reuse-ids"])
+        defer { setup.server.stop(); setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute("DELETE FROM items WHERE id = '5'")
+        _ = try Shell.run("/usr/bin/curl", ["-sS", "-f", "-X", "DELETE", setup.server.baseURL + "/items/5"])
+        _ = try Shell.run("/usr/bin/curl", ["-sS", "-f", "-X", "POST", "-H", "Content-Type: application/json",
+                                            "--data-binary", #"{"name":"newcomer"}"#, setup.server.baseURL + "/items"])
+        try #require(try setup.item(5)?["name"] as? String == "newcomer", "the server reused the id")
+        let report = try setup.pass()
+        #expect(report.push.conflicts == 1, "\(report.summary)")
+        #expect(try setup.item(5)?["name"] as? String == "newcomer")
     }
 
     @Test func anOperationWithoutATemplateIsRefusedWhenWritten() throws {

@@ -136,13 +136,13 @@ final class JSONCollectionWriter: RemoteWriter {
     }
 
     /// Whether the API's record holds a body this store sent (an API may add members of its
-    /// own). For an update, what the send changed is compared: each member that differs from
-    /// the body the update was made on has the sent value, and each it removed is gone; the
-    /// others may have changed since (a member the API stamps on every write: with
-    /// `version-field = none` nothing tells such a stamp from a field). Otherwise every member
-    /// but the id and the version.
+    /// own). For an update's send (the change is that update, or a delete that followed it),
+    /// what the send changed is compared: each member that differs from the body the update was
+    /// made on has the sent value, and each it removed is gone; the others may have changed
+    /// since (a member the API stamps on every write: with `version-field = none` nothing tells
+    /// such a stamp from a field). For a create's, every member but the id and the version.
     private func holds(_ change: LocalChange) -> (RemoteRecord, String) -> Bool {
-        let base = change.operation == .update ? change.baseBody.flatMap(JSONValue.object(parsing:)) : nil
+        let base = change.operation != .create ? change.baseBody.flatMap(JSONValue.object(parsing:)) : nil
         return { [options] remote, sent in
             guard let sent = JSONValue.object(parsing: sent),
                   let theirs = JSONValue.object(parsing: String(decoding: remote.body, as: UTF8.self)) else { return false }
