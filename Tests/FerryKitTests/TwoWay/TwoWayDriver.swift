@@ -352,6 +352,12 @@ final class TwoWayDriver {
                     otherTouched.insert(key)
                 }
             }
+            // A third of local edits go to records the other client wrote this round: among
+            // many records, random picks alone would rarely meet, and conflicts are what breaks.
+            let contested = known.filter { otherTouched.contains($0) }
+            func target() -> String {
+                !contested.isEmpty && random.next() % 3 == 0 ? pick(contested) : pick(known + inserted)
+            }
             for _ in 0..<(1 + Int(random.next() % 4)) {
                 switch known.isEmpty && inserted.isEmpty ? 0 : random.next() % 3 {
                 case 0:
@@ -359,11 +365,11 @@ final class TwoWayDriver {
                     before.append(.localInsert(key: key, value: value()))
                     inserted.append(key)
                 case 1:
-                    let key = pick(known + inserted)
+                    let key = target()
                     before.append(.localUpdate(key: key, value: value()))
                     localTouched.insert(key)
                 default:
-                    let key = pick(known + inserted)
+                    let key = target()
                     before.append(.localDelete(key: key))
                     localTouched.insert(key)
                 }

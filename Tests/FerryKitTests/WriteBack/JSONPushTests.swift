@@ -145,6 +145,43 @@ struct JSONPushTests {
         #expect(try setup.database.write { try $0.outboxSummary(of: "items") }.isEmpty)
     }
 
+    /// Local-wins on an API without versions (`version-field = none`): the push carries the
+    /// local edit alone, so another writer's change to other members stays, and when its answer
+    /// is lost the next push finds our edit there, though the API stamped the record anew: no
+    /// second conflict.
+    @Test func aLocalWinAfterALostAnswer_isOneConflict_andKeepsTheOtherWritersFields() throws {
+        let server = try TestServer.python("json_pages_server.py", arguments: ["--count", "5"])
+        defer { server.stop() }
+        let proxy = try TestServer.python("lossy_proxy.py", arguments: ["--upstream", server.baseURL])
+        defer { proxy.stop() }
+        let store = try configuredStore(kind: "json", url: proxy.baseURL + "/items", [
+            "pagination": "link", "page-size-param": "per_page", "page-size": "100", "push": "yes", "version-field": "none",
+            "push-create": "POST {url}", "push-update": "PATCH {url}/{id}", "push-delete": "DELETE {url}/{id}", "conflict": "local-wins",
+        ])
+        let directory = try TemporaryDirectory()
+        let database = try SharedDatabase(path: directory.path("replica.db"))
+        defer { database.close() }
+        _ = try ParsePushTests.run(store, database).get()
+        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
+        defer { other.close() }
+        try other.execute("UPDATE items SET body = json_set(body, '$.name', 'ours') WHERE id = '3'")
+        _ = try server.control("/admin/update", method: "POST", body: #"{"ids":[3]}"#)
+        _ = try proxy.control("/__proxy/lose?writes=1", method: "POST")
+        for _ in 0..<3 {
+            _ = try? ParsePushTests.run(store, database).get()
+            let stats = try JSONSerialization.jsonObject(with: proxy.control("/__proxy/stats")) as? [String: Any]
+            if stats?["lost"] as? Int == 1 { break }
+        }
+        let lost = try JSONSerialization.jsonObject(with: proxy.control("/__proxy/stats")) as? [String: Any]
+        try #require(lost?["lost"] as? Int == 1, "the rebased push's answer was lost")
+        _ = try ParsePushTests.run(store, database).get()
+        let item = try JSONSerialization.jsonObject(with: Shell.run("/usr/bin/curl", ["-sS", "-f", server.baseURL + "/items/3"])) as? [String: Any]
+        #expect(item?["name"] as? String == "ours")
+        #expect(item?["rev"] as? Int == 1, "the other writer's change to another member stays")
+        #expect(try database.write { try $0.conflicts(of: "items", all: true) }.count == 1)
+        #expect(try database.write { try $0.outboxSummary(of: "items") }.isEmpty)
+    }
+
     /// An API that gives a deleted record's id to the next record it makes: a delete queued here
     /// for the old record finds another body under its id, which nothing tells from an edit.
     /// It meets a conflict, and the newcomer survives every policy but local-wins.

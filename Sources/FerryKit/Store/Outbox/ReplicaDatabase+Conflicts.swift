@@ -65,6 +65,9 @@ extension ReplicaDatabase {
             try writeRemote(remote, id: id, in: prepared, at: now)
         case .rebaseLocal:
             // Pushed over the version just seen: still conditional, so a third writer is noticed.
+            let base = try remote.flatMap { remote throws(SQLiteError) in
+                try rebasedBase(id, entry: entry, localBody: localBody, remote: remote, of: prepared)
+            }
             let rebase = try connection.prepare("""
                 UPDATE ferry_outbox SET state = \(OutboxState.queued.sql), last_error = NULL, sent = NULL, sent_version = NULL, sent_body = NULL, base_version = ?3, base_body = ?4,
                     op = CASE WHEN ?3 IS NULL THEN 1 WHEN op = 1 THEN 2 ELSE op END
@@ -73,7 +76,13 @@ extension ReplicaDatabase {
             try rebase.bind(prepared.storeID, at: 1)
             try rebase.bind(id, at: 2)
             try rebase.bind(remote?.version, at: 3)
-            if let remote { try rebase.bindText(utf8: remote.body, at: 4) } else { try rebase.bindNull(at: 4) }
+            if let base {
+                try rebase.bind(base, at: 4)
+            } else if let remote {
+                try rebase.bindText(utf8: remote.body, at: 4)
+            } else {
+                try rebase.bindNull(at: 4)
+            }
             try rebase.run()
             let version = try connection.prepare("UPDATE \(quoted(prepared.definition.name)) SET version = ?2 WHERE id = ?1")
             try version.bind(id, at: 1)
@@ -117,6 +126,19 @@ extension ReplicaDatabase {
 
     /// The row becomes the remote's record (or goes, by the store's deletion policy), logged as
     /// a remote change.
+    /// A JSON update's new base (``LocalRebase``); nil keeps the remote's body as the base.
+    private func rebasedBase(_ id: String, entry: QueuedEntry, localBody: String?, remote: RemoteRecord,
+                             of prepared: PreparedStore) throws(SQLiteError) -> String? {
+        guard prepared.definition.localBody == .jsonObject, entry.operation == .update else { return nil }
+        let read = try connection.prepare("SELECT base_body FROM ferry_outbox WHERE store_id = ?1 AND id = ?2")
+        try read.bind(prepared.storeID, at: 1)
+        try read.bind(id, at: 2)
+        guard try read.step() else { return nil }
+        let original = read.string(at: 0)
+        read.reset()
+        return LocalRebase.base(remote: String(decoding: remote.body, as: UTF8.self), original: original, local: localBody)
+    }
+
     private func writeRemote(_ remote: RemoteRecord?, id: String, in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
         let table = quoted(prepared.definition.name)
         if let remote {
