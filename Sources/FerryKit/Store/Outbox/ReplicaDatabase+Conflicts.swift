@@ -124,8 +124,6 @@ extension ReplicaDatabase {
         try refresh.run()
     }
 
-    /// The row becomes the remote's record (or goes, by the store's deletion policy), logged as
-    /// a remote change.
     /// A JSON update's new base (``LocalRebase``); nil keeps the remote's body as the base.
     private func rebasedBase(_ id: String, entry: QueuedEntry, localBody: String?, remote: RemoteRecord,
                              of prepared: PreparedStore) throws(SQLiteError) -> String? {
@@ -139,6 +137,8 @@ extension ReplicaDatabase {
         return LocalRebase.base(remote: String(decoding: remote.body, as: UTF8.self), original: original, local: localBody)
     }
 
+    /// The row becomes the remote's record (or goes, by the store's deletion policy), logged as
+    /// a remote change.
     private func writeRemote(_ remote: RemoteRecord?, id: String, in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
         let table = quoted(prepared.definition.name)
         if let remote {
