@@ -14,6 +14,8 @@ struct JSONPushTests {
         let directory: TemporaryDirectory
         let database: SharedDatabase
         let store: StoreConfiguration
+        /// The lossy proxy the store reaches the server through, when asked for.
+        let proxy: TestServer?
 
         func pass() throws -> PassReport { try ParsePushTests.run(store, database).get() }
         func client() throws -> SQLiteConnection { try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite) }
@@ -28,16 +30,18 @@ struct JSONPushTests {
         }
     }
 
-    static func setUp(_ keys: [String: String] = [:], ifMatch: Bool = true, serverArguments: [String] = []) throws -> Setup {
+    static func setUp(_ keys: [String: String] = [:], ifMatch: Bool = true, serverArguments: [String] = [],
+                      throughProxy: Bool = false) throws -> Setup {
         let server = try TestServer.python("json_pages_server.py", arguments: ["--count", "5"] + serverArguments)
+        let proxy = throughProxy ? try TestServer.python("lossy_proxy.py", arguments: ["--upstream", server.baseURL]) : nil
         var options = ["pagination": "link", "page-size-param": "per_page", "page-size": "100", "push": "yes",
                        "push-create": "POST {url}", "push-update": "PATCH {url}/{id}", "push-delete": "DELETE {url}/{id}",
                        "push-if-match": ifMatch ? "yes" : "no"]
         options.merge(keys) { $1 }
-        let store = try configuredStore(kind: "json", url: server.baseURL + "/items", options.filter { !$0.value.isEmpty })
+        let store = try configuredStore(kind: "json", url: (proxy ?? server).baseURL + "/items", options.filter { !$0.value.isEmpty })
         let directory = try TemporaryDirectory()
         let database = try SharedDatabase(path: directory.path("replica.db"))
-        let setup = Setup(server: server, directory: directory, database: database, store: store)
+        let setup = Setup(server: server, directory: directory, database: database, store: store, proxy: proxy)
         _ = try setup.pass()
         return setup
     }
@@ -150,36 +154,27 @@ struct JSONPushTests {
     /// is lost the next push finds our edit there, though the API stamped the record anew: no
     /// second conflict.
     @Test func aLocalWinAfterALostAnswer_isOneConflict_andKeepsTheOtherWritersFields() throws {
-        let server = try TestServer.python("json_pages_server.py", arguments: ["--count", "5"])
-        defer { server.stop() }
-        let proxy = try TestServer.python("lossy_proxy.py", arguments: ["--upstream", server.baseURL])
-        defer { proxy.stop() }
-        let store = try configuredStore(kind: "json", url: proxy.baseURL + "/items", [
-            "pagination": "link", "page-size-param": "per_page", "page-size": "100", "push": "yes", "version-field": "none",
-            "push-create": "POST {url}", "push-update": "PATCH {url}/{id}", "push-delete": "DELETE {url}/{id}", "conflict": "local-wins",
-        ])
-        let directory = try TemporaryDirectory()
-        let database = try SharedDatabase(path: directory.path("replica.db"))
-        defer { database.close() }
-        _ = try ParsePushTests.run(store, database).get()
-        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
+        let setup = try Self.setUp(["version-field": "none", "conflict": "local-wins"], ifMatch: false, throughProxy: true)
+        let proxy = try #require(setup.proxy)
+        defer { proxy.stop(); setup.server.stop(); setup.database.close() }
+        let other = try setup.client()
         defer { other.close() }
         try other.execute("UPDATE items SET body = json_set(body, '$.name', 'ours') WHERE id = '3'")
-        _ = try server.control("/admin/update", method: "POST", body: #"{"ids":[3]}"#)
+        _ = try setup.server.control("/admin/update", method: "POST", body: #"{"ids":[3]}"#)
         _ = try proxy.control("/__proxy/lose?writes=1", method: "POST")
-        for _ in 0..<3 {
-            _ = try? ParsePushTests.run(store, database).get()
-            let stats = try JSONSerialization.jsonObject(with: proxy.control("/__proxy/stats")) as? [String: Any]
-            if stats?["lost"] as? Int == 1 { break }
+        func lostAnswers() throws -> Int? {
+            (try JSONSerialization.jsonObject(with: proxy.control("/__proxy/stats")) as? [String: Any])?["lost"] as? Int
         }
-        let lost = try JSONSerialization.jsonObject(with: proxy.control("/__proxy/stats")) as? [String: Any]
-        try #require(lost?["lost"] as? Int == 1, "the rebased push's answer was lost")
-        _ = try ParsePushTests.run(store, database).get()
-        let item = try JSONSerialization.jsonObject(with: Shell.run("/usr/bin/curl", ["-sS", "-f", server.baseURL + "/items/3"])) as? [String: Any]
+        for _ in 0..<3 where try lostAnswers() != 1 {
+            _ = try? setup.pass()
+        }
+        try #require(try lostAnswers() == 1, "the rebased push's answer was lost")
+        _ = try setup.pass()
+        let item = try setup.item(3)
         #expect(item?["name"] as? String == "ours")
         #expect(item?["rev"] as? Int == 1, "the other writer's change to another member stays")
-        #expect(try database.write { try $0.conflicts(of: "items", all: true) }.count == 1)
-        #expect(try database.write { try $0.outboxSummary(of: "items") }.isEmpty)
+        #expect(try setup.database.write { try $0.conflicts(of: "items", all: true) }.count == 1)
+        #expect(try setup.database.write { try $0.outboxSummary(of: "items") }.isEmpty)
     }
 
     /// An API that gives a deleted record's id to the next record it makes: a delete queued here
