@@ -4,6 +4,7 @@ says whether each replica converges.  Stdlib only.
 
     api_convergence.py [--ferry PATH] [--apis wordpress,jira,...] [--count 150]
                        [--no-variants] [--json FILE] [--keep]
+                       [--jira-user-offset-minutes N] [--jira-legacy-removed]
 
 --ferry defaults to $FERRY_BINARY, else .build/debug/ferry under the repository root.
 
@@ -121,11 +122,11 @@ class Server:
 
 
 class Run:
-    def __init__(self, label, api, ferry, count, workdir):
+    def __init__(self, label, api, ferry, count, workdir, server_args=()):
         self.label, self.api, self.ferry = label, api, ferry
         self.case = CASES[api]
         self.dir = workdir
-        self.server = Server(api, count)
+        self.server = Server(api, count, server_args)
         self.rounds = []
         text = open(os.path.join(ROOT, "etc/ferry/examples", self.case["example"]), encoding="utf-8").read()
         assert self.case["origin"] in text, "%s no longer names %s" % (self.case["example"], self.case["origin"])
@@ -273,6 +274,10 @@ def main():
     ap.add_argument("--no-variants", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--keep", action="store_true", help="keep the work directories (configs, replicas)")
+    ap.add_argument("--jira-user-offset-minutes", type=int, default=0,
+                    help="the Jira user's time zone, in which the stand-in reads JQL dates (default UTC)")
+    ap.add_argument("--jira-legacy-removed", action="store_true",
+                    help="GET /rest/api/3/search answers 410 Gone, as on Jira Cloud since CHANGE-2046")
     args = ap.parse_args()
     labels = [a for a in args.apis.split(",") if a]
     if not args.no_variants:
@@ -283,7 +288,10 @@ def main():
         api = VARIANTS[label][0] if label in VARIANTS else label
         work = os.path.join(top, label.replace("*", "-documented"))
         os.makedirs(work)
-        run = Run(label, api, args.ferry, args.count, work)
+        extra = []
+        if api == "jira":
+            extra = ["--jira-user-offset-minutes", str(args.jira_user_offset_minutes)] + (["--jira-legacy-removed"] if args.jira_legacy_removed else [])
+        run = Run(label, api, args.ferry, args.count, work, extra)
         try:
             run.scenario()
         finally:
