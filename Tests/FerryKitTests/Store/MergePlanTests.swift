@@ -25,11 +25,17 @@ struct MergePlanTests {
         Row(change: record("a", version: "5"), stored: live5, action: .unchanged),
         Row(change: record("a", version: "4"), stored: live5, action: .unchanged),
         Row(change: record("a", version: "10"), stored: MergePlan.Stored(version: "9", deleted: false), action: .update),
+        Row(change: record("a", version: "5", "other"), stored: MergePlan.Stored(version: "5", deleted: false, body: Data("{}".utf8)), action: .update),
+        Row(change: record("a", version: "5", "v"), stored: MergePlan.Stored(version: "5", deleted: false, body: Data(#"{"id":"a","value":"v"}"#.utf8)), action: .unchanged),
+        Row(change: record("a", version: "4", "other"), stored: MergePlan.Stored(version: "5", deleted: false, body: Data("{}".utf8)), action: .unchanged),
         Row(change: record("a", version: "6"), stored: tomb5, action: .resurrect),
-        Row(change: record("a", version: "5"), stored: tomb5, action: .unchanged),
+        Row(change: record("a", version: "5"), stored: tomb5, action: .resurrect),
+        Row(change: record("a", version: "4"), stored: tomb5, action: .unchanged),
         Row(change: record("a", version: "\"e2\""), stored: MergePlan.Stored(version: "\"e1\"", deleted: false), comparison: .opaque, action: .update),
         Row(change: record("a", version: "\"e0\""), stored: MergePlan.Stored(version: "\"e1\"", deleted: false), comparison: .opaque, action: .update),
         Row(change: record("a", version: "\"e1\""), stored: MergePlan.Stored(version: "\"e1\"", deleted: false), comparison: .opaque, action: .unchanged),
+        Row(change: record("a", version: "\"e1\"", "other"), stored: MergePlan.Stored(version: "\"e1\"", deleted: false, body: Data("{}".utf8)), comparison: .opaque, action: .unchanged),
+        Row(change: record("a", version: "\"e1\""), stored: MergePlan.Stored(version: "\"e1\"", deleted: true), comparison: .opaque, action: .resurrect),
         Row(change: .delete(id: "a"), stored: live5, action: .delete),
         Row(change: .delete(id: "a"), stored: live5, deletion: .tombstone, action: .tombstone),
         Row(change: .delete(id: "a"), stored: tomb5, deletion: .tombstone, action: .unchanged),
@@ -104,7 +110,8 @@ struct MergePlanTests {
             default:
                 // Integers (numeric order) and short strings (byte order), so both compare paths run.
                 let version = Bool.random(using: &generator) ? "\(Int.random(in: 0...30, using: &generator))" : "v\(Int.random(in: 0...9, using: &generator))"
-                return record(id, version: version)
+                // Two bodies, so a version met again with another body (coarse stamps) runs too.
+                return record(id, version: version, Bool.random(using: &generator) ? "x" : "y")
             }
         }
     }
@@ -147,7 +154,7 @@ struct MergeModel {
             counts.add(action)
             switch (action, change) {
             case (.insert, .upsert(let record)), (.update, .upsert(let record)), (.resurrect, .upsert(let record)):
-                stored[record.id] = MergePlan.Stored(version: record.version, deleted: false)
+                stored[record.id] = MergePlan.Stored(version: record.version, deleted: false, body: record.body)
             case (.delete, _):
                 stored[change.id] = nil
             case (.tombstone, _):

@@ -25,7 +25,7 @@ struct MergeSemanticsTests {
         Case(name: "update with newer version", before: [record("a", version: "1")], batch: [record("a", version: "2")], after: ["a": "2"], counts: (0, 1, 0, 0), logged: ["update a"]),
         Case(name: "stale update is ignored", before: [record("a", version: "5")], batch: [record("a", version: "4")], after: ["a": "5"], counts: (0, 0, 0, 1), logged: []),
         Case(name: "integers compare numerically", before: [record("a", version: "9")], batch: [record("a", version: "10")], after: ["a": "10"], counts: (0, 1, 0, 0), logged: ["update a"]),
-        Case(name: "timestamps compare as strings", before: [record("a", version: "2024-05-01T10:00:00.000Z")], batch: [record("a", version: "2024-04-30T23:59:59.000Z")], after: ["a": "2024-05-01T10:00:00.000Z"], counts: (0, 0, 0, 1), logged: []),
+        Case(name: "timestamps compare as instants", before: [record("a", version: "2024-05-01T10:00:00.000Z")], batch: [record("a", version: "2024-04-30T23:59:59.000Z")], after: ["a": "2024-05-01T10:00:00.000Z"], counts: (0, 0, 0, 1), logged: []),
         Case(name: "same version is a no-op", before: [record("a", version: "3")], batch: [record("a", version: "3")], after: ["a": "3"], counts: (0, 0, 0, 1), logged: []),
         Case(name: "opaque: different etag replaces", comparison: .opaque, before: [record("a", version: "\"zz\"")], batch: [record("a", version: "\"aa\"")], after: ["a": "\"aa\""], counts: (0, 1, 0, 0), logged: ["update a"]),
         Case(name: "opaque: same etag is a no-op", comparison: .opaque, before: [record("a", version: "\"e1\"")], batch: [record("a", version: "\"e1\"")], after: ["a": "\"e1\""], counts: (0, 0, 0, 1), logged: []),
@@ -37,6 +37,12 @@ struct MergeSemanticsTests {
         Case(name: "tombstone keeps the row", deletion: .tombstone, before: [record("a", version: "1")], batch: [.delete(id: "a")], after: ["a": "1†"], counts: (0, 0, 1, 0), logged: ["delete a"]),
         Case(name: "tombstone deleted twice", deletion: .tombstone, before: [record("a", version: "1")], deletedBefore: ["a"], batch: [.delete(id: "a")], after: ["a": "1†"], counts: (0, 0, 0, 1), logged: []),
         Case(name: "newer upsert resurrects a tombstone", deletion: .tombstone, before: [record("a", version: "1")], deletedBefore: ["a"], batch: [record("a", version: "2")], after: ["a": "2"], counts: (1, 0, 0, 0), logged: ["insert a"]),
+        // Coarse stamps: a second edit inside the stamp's second (or minute) keeps the version.
+        Case(name: "same version, other body is an update", before: [record("a", version: "2024-01-15T15:08:00.000Z", "first")], batch: [record("a", version: "2024-01-15T15:08:00.000Z", "second")], after: ["a": "2024-01-15T15:08:00.000Z"], counts: (0, 1, 0, 0), logged: ["update a"]),
+        Case(name: "same instant written otherwise, same body: no-op", before: [record("a", version: "2024-01-15T15:08:24Z")], batch: [record("a", version: "2024-01-15T15:08:24.000+0000")], after: ["a": "2024-01-15T15:08:24Z"], counts: (0, 0, 0, 1), logged: []),
+        Case(name: "opaque: same etag, other body is a no-op", comparison: .opaque, before: [record("a", version: "\"e1\"", "first")], batch: [record("a", version: "\"e1\"", "second")], after: ["a": "\"e1\""], counts: (0, 0, 0, 1), logged: []),
+        Case(name: "an upsert at a tombstone's version brings it back", deletion: .tombstone, before: [record("a", version: "1")], deletedBefore: ["a"], batch: [record("a", version: "1")], after: ["a": "1"], counts: (1, 0, 0, 0), logged: ["insert a"]),
+        Case(name: "an older upsert leaves a tombstone", deletion: .tombstone, before: [record("a", version: "2")], deletedBefore: ["a"], batch: [record("a", version: "1")], after: ["a": "2†"], counts: (0, 0, 0, 1), logged: []),
     ]
 
     @Test(arguments: cases)

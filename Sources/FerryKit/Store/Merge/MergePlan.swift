@@ -9,21 +9,39 @@ import Foundation
 /// | a bad record      | (any)                   | `.problem`    | -       |
 /// | upsert            | none                    | `.insert`     | insert  |
 /// | upsert, newer     | live                    | `.update`     | update  |
-/// | upsert, not newer | live                    | `.unchanged`  | -       |
-/// | upsert, newer     | tombstone               | `.resurrect`  | insert  |
-/// | upsert, not newer | tombstone               | `.unchanged`  | -       |
+/// | upsert, same version, other body | live     | `.update`     | update  |
+/// | upsert, same version and body    | live     | `.unchanged`  | -       |
+/// | upsert, older     | live                    | `.unchanged`  | -       |
+/// | upsert, not older | tombstone               | `.resurrect`  | insert  |
+/// | upsert, older     | tombstone               | `.unchanged`  | -       |
 /// | delete            | live, deletion = hard   | `.delete`     | delete  |
 /// | delete            | live, deletion = tomb.  | `.tombstone`  | delete  |
 /// | delete            | none or tombstone       | `.unchanged`  | -       |
 ///
 /// "Newer" is ``VersionComparison``: ordered versions must sort higher (a replayed or stale
-/// page never overwrites newer data), opaque ones (ETags) must differ. Within one batch only the
-/// last change of an id applies; the earlier ones count as unchanged.
+/// page never overwrites newer data), opaque ones (ETags) must differ, and an opaque version
+/// is never "older". An ordered version equal to the stored one with another body is a change
+/// all the same: APIs stamp whole seconds or minutes (Notion rounds to the minute), so two edits
+/// inside one stamp carry one version, and only the body tells the second from the first. A
+/// record listed live at the version of its tombstone is live: a listing that moved under a
+/// sweep may have tombstoned it, and nothing but a live listing says otherwise. A rebuild
+/// (``ReplicaDatabase/apply(_:to:)`` with `rebuilds`) writes whatever differs, version or
+/// body. Within one batch only the last change of an id applies; the earlier ones count as
+/// unchanged.
 enum MergePlan {
     /// What the replica holds for one id.
     struct Stored: Sendable, Equatable {
         var version: String
         var deleted: Bool
+        /// The stored body, where the caller has it (the SQL merge compares bodies in SQL and
+        /// passes only whether they are equal); nil: taken as the incoming one's.
+        var body: Data?
+
+        init(version: String, deleted: Bool, body: Data? = nil) {
+            self.version = version
+            self.deleted = deleted
+            self.body = body
+        }
     }
 
     enum Action: Sendable, Equatable {
@@ -54,18 +72,25 @@ enum MergePlan {
         switch change {
         case .upsert(let record):
             if let reason = problem(with: record, maxBytes: maxRecordBytes) { return .problem(reason) }
-            return upsertAction(incoming: record.version, stored: stored, comparison: comparison)
+            return upsertAction(incoming: record.version, stored: stored, sameBody: stored?.body.map { $0 == record.body } ?? true,
+                                comparison: comparison)
         case .delete(let id):
             if id.isEmpty { return .problem("empty id") }
             return deleteAction(stored: stored, deletion: deletion)
         }
     }
 
-    /// An upsert of a valid record.
-    static func upsertAction(incoming version: String, stored: Stored?, comparison: VersionComparison) -> Action {
+    /// An upsert of a valid record; `sameBody`: the incoming body is the stored one, byte for
+    /// byte. `rebuilding`: a rebuild's upsert, which writes whatever differs.
+    static func upsertAction(incoming version: String, stored: Stored?, sameBody: Bool, comparison: VersionComparison,
+                             rebuilding: Bool = false) -> Action {
         guard let stored else { return .insert }
-        guard replaces(incoming: version, stored: stored.version, comparison: comparison) else { return .unchanged }
-        return stored.deleted ? .resurrect : .update
+        if stored.deleted {
+            let older = !rebuilding && comparison == .ordered && VersionOrder.order(version, stored.version) == .older
+            return older ? .unchanged : .resurrect
+        }
+        if rebuilding { return version != stored.version || !sameBody ? .update : .unchanged }
+        return replaces(incoming: version, stored: stored.version, sameBody: sameBody, comparison: comparison) ? .update : .unchanged
     }
 
     /// A delete of a non-empty id.
@@ -74,11 +99,19 @@ enum MergePlan {
         return deletion == .hard ? .delete : .tombstone
     }
 
-    /// Whether an incoming version replaces the stored one.
-    static func replaces(incoming: String, stored: String, comparison: VersionComparison) -> Bool {
+    /// Whether an incoming version replaces the stored one of a live row; `sameBody`: the
+    /// bodies are equal (an ordered version equal to the stored one replaces it only when
+    /// they are not).
+    static func replaces(incoming: String, stored: String, sameBody: Bool = true, comparison: VersionComparison) -> Bool {
         switch comparison {
-        case .opaque: incoming != stored
-        case .ordered: VersionOrder.isNewer(incoming, than: stored)
+        case .opaque:
+            return incoming != stored
+        case .ordered:
+            switch VersionOrder.order(incoming, stored) {
+            case .newer: return true
+            case .same: return !sameBody
+            case .older: return false
+            }
         }
     }
 

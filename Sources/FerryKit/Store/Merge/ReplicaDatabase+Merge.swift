@@ -174,13 +174,26 @@ extension ReplicaDatabase {
         }
         let select = store.select
         try select.bind(record.id, at: 1)
-        defer { select.reset() }
         var stored: MergePlan.Stored?
-        if try select.step() {
-            stored = MergePlan.Stored(version: select.string(at: 0) ?? "", deleted: select.int64(at: 1) != 0)
+        var sameBody = true
+        // The body is borrowed only while bound: read, then reset, inside the closure.
+        let outcome: Result<Void, SQLiteError> = record.body.withUnsafeBytes { body in
+            do throws(SQLiteError) {
+                try select.bindUnretained(text: body, at: 2)
+                if try select.step() {
+                    stored = MergePlan.Stored(version: select.string(at: 0) ?? "", deleted: select.int64(at: 1) != 0)
+                    sameBody = select.int64(at: 2) != 0
+                }
+                select.reset()
+                return .success(())
+            } catch {
+                select.reset()
+                return .failure(error)
+            }
         }
-        select.reset()
-        let action = MergePlan.upsertAction(incoming: record.version, stored: stored, comparison: rebuilding ? .opaque : store.definition.comparison)
+        try outcome.get()
+        let action = MergePlan.upsertAction(incoming: record.version, stored: stored, sameBody: sameBody,
+                                            comparison: store.definition.comparison, rebuilding: rebuilding)
         switch action {
         case .insert:
             try run(store.insert, with: record, at: now)

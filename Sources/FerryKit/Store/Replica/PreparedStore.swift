@@ -8,7 +8,7 @@ final class PreparedStore {
     let insertIfAbsent: Statement
     let update: Statement
     /// Update-first probe for batches of mostly known ids: changes a live row only when the
-    /// incoming version wins, decided in SQL (`ferry_version_newer` is ``VersionOrder``).
+    /// incoming version wins, decided in SQL (`ferry_version_order` is ``VersionOrder``).
     let updateIfNewer: Statement
     let delete: Statement
     let tombstone: Statement
@@ -34,7 +34,8 @@ final class PreparedStore {
         self.definition = definition
         self.storeID = storeID
         let table = quoted(definition.name)
-        select = try connection.prepare("SELECT version, deleted FROM \(table) WHERE id = ?1", persistent: true)
+        // ?2: the incoming body, compared in SQL so the stored one is never copied out.
+        select = try connection.prepare("SELECT version, deleted, body IS ?2 FROM \(table) WHERE id = ?1", persistent: true)
         insert = try connection.prepare(
             "INSERT INTO \(table)(id, version, body, fields, first_seen, last_synced, deleted) VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)", persistent: true)
         insertIfAbsent = try connection.prepare(
@@ -42,7 +43,10 @@ final class PreparedStore {
         // A resurrected tombstone keeps its first_seen: it is the same remote record.
         update = try connection.prepare(
             "UPDATE \(table) SET version = ?2, body = ?3, fields = ?4, last_synced = ?5, deleted = 0 WHERE id = ?1", persistent: true)
-        let wins = definition.comparison == .ordered ? "ferry_version_newer(?2, version)" : "version IS NOT ?2"
+        // MergePlan's table for a live row: a newer version wins, and so does the same version
+        // with another body (two edits inside one coarse stamp).
+        let wins = definition.comparison == .ordered
+            ? "CASE ferry_version_order(?2, version) WHEN 1 THEN 1 WHEN 0 THEN body IS NOT ?3 ELSE 0 END" : "version IS NOT ?2"
         updateIfNewer = try connection.prepare(
             "UPDATE \(table) SET version = ?2, body = ?3, fields = ?4, last_synced = ?5 WHERE id = ?1 AND deleted = 0 AND \(wins)", persistent: true)
         delete = try connection.prepare("DELETE FROM \(table) WHERE id = ?1", persistent: true)

@@ -42,11 +42,9 @@ struct JSONCollectionCursor: Equatable {
         return String(decoding: data ?? Data("{}".utf8), as: UTF8.self)
     }
 
-    /// Version order: two integers compare numerically, anything else as strings (as the
-    /// merge engine's ``VersionComparison/ordered``).
+    /// Version order, as the merge engine's ``VersionComparison/ordered`` (``VersionOrder``).
     static func isNewer(_ candidate: String, than current: String?) -> Bool {
         guard let current else { return true }
-        if let a = Int64(candidate), let b = Int64(current) { return a > b }
-        return candidate > current
+        return VersionOrder.isNewer(candidate, than: current)
     }
 }

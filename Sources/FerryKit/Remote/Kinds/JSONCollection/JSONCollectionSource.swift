@@ -114,12 +114,19 @@ public final class JSONCollectionSource: RemoteSource {
             case .link: url = delta
             case .token(let param, _): url = URLQuery.setting(param, to: delta, in: url)
             }
-        } else if let param = options.updatedParam, !plan.reconcile, let mark = stored.highWater {
-            url = URLQuery.setting(param, to: options.since.render(mark), in: url)
         }
-        // `{since}` in a parameter or the body: the mark on an incremental pass, the earliest
-        // time (everything) on a sweep or a first sync.
-        let since = options.since.render(fromDelta == nil && !plan.reconcile ? stored.highWater : nil)
+        let since: String
+        do {
+            if fromDelta == nil, let param = options.updatedParam, !plan.reconcile, let mark = stored.highWater {
+                url = URLQuery.setting(param, to: try options.since.render(mark), in: url)
+            }
+            // `{since}` in a parameter or the body: the mark on an incremental pass, the earliest
+            // time (everything) on a sweep or a first sync.
+            let usesSince = options.sinceParam != nil || options.requestBody?.usesSince == true
+            since = usesSince ? try options.since.render(fromDelta == nil && !plan.reconcile ? stored.highWater : nil) : ""
+        } catch {
+            return failAtStart(unreadableMark: error.mark, sink: sink)
+        }
         if let parameter = options.sinceParam, fromDelta == nil {
             url = URLQuery.setting(parameter.name, to: parameter.value(since), in: url)
         }
@@ -154,6 +161,21 @@ public final class JSONCollectionSource: RemoteSource {
         state = .paging(sink: sink, producer: producer)
         // The producer starts its own thread; its first event comes through the loop, never inside start.
         producer.start()
+    }
+
+    /// Fails the pass before its first request: the stored mark cannot be written as the
+    /// filter wants it. Reported through the loop, as every outcome is, never inside start.
+    private func failAtStart(unreadableMark mark: String, sink: any RemoteSourceSink) {
+        let key = options.updatedParam != nil ? "updated-param" : options.sinceParam != nil ? "since-param" : "request-body"
+        let error = SyncError(.configuration, store: store.name, url: store.url, message:
+            "the mark \(mark.debugDescription) (the highest \(options.versionFieldName) seen) is not a time Ferry reads (ISO 8601, or seconds since 1970), "
+            + "so \(key)'s {since} cannot be written with since-format and look-back; set version-field = to the API's update time, or since-format = as-is without look-back to send the value as the API wrote it")
+        state = .done
+        let box = LoopBoundSource(self)
+        RunLoopHandle.current().perform { [sink = UncheckedSink(sink: sink)] in
+            guard let source = box.source else { return }
+            sink.sink.source(source, didFailWith: error)
+        }
     }
 
     public func cancel() {
@@ -234,6 +256,11 @@ public final class JSONCollectionSource: RemoteSource {
         state = .done
         sink.source(self, didFailWith: error)
     }
+}
+
+/// Carries the sink into a block posted to the source's own run loop, where alone it is used.
+private struct UncheckedSink: @unchecked Sendable {
+    let sink: any RemoteSourceSink
 }
 
 /// Carries the source into blocks posted to its own run loop (where alone it is touched).

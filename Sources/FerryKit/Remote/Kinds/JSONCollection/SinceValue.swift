@@ -37,11 +37,19 @@ public struct SinceValue: Sendable, Equatable {
     /// Whether the mark is sent exactly as stored (no format, no look-back).
     public var isVerbatim: Bool { format == .asIs && lookBack == .zero }
 
-    /// The value for `mark` (nil: the earliest time).
-    public func render(_ mark: String?) -> String {
+    /// A mark that is not a time: `{since}` cannot be written from it in the configured form.
+    public struct UnreadableMark: Error, Sendable, Equatable {
+        /// The mark as stored (a version the API wrote).
+        public var mark: String
+    }
+
+    /// The value for `mark` (nil: the earliest time). A mark that must be read as a time (a
+    /// format or a look-back is set) and is none throws: sent as it is, it would be a filter
+    /// the API refuses, or worse, one it reads differently.
+    public func render(_ mark: String?) throws(UnreadableMark) -> String {
         guard let mark else { return write(Date(timeIntervalSince1970: 0), numeric: false) }
         if isVerbatim { return mark }
-        guard let (date, numeric) = Self.parse(mark, in: timeZone) else { return mark }
+        guard let (date, numeric) = Self.parse(mark, in: timeZone) else { throw UnreadableMark(mark: mark) }
         return write(date.addingTimeInterval(-lookBack.seconds), numeric: numeric)
     }
 
@@ -75,40 +83,20 @@ public struct SinceValue: Sendable, Equatable {
     }
 
     /// A mark as a time: a number of seconds (or milliseconds, from 10^12 up) since 1970, or an
-    /// ISO 8601 time (a fraction and a zone optional; without a zone, in `zone`). The flag says
-    /// whether it was a number.
+    /// ISO 8601 time in any form ``TimestampText`` reads (without a zone, in `zone`). The flag
+    /// says whether it was a number.
     static func parse(_ mark: String, in zone: TimeZone) -> (Date, Bool)? {
         let text = mark.trimmingCharacters(in: .whitespaces)
         if let number = Double(text), text.allSatisfy({ $0.isNumber || $0 == "." }) {
             return (Date(timeIntervalSince1970: number >= 1e12 ? number / 1000 : number), true)
         }
-        // Seconds, then the fraction read apart: DateFormatter keeps milliseconds at most.
-        var body = Substring(text)
-        var offset: Int?
-        if body.hasSuffix("Z") || body.hasSuffix("z") {
-            body = body.dropLast()
-            offset = 0
-        } else if body.count > 6, let sign = body.dropLast(5).last, sign == "+" || sign == "-" {
-            let zone = body.suffix(6)
-            let parts = zone.dropFirst().split(separator: ":")
-            if parts.count == 2, let hours = Int(parts[0]), let minutes = Int(parts[1]) {
-                offset = (sign == "-" ? -1 : 1) * (hours * 3600 + minutes * 60)
-                body = body.dropLast(6)
-            }
+        guard let time = TimestampText.parse(text) else { return nil }
+        var date = Date(timeIntervalSince1970: Double(time.seconds) + Double(time.nanoseconds) / 1e9)
+        if !time.zoned {
+            // Read as UTC; the zone's offset at about that moment moves it to the instant meant.
+            date = date.addingTimeInterval(-Double(zone.secondsFromGMT(for: date)))
         }
-        var fraction = 0.0
-        if let dot = body.lastIndex(of: "."), let value = Double("0" + body[dot...]) {
-            fraction = value
-            body = body[..<dot]
-        }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = offset.flatMap { TimeZone(secondsFromGMT: $0) } ?? zone
-        for pattern in ["yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd"] {
-            formatter.dateFormat = pattern
-            if let date = formatter.date(from: String(body)) { return (date.addingTimeInterval(fraction), false) }
-        }
-        return nil
+        return (date, false)
     }
 
     /// Reads `since-format`, `since-timezone` and `look-back`; nil when a problem was reported.
