@@ -12,9 +12,18 @@ struct TimestampText: Sendable, Equatable {
     var seconds: Int64
     /// The fraction, in nanoseconds (digits past the ninth are dropped).
     var nanoseconds: Int32
-    /// Whether the text named its zone (`Z` or an offset). A zoned and an unzoned time name no
-    /// common instant: ``VersionOrder`` compares them as text.
-    var zoned: Bool
+    /// The zone's offset east of UTC in seconds, as the text named it (`Z`: 0); nil: the text
+    /// named no zone. A zoned and an unzoned time name no common instant: ``VersionOrder``
+    /// compares them as text.
+    var offset: Int32?
+
+    var zoned: Bool { offset != nil }
+
+    init(seconds: Int64, nanoseconds: Int32, offset: Int32?) {
+        self.seconds = seconds
+        self.nanoseconds = nanoseconds
+        self.offset = offset
+    }
 
     /// The instant, for ordering: two zoned times (or two unzoned ones) compare as instants.
     var instant: (Int64, Int32) { (seconds, nanoseconds) }
@@ -49,7 +58,7 @@ struct TimestampText: Sendable, Equatable {
               (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day) else { return nil }
         var seconds = Int64(daysSinceEpoch(year: year, month: month, day: day)) * 86_400
         var nanoseconds: Int32 = 0
-        var zoned = false
+        var offset: Int32?
         if index < count, bytes[index] == UInt8(ascii: "T") || bytes[index] == UInt8(ascii: "t") || bytes[index] == UInt8(ascii: " "),
            index + 1 < count, bytes[index + 1] &- UInt8(ascii: "0") < 10 {
             index += 1
@@ -75,10 +84,10 @@ struct TimestampText: Sendable, Equatable {
             let beforeSpace = index
             _ = take(UInt8(ascii: " "))
             if take(UInt8(ascii: "Z")) || take(UInt8(ascii: "z")) {
-                zoned = true
+                offset = 0
             } else if index + 3 <= count, bytes[index] == UInt8(ascii: "U"), bytes[index + 1] == UInt8(ascii: "T"), bytes[index + 2] == UInt8(ascii: "C") {
                 index += 3
-                zoned = true
+                offset = 0
             } else if index < count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
                 let sign: Int64 = bytes[index] == UInt8(ascii: "-") ? -1 : 1
                 index += 1
@@ -92,14 +101,15 @@ struct TimestampText: Sendable, Equatable {
                     minutes = value
                 }
                 guard minutes < 60 else { return nil }
-                seconds -= sign * Int64(hours * 3600 + minutes * 60)
-                zoned = true
+                let east = sign * Int64(hours * 3600 + minutes * 60)
+                seconds -= east
+                offset = Int32(east)
             } else {
                 index = beforeSpace
             }
         }
         guard index == count else { return nil }
-        return TimestampText(seconds: seconds, nanoseconds: nanoseconds, zoned: zoned)
+        return TimestampText(seconds: seconds, nanoseconds: nanoseconds, offset: offset)
     }
 
     /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's

@@ -16,12 +16,19 @@ struct ExampleConfigurationTests {
         let configuration: FerryConfiguration
         var database: String { directory.path("replica.db") }
 
-        init(_ name: String, origin: String, local: String, credentials: [String: String]) throws {
+        /// `replacing`: the placeholders the example leaves to its user (`DATABASE_ID`), and what
+        /// the local server calls them.
+        init(_ name: String, origin: String, local: String, credentials: [String: String], replacing placeholders: [String: String] = [:]) throws {
             directory = try TemporaryDirectory()
             let shipped = try String(contentsOf: TestServer.repositoryRoot.appendingPathComponent("etc/ferry/examples/\(name)"), encoding: .utf8)
             #expect(shipped.contains(origin), "the example names \(origin)")
             let path = directory.path(name)
-            try shipped.replacingOccurrences(of: origin, with: local).write(toFile: path, atomically: true, encoding: .utf8)
+            var text = shipped.replacingOccurrences(of: origin, with: local)
+            for (placeholder, value) in placeholders {
+                #expect(text.contains(placeholder), "the example names \(placeholder)")
+                text = text.replacingOccurrences(of: placeholder, with: value)
+            }
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
             let store = directory.path("credentials")
             try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
             for (key, value) in credentials {

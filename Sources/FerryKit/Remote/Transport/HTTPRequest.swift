@@ -23,6 +23,13 @@ public struct HTTPRequest: Sendable, Equatable, CustomStringConvertible {
         readsOnly || ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", "PROPFIND", "REPORT"].contains(method.uppercased())
     }
 
+    /// Whether the request only reads: asked again after a failure, it changes nothing
+    /// (``ReadRetry``). A PUT or a DELETE is idempotent but writes: whether its lost answer
+    /// took effect is the push's to find out.
+    public var isReadOnly: Bool {
+        readsOnly || ["GET", "HEAD", "OPTIONS", "PROPFIND", "REPORT"].contains(method.uppercased())
+    }
+
     /// Method and URL without credentials; headers are left out because they carry secrets.
     public var description: String {
         "\(method) \(url.redactingUserInfo)"

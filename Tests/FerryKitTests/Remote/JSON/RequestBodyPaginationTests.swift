@@ -111,6 +111,11 @@ struct RequestBodyPaginationTests {
         ("2024-03-05T10:15:30.1234567Z", SinceValue(format: .iso8601), "2024-03-05T10:15:30.123457Z"),
         ("2024-03-05T10:15Z", SinceValue(format: .iso8601), "2024-03-05T10:15:00Z"),
         ("2024-03-05", SinceValue(format: .pattern("dd.MM.yyyy")), "05.03.2024"),
+        // A pattern writes the time in the zone the API wrote the mark in (Jira's user's zone),
+        // unless since-timezone says otherwise; a mark without a zone is UTC.
+        ("2024-03-05T10:15:30.237-0500", SinceValue(format: .pattern("yyyy-MM-dd HH:mm"), lookBack: .seconds(60)), "2024-03-05 10:14"),
+        ("2024-03-05T10:15:30.237-0500", SinceValue(format: .pattern("yyyy-MM-dd HH:mm"), timeZone: TimeZone(identifier: "UTC")), "2024-03-05 15:15"),
+        ("2024-03-05T10:15:30", SinceValue(format: .pattern("yyyy-MM-dd HH:mm"), lookBack: .seconds(60)), "2024-03-05 10:14"),
         ("opaque-v7", SinceValue(format: .iso8601), nil),
         ("2024-13-05T10:15:30Z", SinceValue(format: .iso8601), nil),
         ("2024-03-05T10:15:30+0000 trailing", SinceValue(lookBack: .seconds(1)), nil),

@@ -164,7 +164,8 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             // A demo dataset may be a chain of files; file:// is allowed only for such a store.
             session.allowedProtocols.insert("file")
         }
-        loader = HTTPPageLoader(configuration: session, query: store.query)
+        loader = HTTPPageLoader(configuration: session, query: store.query, retry: ReadRetry())
+        loader?.reportRetries(to: setup.logger, store: store.name)
         load(Target(number: 1, request: setup.firstRequest, credentials: true))
     }
 
@@ -272,7 +273,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             }
             return end(with: .failed(page.malformedJSON(error, store: store.name)))
         }
-        if number == 1, !target.isReread, let problem = Self.misconfiguration(scanned, options: setup.options) {
+        if number == 1, !target.isReread, let problem = Self.misconfiguration(scanned, body: page.body, options: setup.options) {
             return end(with: .failed(SyncError(.configuration, store: store.name, url: page.request.url, position: "page 1", message: problem)))
         }
 
@@ -525,15 +526,22 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
                                    "cursor", "meta.next_cursor", "response_metadata.next_cursor"]
 
     /// What page 1 shows to be wrong with the configuration, in words: no record has the id or
-    /// version field, or the next-page field is missing while another one is there.
-    static func misconfiguration(_ page: JSONPage, options: JSONCollectionOptions) -> String? {
-        if !page.records.isEmpty {
-            let reasons = page.records.compactMap(\.problem?.reason)
-            if reasons.count == page.records.count, reasons.allSatisfy({ $0.hasPrefix("record has no id") }) {
-                return "id-field \(options.idField) matches none of the \(page.records.count) records of page 1; set id-field = to the records' id field"
+    /// version field, or the next-page field is missing while another one is there. Tombstones
+    /// (`deleted-when`) say nothing of the version field: APIs list a deleted record by its id
+    /// alone (Graph's `@removed` entries, Google's cancelled events), and a page may hold nothing
+    /// else.
+    static func misconfiguration(_ page: JSONPage, body: Data, options: JSONCollectionOptions) -> String? {
+        let records = page.records.filter { record in
+            guard let test = options.deletedWhen, record.id != nil else { return true }
+            return !test.matches(body[(body.startIndex + record.range.lowerBound)..<(body.startIndex + record.range.upperBound)])
+        }
+        if !records.isEmpty {
+            let reasons = records.compactMap(\.problem?.reason)
+            if reasons.count == records.count, reasons.allSatisfy({ $0.hasPrefix("record has no id") }) {
+                return "id-field \(options.idField) matches none of the \(records.count) records of page 1; set id-field = to the records' id field"
             }
-            if reasons.count == page.records.count, reasons.allSatisfy({ $0.hasPrefix("record has no version") }) {
-                return "version-field \(options.versionFieldName) matches none of the \(page.records.count) records of page 1; set version-field = to a field that changes with every update (or none, when the records have no such field)"
+            if reasons.count == records.count, reasons.allSatisfy({ $0.hasPrefix("record has no version") }) {
+                return "version-field \(options.versionFieldName) matches none of the \(records.count) records of page 1; set version-field = to a field that changes with every update (or none, when the records have no such field)"
             }
         }
         let configured: String

@@ -25,10 +25,14 @@ public struct SinceValue: Sendable, Equatable {
     }
 
     public var format = Format.asIs
-    public var timeZone = TimeZone(identifier: "UTC")!
+    /// `since-timezone`: where a date pattern writes the time, and what a mark without a zone
+    /// means; nil (the default): a pattern writes the time in the zone the mark was written in
+    /// (Jira writes its stamps, and reads its JQL dates, in the user's own zone), and a mark
+    /// without a zone is UTC (WordPress's `modified_gmt`).
+    public var timeZone: TimeZone?
     public var lookBack = Duration.zero
 
-    public init(format: Format = .asIs, timeZone: TimeZone = TimeZone(identifier: "UTC")!, lookBack: Duration = .zero) {
+    public init(format: Format = .asIs, timeZone: TimeZone? = nil, lookBack: Duration = .zero) {
         self.format = format
         self.timeZone = timeZone
         self.lookBack = lookBack
@@ -47,13 +51,16 @@ public struct SinceValue: Sendable, Equatable {
     /// format or a look-back is set) and is none throws: sent as it is, it would be a filter
     /// the API refuses, or worse, one it reads differently.
     public func render(_ mark: String?) throws(UnreadableMark) -> String {
-        guard let mark else { return write(Date(timeIntervalSince1970: 0), numeric: false) }
+        guard let mark else { return write(Date(timeIntervalSince1970: 0), numeric: false, zone: timeZone) }
         if isVerbatim { return mark }
-        guard let (date, numeric) = Self.parse(mark, in: timeZone) else { throw UnreadableMark(mark: mark) }
-        return write(date.addingTimeInterval(-lookBack.seconds), numeric: numeric)
+        guard let (date, numeric, offset) = Self.parse(mark, in: timeZone ?? Self.utc) else { throw UnreadableMark(mark: mark) }
+        return write(date.addingTimeInterval(-lookBack.seconds), numeric: numeric, zone: timeZone ?? offset.flatMap { TimeZone(secondsFromGMT: Int($0)) })
     }
 
-    private func write(_ date: Date, numeric: Bool) -> String {
+    private static let utc = TimeZone(identifier: "UTC")!
+
+    /// `zone`: where a pattern writes the time (nil: UTC).
+    private func write(_ date: Date, numeric: Bool, zone: TimeZone?) -> String {
         switch format {
         case .asIs: return numeric ? String(Int64(date.timeIntervalSince1970.rounded(.down))) : Self.rfc3339(date)
         case .iso8601: return Self.rfc3339(date)
@@ -62,7 +69,7 @@ public struct SinceValue: Sendable, Equatable {
         case .pattern(let pattern):
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = timeZone
+            formatter.timeZone = zone ?? Self.utc
             formatter.dateFormat = pattern
             return formatter.string(from: date)
         }
@@ -83,12 +90,12 @@ public struct SinceValue: Sendable, Equatable {
     }
 
     /// A mark as a time: a number of seconds (or milliseconds, from 10^12 up) since 1970, or an
-    /// ISO 8601 time in any form ``TimestampText`` reads (without a zone, in `zone`). The flag
-    /// says whether it was a number.
-    static func parse(_ mark: String, in zone: TimeZone) -> (Date, Bool)? {
+    /// ISO 8601 time in any form ``TimestampText`` reads (without a zone, in `zone`), whether
+    /// it was a number, and the offset it was written with.
+    static func parse(_ mark: String, in zone: TimeZone) -> (Date, Bool, Int32?)? {
         let text = mark.trimmingCharacters(in: .whitespaces)
         if let number = Double(text), text.allSatisfy({ $0.isNumber || $0 == "." }) {
-            return (Date(timeIntervalSince1970: number >= 1e12 ? number / 1000 : number), true)
+            return (Date(timeIntervalSince1970: number >= 1e12 ? number / 1000 : number), true, nil)
         }
         guard let time = TimestampText.parse(text) else { return nil }
         var date = Date(timeIntervalSince1970: Double(time.seconds) + Double(time.nanoseconds) / 1e9)
@@ -96,7 +103,7 @@ public struct SinceValue: Sendable, Equatable {
             // Read as UTC; the zone's offset at about that moment moves it to the instant meant.
             date = date.addingTimeInterval(-Double(zone.secondsFromGMT(for: date)))
         }
-        return (date, false)
+        return (date, false, time.offset)
     }
 
     /// Reads `since-format`, `since-timezone` and `look-back`; nil when a problem was reported.

@@ -56,7 +56,8 @@ public final class ParseSource: RemoteSource {
         pageSize = options.pageSize
         lookback = options.lookback
         filter = options.filter
-        loader = HTTPPageLoader(configuration: store.session, query: store.query)
+        loader = HTTPPageLoader(configuration: store.session, query: store.query, retry: ReadRetry())
+        loader.reportRetries(to: logger, store: store.name)
         changeScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId", versionPath: "updatedAt",
                                                         fieldPaths: ["count"]))
     }
