@@ -262,6 +262,14 @@ final class PullPhase: RemoteSourceSink {
         context.onAdvance(0, 0, nil)
     }
 
+    func sourceRestartsListing(_ source: any RemoteSource) throws {
+        guard case .pulling(let pull) = state, pull.sweep.isMarking else { return }
+        // The marks so far came from a listing that moved: a record read in it may be gone
+        // since. The listing read again marks afresh; the rows before the pull stay the measure
+        // of max-delete-share.
+        try write { database throws(StoreError) in try database.beginReconciliation(of: store.name) }
+    }
+
     func source(_ source: any RemoteSource, didFinishWith outcome: SourceOutcome) {
         guard case .pulling(var pull) = state else { return }
         report.requests = outcome.requests

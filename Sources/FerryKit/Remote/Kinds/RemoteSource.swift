@@ -76,10 +76,18 @@ public protocol RemoteSourceSink: AnyObject {
     func source(_ source: any RemoteSource, didProduce batch: ChangeBatch) throws
     /// Ids present on the remote, in any order and any number of calls (reconciliation).
     func source(_ source: any RemoteSource, didList ids: [String]) throws
+    /// The listing moved under the source, which reads it again from its start: ids listed so
+    /// far may include records gone since, and only the new listing's say what is there.
+    func sourceRestartsListing(_ source: any RemoteSource) throws
     /// The source is done; nothing follows.
     func source(_ source: any RemoteSource, didFinishWith outcome: SourceOutcome)
     /// The pass failed; nothing follows. Nothing of an unfinished page was handed over.
     func source(_ source: any RemoteSource, didFailWith error: SyncError)
+}
+
+extension RemoteSourceSink {
+    /// A sink that keeps no listing has nothing to forget.
+    public func sourceRestartsListing(_ source: any RemoteSource) throws {}
 }
 
 /// One remote-store protocol, driving one pass on the run loop of the thread that created it.

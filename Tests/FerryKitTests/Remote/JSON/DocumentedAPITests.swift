@@ -80,4 +80,48 @@ struct DocumentedAPITests {
         let limited = try api.sync().get()
         #expect(limited.isComplete && limited.counts.updated == 1, "\(limited.summary)")
     }
+
+    /// WordPress pages by number, sorted by `modified`: a post edited while page 1 is read
+    /// moves to the end, and the first post of page 2 slides onto page 1, read by nobody. The
+    /// pass notices (an id again, `X-WP-Total`) and reads the listing again from page 1.
+    @Test func aListingThatMovesUnderAFirstSyncIsReadAgain() throws {
+        let api = try Self.wordpress(count: 300)
+        defer { api.server.stop() }
+        try api.admin("schedule", #"{"at": 2, "ops": [{"op": "update", "keys": [5]}]}"#)
+        let first = try api.sync().get()
+        #expect(first.isComplete, "\(first.gaps)")
+        #expect(try api.replica(name: "$.title.rendered") == api.live())
+    }
+
+    /// A sweep lists every id to find deletions: a post deleted behind the position while it
+    /// pages moves a live post past it. Deleting what that listing did not name would delete
+    /// the live post; the sweep reads the listing again and deletes only what is gone.
+    @Test func aSweepNeverDeletesOnTheStrengthOfAListingThatMoved() throws {
+        let api = try Self.wordpress(count: 300)
+        defer { api.server.stop() }
+        _ = try api.sync().get()
+        try api.admin("schedule", #"{"at": 2, "ops": [{"op": "delete", "keys": [10], "how": "delete"}]}"#)
+        let sweep = try api.sync(sweep: true).get()
+        #expect(sweep.isComplete, "\(sweep.gaps)")
+        #expect(try api.replica(name: "$.title.rendered") == api.live())
+        #expect(sweep.counts.deleted == 1, "\(sweep.summary)")
+    }
+
+    /// A listing that moves on every read: after reading it three times the pass says it is
+    /// incomplete (exit 2, a sweep owed), deletes nothing on its strength, and the next pass,
+    /// reading a listing at rest, is whole.
+    @Test func aListingThatKeepsMovingIsReportedIncomplete() throws {
+        let api = try Self.wordpress(count: 300)
+        defer { api.server.stop() }
+        _ = try api.sync().get()
+        for at in [2, 5, 8] {
+            try api.admin("schedule", #"{"at": \#(at), "ops": [{"op": "delete", "keys": [\#(at * 10)], "how": "delete"}]}"#)
+        }
+        let moving = try api.sync(sweep: true).get()
+        #expect(moving.gaps.contains { if case .listingMoved = $0 { true } else { false } }, "\(moving.gaps)")
+        #expect(moving.counts.deleted == 0, "nothing deleted on a listing that moved: \(moving.summary)")
+        let still = try api.sync().get()
+        #expect(still.isComplete, "\(still.gaps)")
+        #expect(try api.replica(name: "$.title.rendered") == api.live())
+    }
 }

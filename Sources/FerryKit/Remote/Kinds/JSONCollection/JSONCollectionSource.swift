@@ -90,7 +90,9 @@ public final class JSONCollectionSource: RemoteSource {
     }
 
     /// Whether each page commits the cursor (pages sorted by version) or only the last one.
-    private var commitsPerPage: Bool { options.updatedParam != nil }
+    /// A listing read by position commits only at its end: a record its moving skipped is
+    /// older than the marks of the pages after it, and a committed mark past it would lose it.
+    private var commitsPerPage: Bool { options.updatedParam != nil && !options.pagination.isPositional }
 
     public func start(_ plan: PassPlan, sink: any RemoteSourceSink) {
         guard case .idle = state else { preconditionFailure("JSONCollectionSource started twice") }
@@ -203,7 +205,7 @@ public final class JSONCollectionSource: RemoteSource {
             }
             pending.add(changes: page.changes, problems: page.problems, ids: page.ids, bodyBytes: page.bodyBytes,
                         totalHint: page.totalHint, origin: page.origin, digest: page.digest, unchangedRecords: page.unchangedRecords)
-            let due = page.isLast || !page.problems.isEmpty || pending.count >= batchTarget
+            let due = page.isLast || page.restartsListing || !page.problems.isEmpty || pending.count >= batchTarget
                 || pending.bodyBytes >= batchByteLimit || pending.age >= maxBatchDelay
             if due {
                 guard flush(to: sink, producer: producer, cursor: page.isLast || commitsPerPage ? page.cursor.stored : nil,
@@ -211,6 +213,15 @@ public final class JSONCollectionSource: RemoteSource {
             } else if commitsPerPage {
                 // The cursor the held pages would commit; the batch takes it when it goes out.
                 pending.cursor = page.cursor.stored
+            }
+            if page.restartsListing {
+                do {
+                    try sink.sourceRestartsListing(self)
+                } catch {
+                    producer.cancel()
+                    state = .done
+                    return
+                }
             }
             guard page.isLast, case .paging = state else { return }
             state = .done

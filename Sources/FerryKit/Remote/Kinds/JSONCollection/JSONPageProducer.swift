@@ -44,6 +44,8 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         var endsChainAt: Int?
         /// On the last event: every page was as ``Setup/listingAtRest`` vouched, and counted.
         var listingUnchanged = false
+        /// The listing moved while it was read: the next page is page 1 again (``ListingDrift``).
+        var restartsListing = false
     }
 
     /// What the producer hands the pass, in page order. Nothing follows `.notModified` or `.failed`.
@@ -107,6 +109,8 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         /// Whether the request may carry the store's credentials (``mayCarryCredentials(_:)``).
         var credentials: Bool
         var isReread = false
+        /// Page 1 asked again after the listing moved (``ListingDrift``).
+        var isRestart = false
     }
 
     private enum State {
@@ -139,11 +143,17 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
     /// out different: the listing must then name every id.
     private var rereads: [Target] = []
     private var chainLength: Int?
-    /// For pages asked for by position: the ids of the page before, and page 1's total, to
-    /// notice a listing that moves while it is read (``Pagination/isPositional``).
-    private var previousIDs: Set<String> = []
-    private var firstTotal: String?
-    private var moved: String?
+    /// For pages asked for by position (``Pagination/isPositional``): what the listing read
+    /// so far shows of its moving, and how often it was read again from page 1 for it.
+    private var drift = ListingDrift()
+    private var restarts = 0
+    /// A listing that moved is read again from page 1 this often before the pass says it is
+    /// incomplete: each read that moves costs a whole listing, and an API busy enough to move
+    /// every one is left to the next pass.
+    static let maxRestarts = 2
+    /// The highest version seen in this pass (not the stored mark it started from), to notice
+    /// pages that are not sorted by version.
+    private var passMark: String?
 
     /// `deliver` is called on the producer's thread; it must hand the event to the pass's loop.
     init(_ setup: Setup, deliver: @escaping @Sendable (Event) -> Void) {
@@ -156,7 +166,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
     }
 
     private var store: StoreConfiguration { setup.store }
-    private var commitsPerPage: Bool { setup.options.updatedParam != nil }
+    private var commitsPerPage: Bool { setup.options.updatedParam != nil && !setup.options.pagination.isPositional }
 
     override func run() {
         var session = setup.session
@@ -225,7 +235,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         case .success(let loaded): page = loaded
         }
         let status = page.head.status
-        if status == 304, number == 1, !target.isReread {
+        if status == 304, number == 1, !target.isReread, !target.isRestart {
             return end(with: .notModified(requests: loader.requestCount))
         }
         if status == 410, number == 1, setup.startsFromDelta {
@@ -250,7 +260,8 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         if vouched { counted.append(target) }
         // Of an unchanged page a sweep needs the ids, and a pass between sweeps only the count.
         let listsIDs = setup.reconcile && !vouched
-        var detail: JSONRecordScanner.Detail = unchanged ? (listsIDs ? .ids : .count) : .records
+        // A listing read by position needs every page's ids to notice that it moved.
+        var detail: JSONRecordScanner.Detail = unchanged ? (listsIDs || setup.options.pagination.isPositional ? .ids : .count) : .records
         // The next page is asked for after the last record: its id (or version) is needed.
         if case .afterLast(_, let field) = setup.options.pagination, detail != .records {
             detail = field == setup.options.idField ? .ids : .records
@@ -277,7 +288,11 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             return end(with: .failed(SyncError(.configuration, store: store.name, url: page.request.url, position: "page 1", message: problem)))
         }
 
-        if setup.options.pagination.isPositional, !target.isReread { notice(movementIn: scanned, number: number) }
+        if setup.options.pagination.isPositional, !target.isReread {
+            let totals = ListingDrift.totalHeaders.compactMap { name in page.head.headers[name].map { (name, $0.trimmingCharacters(in: .whitespaces)) } }
+                + (setup.options.totalPath.flatMap { path in scanned.fields[path]?.text.map { (path, $0) } }.map { [$0] } ?? [])
+            drift.note(page: number, ids: scanned.records.compactMap(\.id), totals: totals)
+        }
         var nextURL: String?
         var nextCursor: String?
         if !target.isReread {
@@ -286,7 +301,26 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             case .success(let next): (nextURL, nextCursor) = (next?.url, next?.cursor)
             }
         }
-        let chainEnds = !target.isReread && nextURL == nil
+        var chainEnds = !target.isReread && nextURL == nil
+        var restart: Target?
+        if chainEnds, setup.options.pagination.isPositional {
+            drift.end(totalNamed: ["X-WP-Total", "X-Total", "X-Total-Count"] + (setup.options.totalPath.map { [$0] } ?? []))
+            if let moved = drift.moved, restarts < Self.maxRestarts {
+                // What was read is merged (an upsert is an upsert); what the move may have
+                // skipped is found by reading the listing again, with the same filter.
+                restarts += 1
+                setup.logger.notice("store \(store.name): the listing moved while it was read page by page (\(moved)); reading it again from page 1 (\(restarts) of \(Self.maxRestarts))",
+                                    metadata: ["store": "\(store.name)"])
+                var request = setup.firstRequest
+                request.headers.remove("If-None-Match")
+                request.headers.remove("If-Modified-Since")
+                restart = Target(number: 1, request: request, credentials: true, isRestart: true)
+                chainEnds = false
+                // The listing is read whole again: no page of it is vouched for.
+                vouched = false
+                counted = []
+            }
+        }
         if chainEnds {
             chainLength = number
             // A vouched listing is the last sweep's only if it is as long.
@@ -307,7 +341,9 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         // this thread's time on loopback), unless the pass is behind.
         var following: Target?
         if !exhausted {
-            if let nextURL {
+            if let restart {
+                following = restart
+            } else if let nextURL {
                 let credentials = mayCarryCredentials(nextURL)
                 let request = Self.request(url: nextURL, headers: credentials ? setup.headers : setup.publicHeaders, options: setup.options,
                                            cursor: nextCursor, since: setup.since)
@@ -332,7 +368,6 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         var problems: [RecordProblem] = []
         var ids: [String] = []
         var bodyBytes = 0
-        let committedMark = next.highWater
         // Digest versions (version-field = none) have no order: no mark to keep.
         let ordered = setup.options.versionField != nil
         if !unchanged { changes.reserveCapacity(scanned.records.count) }
@@ -356,12 +391,16 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
                 if setup.reconcile { ids.append(remote.id) }
                 if ordered, JSONCollectionCursor.isNewer(remote.version, than: next.highWater) {
                     next.highWater = remote.version
-                } else if commitsPerPage, number > 1, !warnedUnsorted, let committedMark,
-                          JSONCollectionCursor.isNewer(committedMark, than: remote.version) {
+                }
+                // Sorted pages never go back below what this pass read on earlier pages (the
+                // stored mark it started from says nothing of a sweep's order).
+                if ordered, commitsPerPage, !warnedUnsorted, let passMark, number > 1,
+                   JSONCollectionCursor.isNewer(passMark, than: remote.version) {
                     warnedUnsorted = true
-                    setup.logger.warning("pages are not sorted by version; set the URL's sort to the version field",
+                    setup.logger.warning("store \(store.name): pages are not sorted by \(setup.options.versionFieldName) (page \(number) has \(remote.version) after \(passMark)); sort the listing by it ascending (the URL's sort parameter), or a record updated while the pages are read can be missed",
                                          metadata: ["store": "\(store.name)", "url": "\(page.request.url.redactingUserInfo)"])
                 }
+                if ordered, JSONCollectionCursor.isNewer(remote.version, than: passMark) { passMark = remote.version }
             case .problem(let problem):
                 problems.append(problem)
                 if setup.reconcile, let id = problem.id { ids.append(id) }
@@ -371,6 +410,14 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         let total = number == 1 && !target.isReread ? setup.options.totalPath.flatMap { scanned.fields[$0]?.text }.flatMap { Int64($0) } : nil
         if let total { expectedTotal = total }
         if !target.isReread { recordsRead += scanned.recordCount }
+        if restart != nil {
+            // The next page is page 1 again: counts, loops and the page-1 total start afresh.
+            recordsRead = 0
+            expectedTotal = nil
+            drift = ListingDrift()
+            visited = []
+            visitedCursors = []
+        }
         if isLast, rateLimit == nil, let start = setup.options.deltaStart, let text = scanned.fields[start.path]?.text, !text.isEmpty {
             // Where the next pass starts, from the chain's last page.
             switch start {
@@ -392,12 +439,13 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         scannedPage.digest = problems.isEmpty ? digest : nil
         // A page read again was counted as unchanged already.
         scannedPage.unchangedRecords = unchanged && !target.isReread ? scanned.recordCount : 0
+        scannedPage.restartsListing = restart != nil
         if isLast, rateLimit == nil {
             scannedPage.endsChainAt = chainLength
             scannedPage.listingUnchanged = vouched
         }
-        if isLast, rateLimit == nil, let moved {
-            scannedPage.gaps.append(.listingMoved(detail: moved))
+        if isLast, rateLimit == nil, let moved = drift.moved {
+            scannedPage.gaps.append(.listingMoved(detail: moved + (restarts > 0 ? ", read \(restarts + 1) times" : "")))
         }
         if isLast, rateLimit == nil, let expectedTotal, recordsRead < expectedTotal {
             let path = setup.options.totalPath ?? "total-path"
@@ -410,20 +458,6 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             end(with: .page(scannedPage))
         } else {
             deliver(.page(scannedPage))
-        }
-    }
-
-    /// Notes a listing read by position that moved: an id of the page before is on this one
-    /// (records were added before it), or the total changed since page 1.
-    private func notice(movementIn scanned: JSONPage, number: Int) {
-        let ids = Set(scanned.records.compactMap(\.id))
-        if moved == nil, let repeated = ids.first(where: previousIDs.contains) {
-            moved = "record \(repeated.debugDescription) came again on page \(number)"
-        }
-        previousIDs = ids
-        guard let path = setup.options.totalPath, let total = scanned.fields[path]?.text else { return }
-        if number == 1 { firstTotal = total } else if moved == nil, let firstTotal, firstTotal != total {
-            moved = "\(path) was \(firstTotal) on page 1 and \(total) on page \(number)"
         }
     }
 
