@@ -29,6 +29,7 @@ with one name.
 
 Control (never counted as API requests):
   GET  /admin/live        [{"key","id","name","version"}] the records a correct replica holds
+  GET  /admin/gone        [{"key","id","how"}] the records it must not hold, and how they went
   GET  /admin/stats       {"requests": n}  API requests so far
   GET  /admin/requests    the last 500 API requests: [{"method","path","query","status"}]
   POST /admin/create      {"count": n}                       new records (newest stamps)
@@ -152,8 +153,10 @@ class Store:
         return key
 
     def update(self, key):
+        # A record deleted, trashed, archived or cancelled is not edited by these APIs' clients
+        # (Stripe: "No such customer"; HubSpot and Notion answer 404 for archived objects).
         r = self.records.get(key)
-        if r is None or r["state"] == "deleted":
+        if r is None or r["state"] != "live":
             return False
         r["rev"] += 1
         r["modified"] = self.tick()
@@ -162,7 +165,7 @@ class Store:
 
     def remove(self, key, how):
         r = self.records.get(key)
-        if r is None or r["state"] == "deleted":
+        if r is None or r["state"] != "live":
             return False
         r["state"] = how  # trash, archive, delete (gone for good), cancel
         r["modified"] = self.tick()
@@ -1529,6 +1532,9 @@ class Handler(http_core.Handler):
         with STORE.lock:
             if path == "/admin/live":
                 return self.send(200, api.live())
+            if path == "/admin/gone":
+                return self.send(200, [{"key": r["key"], "id": str(api.ident(r)), "how": r["state"]}
+                                       for r in sorted(STORE.records.values(), key=lambda r: r["key"]) if not api.visible(r)])
             if path == "/admin/stats":
                 return self.send(200, {"requests": REQUESTS[0], "seq": STORE.seq, "clock": iso_ms_z(STORE.now())})
             if path == "/admin/requests":

@@ -15,8 +15,10 @@ struct StoreOptionReader {
     let section: ConfigurationLocation
     /// Resolved secrets, by key (only the kind's secret keys that resolved).
     let secrets: [String: Secret]
-    private let entries: [String: ConfigurationSyntax.Entry]
+    private var entries: [String: ConfigurationSyntax.Entry]
     private(set) var values: ConfigurationValueReader
+    /// Put before every key this reader reads (``prefixed(_:url:)``).
+    private var keyPrefix = ""
 
     init(store: String, url: String, section: ConfigurationLocation, entries: [ConfigurationSyntax.Entry],
          secrets: [String: Secret], values: ConfigurationValueReader) {
@@ -28,27 +30,42 @@ struct StoreOptionReader {
         self.values = values
     }
 
+    /// A reader of the keys under `prefix` (`changes.url` read as `url`), for a part of the
+    /// section that takes a kind's keys again (a JSON store's feed); its URL is `url`. Its
+    /// problems name the keys as written. It reads no secrets.
+    func prefixed(_ prefix: String, url: String) -> StoreOptionReader {
+        var reader = StoreOptionReader(store: store, url: url, section: section, entries: [], secrets: [:], values: values)
+        reader.entries = entries
+        reader.keyPrefix = keyPrefix + prefix
+        return reader
+    }
+
+    /// Takes back the problems a ``prefixed(_:url:)`` reader found.
+    mutating func adopt(problemsOf reader: StoreOptionReader) {
+        values = reader.values
+    }
+
     /// The raw value of `key`, if the section sets it.
-    func text(_ key: String) -> String? { entries[key]?.value }
+    func text(_ key: String) -> String? { entries[keyPrefix + key]?.value }
 
     /// Where `key` is set, or the section's line when it is not.
     func location(of key: String) -> ConfigurationLocation {
-        entries[key].map { ConfigurationLocation(file: values.file, line: $0.line) } ?? section
+        entries[keyPrefix + key].map { ConfigurationLocation(file: values.file, line: $0.line) } ?? section
     }
 
     /// Records a problem about `key`, at its line (or the section's when it is not set).
     mutating func problem(_ key: String, _ message: String) {
-        if let entry = entries[key] {
+        if let entry = entries[keyPrefix + key] {
             values.problem(entry, message)
         } else {
-            values.problems.append(.init(file: values.file, line: section.line, key: key, message: message))
+            values.problems.append(.init(file: values.file, line: section.line, key: keyPrefix + key, message: message))
         }
     }
 
     /// A non-empty value of `key`; a problem saying what it is for when missing or empty.
     mutating func required(_ key: String, _ purpose: String) -> String? {
         guard let value = text(key) else {
-            problem(key, "store '\(store)' needs \(key) (\(purpose))")
+            problem(key, "store '\(store)' needs \(keyPrefix + key) (\(purpose))")
             return nil
         }
         guard !value.isEmpty else {
@@ -65,7 +82,7 @@ struct StoreOptionReader {
 
     /// The duration `key` sets, `value` when it is not set; nil (with a problem) when invalid.
     mutating func duration(_ key: String, default value: Duration, allowZero: Bool = false, atMost limit: Duration? = nil) -> Duration? {
-        guard let entry = entries[key] else { return value }
+        guard let entry = entries[keyPrefix + key] else { return value }
         guard let parsed = values.duration(entry, allowZero: allowZero) else { return nil }
         if let limit, parsed > limit {
             values.problem(entry, "must be at most \(ConfigurationUnits.format(limit)), got '\(entry.value)'")
@@ -76,11 +93,11 @@ struct StoreOptionReader {
 
     /// The whole number `key` sets, `value` when it is not set; nil (with a problem) when invalid.
     mutating func integer(_ key: String, default value: Int, in range: ClosedRange<Int>) -> Int? {
-        guard let entry = entries[key] else { return value }
+        guard let entry = entries[keyPrefix + key] else { return value }
         return values.integer(entry, in: range)
     }
 
-    func secret(_ key: String) -> Secret? { secrets[key] }
+    func secret(_ key: String) -> Secret? { keyPrefix.isEmpty ? secrets[key] : nil }
 
     /// Basic authentication from `username =` and the `password` secret: both or neither
     /// (`.none`). Nil, with a problem, when only one of them is set.

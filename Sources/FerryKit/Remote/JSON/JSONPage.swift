@@ -28,6 +28,21 @@ public struct JSONScannedRecord: Sendable, Equatable {
     public var version: String?
     /// Why the record cannot be stored (no id, non-string id, missing version, not an object).
     public var problem: RecordProblem?
+    /// The element of the records array that wraps the record, when the layout names a record
+    /// inside its elements (``JSONRecordScanner/Layout/recordPath``); nil: the element is the
+    /// record.
+    public var element: Range<Int>?
+
+    public init(range: Range<Int>, id: String?, version: String?, problem: RecordProblem?, element: Range<Int>? = nil) {
+        self.range = range
+        self.id = id
+        self.version = version
+        self.problem = problem
+        self.element = element
+    }
+
+    /// What the records array holds for the record: its element.
+    public var elementRange: Range<Int> { element ?? range }
 }
 
 /// What ``JSONRecordScanner`` found in one page.

@@ -16,6 +16,11 @@ public struct JSONRecordScanner: Sendable {
         /// Dotted path of the records array (``JSONPath``: `\.` for a dot in a name); "" means
         /// the page itself is the array.
         public var recordsPath: String
+        /// Dotted path of the record inside each element of the records array, for feeds whose
+        /// elements wrap it (Stripe's events: `data.object`); "" means the element is the record.
+        /// ``idPath`` and ``versionPath`` are then inside the record, and its range is the
+        /// inner object's.
+        public var recordPath: String
         /// Dotted path of the id inside a record.
         public var idPath: String
         /// Dotted path of the version inside a record; nil when the kind has none.
@@ -29,10 +34,11 @@ public struct JSONRecordScanner: Sendable {
         public var allowsIntegerIDs: Bool
         public var maxDepth: Int
 
-        public init(recordsPath: String, idPath: String = "id", versionPath: String? = nil, versionIsDigest: Bool = false,
+        public init(recordsPath: String, recordPath: String = "", idPath: String = "id", versionPath: String? = nil, versionIsDigest: Bool = false,
                     fieldPaths: [String] = [], allowsIntegerIDs: Bool = false, maxDepth: Int = 512) {
             precondition(!(versionIsDigest && versionPath != nil), "a version is either a field or a digest")
             self.recordsPath = recordsPath
+            self.recordPath = recordPath
             self.idPath = idPath
             self.versionPath = versionPath
             self.versionIsDigest = versionIsDigest
@@ -61,6 +67,8 @@ public struct JSONRecordScanner: Sendable {
     private let fieldOffset: Int
     /// Record-level paths: index 0 the id, index 1 the version (when requested).
     private let recordPaths: [[[UInt8]]]
+    /// The record's path inside each element (``Layout/recordPath``); empty: the element.
+    private let recordInElement: [[UInt8]]
 
     public init(layout: Layout) {
         precondition(layout.fieldPaths.count < 60, "too many field paths")
@@ -74,6 +82,7 @@ public struct JSONRecordScanner: Sendable {
         paths += layout.fieldPaths.map(split)
         pagePaths = paths
         recordPaths = [split(layout.idPath)] + (layout.versionPath.map { [split($0)] } ?? [])
+        recordInElement = split(layout.recordPath)
     }
 
     /// Scans a page. Invalid JSON throws a `.syntax` error with its byte offset; valid JSON of
@@ -245,8 +254,10 @@ public struct JSONRecordScanner: Sendable {
             while true {
                 if detail == .count {
                     try parser.skipValue()
-                } else {
+                } else if scanner.recordInElement.isEmpty {
                     try scanRecord(position: page.records.count)
+                } else {
+                    try scanElement(position: page.records.count)
                 }
                 page.recordCount += 1
                 parser.skipWhitespace()
@@ -257,6 +268,70 @@ public struct JSONRecordScanner: Sendable {
                     continue
                 }
                 guard byte == UInt8(ascii: "]") else {
+                    parser.index -= 1
+                    throw parser.unexpected()
+                }
+                parser.depth -= 1
+                return
+            }
+        }
+
+        /// An element of the records array that wraps its record (``Layout/recordPath``): the
+        /// element is walked to the record, which is scanned as any record, and the element's
+        /// range kept beside the record's.
+        mutating func scanElement(position: Int) throws(JSONScanError) {
+            let start = parser.index
+            let count = page.records.count
+            if try parser.peek() == UInt8(ascii: "{") {
+                try walkElement(level: 0, position: position)
+            } else {
+                try parser.skipValue()
+            }
+            if page.records.count == count {
+                page.records.append(JSONScannedRecord(range: start..<parser.index, id: nil, version: nil,
+                                                      problem: RecordProblem(position: position, reason: "element has no record at \(scanner.layout.recordPath)")))
+            }
+            page.records[count].element = start..<parser.index
+        }
+
+        /// An element (or an object in it on the way to the record).
+        mutating func walkElement(level: Int, position: Int) throws(JSONScanError) {
+            try parser.enter()
+            parser.index += 1
+            parser.skipWhitespace()
+            if try parser.peek() == UInt8(ascii: "}") {
+                parser.index += 1
+                parser.depth -= 1
+                return
+            }
+            while true {
+                guard try parser.peek() == UInt8(ascii: "\"") else { throw parser.unexpected() }
+                let keyStart = parser.index + 1
+                let escaped = try parser.skipString()
+                let key = keyStart..<(parser.index - 1)
+                parser.skipWhitespace()
+                try parser.expect(UInt8(ascii: ":"))
+                parser.skipWhitespace()
+                let component = scanner.recordInElement[level]
+                if parser.keyEquals(key, escaped: escaped, component), try parser.peek() == UInt8(ascii: "{") {
+                    if level + 1 == scanner.recordInElement.count {
+                        // A duplicate key: the last one wins, as in most parsers.
+                        if page.records.count > position { page.records.removeLast() }
+                        try scanRecord(position: position)
+                    } else {
+                        try walkElement(level: level + 1, position: position)
+                    }
+                } else {
+                    try parser.skipValue()
+                }
+                parser.skipWhitespace()
+                let byte = try parser.peek()
+                parser.index += 1
+                if byte == UInt8(ascii: ",") {
+                    parser.skipWhitespace()
+                    continue
+                }
+                guard byte == UInt8(ascii: "}") else {
                     parser.index -= 1
                     throw parser.unexpected()
                 }

@@ -4,7 +4,8 @@ import Foundation
 /// value) and the first page's validators for a conditional request next time.
 ///
 /// Stored as a small JSON object: `{"highWater":"2024-05-01 12:00:00","etag":"\"v1\"",
-/// "lastModified":"...","firstURL":"...","delta":"..."}` (absent keys omitted).
+/// "lastModified":"...","firstURL":"...","delta":"...","feedMark":"...","feedStart":"..."}`
+/// (absent keys omitted).
 struct JSONCollectionCursor: Equatable {
     var highWater: String?
     var etag: String?
@@ -14,6 +15,11 @@ struct JSONCollectionCursor: Equatable {
     /// Where the next pass starts, as the API's last page said (`delta-link`: a URL;
     /// `sync-token`: a token).
     var delta: String?
+    /// A feed's own mark (``JSONFeed``: the highest version its entries had).
+    var feedMark: String?
+    /// Where a changes feed read from a start goes on (Stripe's newest event seen); "" when
+    /// the feed was empty when its head was read.
+    var feedStart: String?
 
     init(highWater: String? = nil, etag: String? = nil, lastModified: String? = nil, firstURL: String? = nil) {
         self.highWater = highWater
@@ -29,6 +35,8 @@ struct JSONCollectionCursor: Equatable {
         lastModified = object["lastModified"] as? String
         firstURL = object["firstURL"] as? String
         delta = object["delta"] as? String
+        feedMark = object["feedMark"] as? String
+        feedStart = object["feedStart"] as? String
     }
 
     var stored: String {
@@ -38,6 +46,8 @@ struct JSONCollectionCursor: Equatable {
         object["lastModified"] = lastModified
         object["firstURL"] = firstURL
         object["delta"] = delta
+        object["feedMark"] = feedMark
+        object["feedStart"] = feedStart
         let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         return String(decoding: data ?? Data("{}".utf8), as: UTF8.self)
     }

@@ -24,6 +24,13 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         /// `{cursor}` (``RequestBodyTemplate``: Notion's `next_cursor`, GraphQL's
         /// `pageInfo.endCursor`).
         case bodyCursor(path: String)
+        /// `body-offset`: the next request's body carries the records read so far as
+        /// `{offset}` (HubSpot's search, whose `after` counts results), however many the
+        /// server put on a page.
+        case bodyOffset
+        /// `before:PARAM=FIELD`: a listing newest first, read toward newer records: the next
+        /// page comes before the page's first record (Stripe's `ending_before=<id>`).
+        case beforeFirst(param: String, field: String)
         /// One page.
         case singlePage
 
@@ -35,8 +42,8 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         /// repeat or skip records (checked by ``JSONPageProducer``).
         var isPositional: Bool {
             switch self {
-            case .pageNumber, .offset: true
-            case .link, .nextURL, .cursor, .afterLast, .headerCursor, .bodyCursor, .singlePage: false
+            case .pageNumber, .offset, .bodyOffset: true
+            case .link, .nextURL, .cursor, .afterLast, .headerCursor, .bodyCursor, .beforeFirst, .singlePage: false
             }
         }
     }
@@ -111,6 +118,8 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
     public var authentication = HTTPAuthentication.none
     /// How local writes are pushed (`push-create`, `push-update`, `push-delete`).
     public var push = JSONPushTemplates()
+    /// A second listing saying what changed (`changes.url`, `deletions.url`): ``JSONFeed``.
+    public var feed: JSONFeed?
 
     public init() {}
 
@@ -160,9 +169,25 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         return text.hasPrefix("$.") ? String(text.dropFirst(2)) : text
     }
 
-    /// Reads the JSON keys of one section.
-    init?(reading reader: inout StoreOptionReader) {
+    /// Reads the JSON keys of one section; with `base`, the keys of a feed of the store `base`
+    /// describes (``JSONFeed``), whose page layout and versions default to the store's.
+    init?(reading reader: inout StoreOptionReader, inheriting base: JSONCollectionOptions? = nil) {
         var valid = true
+        if let base {
+            recordsPath = base.recordsPath
+            idField = base.idField
+            versionField = base.versionField
+            pagination = base.pagination
+            hasMorePath = base.hasMorePath
+            hasMoreNegated = base.hasMoreNegated
+            totalPagesPath = base.totalPagesPath
+            firstPage = base.firstPage
+            pageSizeParam = base.pageSizeParam
+            totalPath = base.totalPath
+            pageSize = base.pageSize
+            since = base.since
+            authentication = base.authentication
+        }
         for key in ["records-path", "id-field", "version-field"] {
             guard let value = reader.text(key).map(Self.fieldPath) else { continue }
             // The records path may be empty (the page is the array); a field path may not.
@@ -185,13 +210,13 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
                 pagination = parsed
             } else {
                 let style = String(spec.prefix { $0 != ":" })
-                let hint = Suggestion.closest(to: style, in: ["link", "next-url", "cursor", "page", "offset", "after", "header", "body", "none"])
+                let hint = Suggestion.closest(to: style, in: ["link", "next-url", "cursor", "page", "offset", "after", "before", "header", "body", "body-offset", "none"])
                     .map { " (did you mean \($0)\(spec.contains(":") ? ":" : "")?)" } ?? ""
                 reader.problem("pagination", "\(spec.debugDescription) is not one of " + Self.paginationForms + hint)
                 valid = false
             }
         }
-        if case .afterLast(_, let field)? = Self.pagination(reader.text("pagination") ?? ""), field != idField, field != versionField {
+        if case .afterLast(_, let field)? = Self.pagination(reader.text("pagination") ?? ""), field != idField, field != versionField, base == nil {
             reader.problem("pagination", versionField == nil ? "after: takes the records' id-field (\(idField)), not \(field)"
                            : "after: takes the records' id-field (\(idField)) or version-field (\(versionFieldName)), not \(field)")
             valid = false
@@ -219,7 +244,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
                 valid = false
             }
         }
-        if let since = SinceValue(reading: &reader) { self.since = since } else { valid = false }
+        if let since = SinceValue(reading: &reader, defaults: since) { self.since = since } else { valid = false }
         if let spec = reader.text("since-param") {
             let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
             if parts.count == 2, !parts[0].isEmpty, parts[1].contains("{since}") {
@@ -243,12 +268,20 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
             reader.problem("request-body", "has {cursor}, which only pagination = body:PATH fills")
             valid = false
         }
+        if pagination == .bodyOffset, requestBody?.usesOffset != true {
+            reader.problem("pagination", "body-offset pagination sends the records read so far as {offset} in request-body, which \(requestBody == nil ? "is not set" : "has no {offset}")")
+            valid = false
+        }
+        if requestBody?.usesOffset == true, pagination != .bodyOffset {
+            reader.problem("request-body", "has {offset}, which only pagination = body-offset fills")
+            valid = false
+        }
         if let spec = reader.optional("has-more-path") {
             hasMoreNegated = spec.hasPrefix("!")
             hasMorePath = Self.fieldPath(hasMoreNegated ? String(spec.dropFirst()) : spec)
         }
-        totalPagesPath = reader.optional("total-pages-path").map(Self.fieldPath)
-        if let first = reader.integer("first-page", default: 1, in: 0...1) { firstPage = first } else { valid = false }
+        totalPagesPath = reader.optional("total-pages-path").map(Self.fieldPath) ?? totalPagesPath
+        if let first = reader.integer("first-page", default: firstPage, in: 0...1) { firstPage = first } else { valid = false }
         updatedParam = reader.optional("updated-param")
         if sinceParam != nil, updatedParam != nil {
             reader.problem("since-param", "set either updated-param or since-param, not both")
@@ -260,9 +293,9 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
             reader.problem(key, "needs a version-field the API filters on (an update time); with version-field = none every pass lists everything")
             valid = false
         }
-        pageSizeParam = reader.optional("page-size-param")
-        totalPath = reader.optional("total-path").map(Self.fieldPath)
-        if let size = reader.integer("page-size", default: 1000, in: 1...100_000) { pageSize = size } else { valid = false }
+        pageSizeParam = reader.optional("page-size-param") ?? pageSizeParam
+        totalPath = reader.optional("total-path").map(Self.fieldPath) ?? totalPath
+        if let size = reader.integer("page-size", default: pageSize, in: 1...100_000) { pageSize = size } else { valid = false }
         if reader.url.lowercased().hasPrefix("file:"), case .link = pagination, valid {
             reader.problem("pagination", "link pagination needs HTTP headers; a chain of file: pages uses next-url:<path>")
             valid = false
@@ -271,6 +304,11 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         if versionField == nil, push.ifMatch {
             reader.problem("push-if-match", "sends the version as If-Match, but with version-field = none the version is Ferry's digest of the record, not the API's ETag")
             valid = false
+        }
+        guard base == nil else {
+            // A feed is asked with the store's credentials, on the store's origin.
+            guard valid else { return nil }
+            return
         }
         let basic = reader.basicAuthentication()
         switch (basic, reader.secret("bearer-token")) {
@@ -284,6 +322,11 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
             reader.problem("bearer-token", "set either bearer-token or username and password, not both")
             valid = false
         }
+        feed = JSONFeed.read(from: &reader, store: self, valid: &valid)
+        if let feed, feed.role == .changes, feed.listing.deletedWhen == nil, deletedWhen == nil {
+            reader.problem("changes.url", "a changes feed says which of its entries are deletions: set changes.deleted-when (Stripe: type = customer.deleted), or use deletions.url for a feed of deletions alone")
+            valid = false
+        }
         guard valid else { return nil }
     }
 
@@ -291,6 +334,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         let text = spec.trimmingCharacters(in: .whitespaces)
         if text == "link" { return .link }
         if text == "none" { return .singlePage }
+        if text == "body-offset" { return .bodyOffset }
         if text.hasPrefix("next-url:") {
             let path = fieldPath(String(text.dropFirst("next-url:".count)))
             return path.isEmpty ? nil : .nextURL(path: path)
@@ -310,6 +354,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         if let (param, path) = pair("cursor:") { return .cursor(param: param, path: fieldPath(path)) }
         if let (param, field) = pair("after:") { return .afterLast(param: param, field: fieldPath(field)) }
         if let (param, header) = pair("header:") { return .headerCursor(param: param, header: header) }
+        if let (param, field) = pair("before:") { return .beforeFirst(param: param, field: fieldPath(field)) }
         if text.hasPrefix("body:") {
             let path = fieldPath(String(text.dropFirst("body:".count)))
             return path.isEmpty ? nil : .bodyCursor(path: path)
@@ -321,7 +366,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
 
     /// Every `pagination =` form, for the message that refuses another.
     static let paginationForms = "link, next-url:<path>, cursor:<param>=<path>, page:<param>, offset:<param>, "
-        + "after:<param>=<id or version field>, header:<param>=<header>, body:<path> or none"
+        + "after:<param>=<id or version field>, before:<param>=<field>, header:<param>=<header>, body:<path>, body-offset or none"
 
     /// The page-level fields the scanner reports: the pagination's own, the total, and (for
     /// field pagination) the names APIs commonly use, to say which one a page has when the
@@ -332,7 +377,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         case .nextURL(let path), .cursor(_, let path), .bodyCursor(let path):
             paths.append(path)
             paths += JSONPageProducer.commonNextFields.filter { $0 != path }
-        case .link, .singlePage, .pageNumber, .offset, .afterLast, .headerCursor: break
+        case .link, .singlePage, .pageNumber, .offset, .afterLast, .headerCursor, .beforeFirst, .bodyOffset: break
         }
         for path in [totalPath, hasMorePath, totalPagesPath, deltaStart?.path].compactMap(\.self) where !paths.contains(path) { paths.append(path) }
         return paths
@@ -354,7 +399,8 @@ extension StoreKind {
         name: "json",
         optionKeys: Set(["records-path", "id-field", "version-field", "pagination", "updated-param", "page-size-param",
                          "total-path", "page-size", "username", "has-more-path", "total-pages-path", "first-page", "deleted-when", "delta-link", "sync-token",
-                         "request-body", "since-param", "since-format", "since-timezone", "look-back"]).union(JSONPushTemplates.keys),
+                         "request-body", "since-param", "since-format", "since-timezone", "look-back"])
+            .union(JSONPushTemplates.keys).union(JSONFeed.optionKeys),
         secretKeys: ["bearer-token", "password"], reportsDeletions: false, versionComparison: .ordered,
         urlSchemes: ["http", "https", "file"], fetchesByID: false, localBody: .jsonObject, pushes: true,
         readOptions: { JSONCollectionOptions(reading: &$0) })

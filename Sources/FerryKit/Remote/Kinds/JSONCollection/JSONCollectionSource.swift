@@ -48,6 +48,23 @@ public final class JSONCollectionSource: RemoteSource {
     private let publicHeaders: HTTPHeaders
     private var state = State.idle
     private var plan = PassPlan(cursor: nil, reconcile: false)
+    /// The cursor the pass started from, and the one it has reached (the store's listing and
+    /// its feed each move their own part).
+    private var stored = JSONCollectionCursor()
+    private var cursor = JSONCollectionCursor()
+    /// The legs still to run, the one running, and what the finished ones said.
+    private var legs: [Leg] = []
+    private var leg = Leg.listing
+    private var legRequests = 0
+    private var legGaps: [ReplicaGap] = []
+    private var listingRan = false
+    private var listingUnchanged = false
+    private var legsUnchanged = true
+    /// The API expired the start this pass read from (a delta link, a sync token, a feed's
+    /// start): the pass lists everything instead, and sweeps.
+    private var relisting = false
+    /// Whether the store's listing leg lists every record and its ids (a sweep).
+    private var listsEverything: Bool { plan.reconcile || relisting }
     /// Pages scanned but not yet handed over, merged into one batch (see ``batchTarget``).
     private var pending = PendingBatch()
 
@@ -98,7 +115,6 @@ public final class JSONCollectionSource: RemoteSource {
         guard case .idle = state else { preconditionFailure("JSONCollectionSource started twice") }
         self.plan = plan
         if plan.spooled { batchTarget = min(batchTarget, Self.spooledBatchTarget) }
-        var stored = JSONCollectionCursor()
         if let text = plan.cursor {
             if let cursor = JSONCollectionCursor(stored: text) {
                 stored = cursor
@@ -106,54 +122,52 @@ public final class JSONCollectionSource: RemoteSource {
                 logger.warning("stored cursor is not a JSON collection cursor; syncing everything", metadata: ["store": "\(store.name)"])
             }
         }
-        var url = store.url
-        if let param = options.pageSizeParam { url = URLQuery.setting(param, to: String(options.pageSize), in: url) }
-        // A delta start the API handed over supersedes the updated-after filter; a sweep lists
-        // everything from the store's URL (and gets a fresh start at its end).
-        let fromDelta = !plan.reconcile ? stored.delta.flatMap { delta in options.deltaStart.map { (delta, $0) } } : nil
-        if let (delta, start) = fromDelta {
-            switch start {
-            case .link: url = delta
-            case .token(let param, _): url = URLQuery.setting(param, to: delta, in: url)
-            }
+        cursor = stored
+        legs = Self.legs(plan: plan, stored: stored, options: options)
+        if legs.first == .head, !plan.reconcile, plan.cursor != nil {
+            // A changes feed whose start was lost cannot say what changed: this pass lists
+            // everything, and sweeps what went meanwhile.
+            relisting = true
         }
-        let since: String
+        startNextLeg(sink: sink)
+    }
+
+    /// The parts of a pass, in order (``JSONFeed``): the store's own listing, and around it a
+    /// feed's head (where a changes feed stands, before a listing it will be read from) or the
+    /// feed itself (what changed since the last pass).
+    enum Leg: Equatable {
+        case head
+        case listing
+        case feed
+    }
+
+    static func legs(plan: PassPlan, stored: JSONCollectionCursor, options: JSONCollectionOptions) -> [Leg] {
+        guard let feed = options.feed else { return [.listing] }
+        let full = plan.reconcile || plan.cursor == nil
+        if feed.role == .changes, feed.start != nil, full || stored.feedStart == nil { return [.head, .listing] }
+        if full { return [.listing] }
+        // A changes feed stands in for a listing that cannot be asked what changed.
+        let listingHasFilter = options.updatedParam != nil || options.sinceParam != nil || options.requestBody?.usesSince == true
+            || options.deltaStart != nil
+        return feed.role == .deletions || listingHasFilter ? [.listing, .feed] : [.feed]
+    }
+
+    /// Starts the next leg's producer, or ends the pass after the last one.
+    private func startNextLeg(sink: any RemoteSourceSink) {
+        guard !legs.isEmpty else {
+            state = .done
+            let complete = listsEverything && listingRan && legGaps.isEmpty
+            sink.source(self, didFinishWith: SourceOutcome(listingComplete: complete, requests: legRequests, unchanged: legsUnchanged,
+                                                           gaps: legGaps, listingUnchanged: complete && listingUnchanged))
+            return
+        }
+        leg = legs.removeFirst()
+        let setup: JSONPageProducer.Setup
         do {
-            if fromDelta == nil, let param = options.updatedParam, !plan.reconcile, let mark = stored.highWater {
-                url = URLQuery.setting(param, to: try options.since.render(mark), in: url)
-            }
-            // `{since}` in a parameter or the body: the mark on an incremental pass, the earliest
-            // time (everything) on a sweep or a first sync.
-            let usesSince = options.sinceParam != nil || options.requestBody?.usesSince == true
-            since = usesSince ? try options.since.render(fromDelta == nil && !plan.reconcile ? stored.highWater : nil) : ""
+            setup = try self.setup(for: leg)
         } catch {
             return failAtStart(unreadableMark: error.mark, sink: sink)
         }
-        if let parameter = options.sinceParam, fromDelta == nil {
-            url = URLQuery.setting(parameter.name, to: parameter.value(since), in: url)
-        }
-        var request = JSONPageProducer.request(url: url, headers: headers, options: options, cursor: nil, since: since)
-        // A resync a person asked for reads everything, whatever the validators would say.
-        if !plan.reconcile, !plan.revalidate, stored.firstURL == url {
-            if let etag = stored.etag { request.headers.set("If-None-Match", etag) }
-            if let lastModified = stored.lastModified { request.headers.set("If-Modified-Since", lastModified) }
-        }
-        // The mark never moves back within a store's life: a sweep starts from it too, since
-        // the records of pages it skips unchanged (and of a sweep cut short) are older than it,
-        // and a sweep that began at nothing stored `{}` after reading only unchanged pages, and a
-        // lower mark when it failed halfway, after which every pass listed everything. A rebuild
-        // (`ferry resync`, no stored cursor) starts afresh.
-        let setup = JSONPageProducer.Setup(store: store, logger: logger, options: options, scanner: scanner, headers: headers,
-                                           publicHeaders: publicHeaders,
-                                           session: store.session, reconcile: plan.reconcile, firstURL: url, firstRequest: request,
-                                           cursor: JSONCollectionCursor(highWater: stored.highWater),
-                                           maxUnconsumedRecords: batchTarget, errorContext: HTTPStatusClassifier.Context(store),
-                                           digestSeed: store.writeBack.push ? nil : PageDigest.seed([
-                                               store.identity, options.recordsPath, options.idField, options.versionFieldName,
-                                               String(store.maxRecordBytes),
-                                           ]),
-                                           knownDigests: plan.pageDigests, listingAtRest: plan.listingAtRest,
-                                           startsFromDelta: fromDelta != nil, since: since)
         // Events are posted to this loop; the source is touched only here.
         let loop = RunLoopHandle.current()
         let box = LoopBoundSource(self)
@@ -163,6 +177,92 @@ public final class JSONCollectionSource: RemoteSource {
         state = .paging(sink: sink, producer: producer)
         // The producer starts its own thread; its first event comes through the loop, never inside start.
         producer.start()
+    }
+
+    /// What one leg's producer reads: the store's listing as configured, or its feed.
+    private func setup(for leg: Leg) throws(SinceValue.UnreadableMark) -> JSONPageProducer.Setup {
+        let listing = leg == .listing ? options : options.feed!.listing
+        var url = leg == .listing ? store.url : options.feed!.url
+        var startsFromDelta = false
+        var since = ""
+        var mark = stored.highWater
+        switch leg {
+        case .listing:
+            if let param = options.pageSizeParam { url = URLQuery.setting(param, to: String(options.pageSize), in: url) }
+            // A delta start the API handed over supersedes the updated-after filter; a sweep
+            // lists everything from the store's URL (and gets a fresh start at its end).
+            let fromDelta = !listsEverything ? stored.delta.flatMap { delta in options.deltaStart.map { (delta, $0) } } : nil
+            if let (delta, start) = fromDelta {
+                switch start {
+                case .link: url = delta
+                case .token(let param, _): url = URLQuery.setting(param, to: delta, in: url)
+                }
+                startsFromDelta = true
+            }
+            (url, since) = try filtered(url, listing: listing, mark: fromDelta == nil && !listsEverything ? stored.highWater : nil)
+        case .head:
+            // The newest entry alone: where the feed stands now.
+            if let param = listing.pageSizeParam { url = URLQuery.setting(param, to: "1", in: url) }
+            mark = nil
+        case .feed:
+            let feed = options.feed!
+            if let param = listing.pageSizeParam { url = URLQuery.setting(param, to: String(listing.pageSize), in: url) }
+            if let start = feed.start, let from = stored.feedStart, !from.isEmpty {
+                url = URLQuery.setting(start.param, to: from, in: url)
+                startsFromDelta = true
+            }
+            mark = stored.feedMark
+            (url, since) = try filtered(url, listing: listing, mark: stored.feedMark)
+        }
+        var request = JSONPageProducer.request(url: url, headers: headers, options: listing, cursor: nil, since: since)
+        // A resync a person asked for reads everything, whatever the validators would say.
+        if leg == .listing, !listsEverything, !plan.revalidate, stored.firstURL == url {
+            if let etag = stored.etag { request.headers.set("If-None-Match", etag) }
+            if let lastModified = stored.lastModified { request.headers.set("If-Modified-Since", lastModified) }
+        }
+        var pagination = listing
+        if leg == .head { pagination.pagination = .singlePage }
+        let layout: JSONRecordScanner.Layout
+        if leg == .listing {
+            layout = options.recordLayout(recordsPath: options.recordsPath, fieldPaths: options.fieldPaths)
+        } else {
+            layout = options.feed!.recordLayout(fieldPaths: pagination.fieldPaths)
+        }
+        // The mark never moves back within a store's life: a sweep starts from it too, since
+        // the records of pages it skips unchanged (and of a sweep cut short) are older than it,
+        // and a sweep that began at nothing stored `{}` after reading only unchanged pages, and a
+        // lower mark when it failed halfway, after which every pass listed everything. A rebuild
+        // (`ferry resync`, no stored cursor) starts afresh.
+        var setup = JSONPageProducer.Setup(store: store, logger: logger, options: pagination, scanner: JSONRecordScanner(layout: layout),
+                                           headers: headers, publicHeaders: publicHeaders,
+                                           session: store.session, reconcile: listsEverything && leg == .listing, firstURL: url,
+                                           firstRequest: request, cursor: JSONCollectionCursor(highWater: mark),
+                                           maxUnconsumedRecords: batchTarget, errorContext: HTTPStatusClassifier.Context(store),
+                                           digestSeed: store.writeBack.push || leg != .listing ? nil : PageDigest.seed([
+                                               store.identity, options.recordsPath, options.idField, options.versionFieldName,
+                                               String(store.maxRecordBytes),
+                                           ]),
+                                           knownDigests: leg == .listing ? plan.pageDigests : [:], listingAtRest: leg == .listing && plan.listingAtRest,
+                                           startsFromDelta: startsFromDelta, since: since)
+        if leg != .listing { setup.feed = JSONPageProducer.FeedReading(feed: options.feed!, headOnly: leg == .head) }
+        return setup
+    }
+
+    /// `url` with the listing's incremental filter for `mark` (nil: everything), and `{since}`
+    /// as the body template fills it.
+    private func filtered(_ url: String, listing: JSONCollectionOptions, mark: String?) throws(SinceValue.UnreadableMark) -> (String, String) {
+        var url = url
+        if let param = listing.updatedParam, let mark {
+            url = URLQuery.setting(param, to: try listing.since.render(mark), in: url)
+        }
+        // `{since}` in a parameter or the body: the mark on an incremental pass, the earliest
+        // time (everything) on a sweep or a first sync.
+        let usesSince = listing.sinceParam != nil || listing.requestBody?.usesSince == true
+        let since = usesSince ? try listing.since.render(mark) : ""
+        if let parameter = listing.sinceParam {
+            url = URLQuery.setting(parameter.name, to: parameter.value(since), in: url)
+        }
+        return (url, since)
     }
 
     /// Fails the pass before its first request: the stored mark cannot be written as the
@@ -192,8 +292,9 @@ public final class JSONCollectionSource: RemoteSource {
         guard case .paging(let sink, let producer) = state else { return }
         switch event {
         case .notModified(let requests):
-            state = .done
-            sink.source(self, didFinishWith: SourceOutcome(listingComplete: false, requests: requests, unchanged: true))
+            // A 304 for the listing: unchanged, as the validators the last pass stored say.
+            legRequests += requests
+            startNextLeg(sink: sink)
         case .failed(let error):
             fail(error, sink: sink, producer: producer)
         case .page(let page):
@@ -205,14 +306,18 @@ public final class JSONCollectionSource: RemoteSource {
             }
             pending.add(changes: page.changes, problems: page.problems, ids: page.ids, bodyBytes: page.bodyBytes,
                         totalHint: page.totalHint, origin: page.origin, digest: page.digest, unchangedRecords: page.unchangedRecords)
+            let reached = reachedCursor(after: page)
+            let perPage = leg == .listing ? commitsPerPage : leg == .feed && options.feed!.commitsPerPage
             let due = page.isLast || page.restartsListing || !page.problems.isEmpty || pending.count >= batchTarget
                 || pending.bodyBytes >= batchByteLimit || pending.age >= maxBatchDelay
-            if due {
-                guard flush(to: sink, producer: producer, cursor: page.isLast || commitsPerPage ? page.cursor.stored : nil,
-                            lastPage: page.isLast ? page.endsChainAt : nil) else { return }
-            } else if commitsPerPage {
+            // A head's page is held for the listing after it: its start is worth storing only
+            // with a listing that read what came before it.
+            if due, leg != .head {
+                guard flush(to: sink, producer: producer, cursor: page.isLast || perPage ? reached.stored : nil,
+                            lastPage: page.isLast && leg == .listing ? page.endsChainAt : nil) else { return }
+            } else if perPage {
                 // The cursor the held pages would commit; the batch takes it when it goes out.
-                pending.cursor = page.cursor.stored
+                pending.cursor = reached.stored
             }
             if page.restartsListing {
                 do {
@@ -224,15 +329,54 @@ public final class JSONCollectionSource: RemoteSource {
                 }
             }
             guard page.isLast, case .paging = state else { return }
-            state = .done
+            if leg == .head { pending = PendingBatch() }
+            cursor = reached
+            legRequests += page.requests
+            if page.startExpired, !relisting {
+                // The API no longer knows where this pass was to start: it lists everything
+                // now and sweeps, instead of leaving the replica behind until the next pass.
+                relisting = true
+                let head = options.feed.map { $0.role == .changes && $0.start != nil } ?? false
+                legs = (head ? [.head] : []) + [.listing]
+                logger.notice("store \(store.name): \(page.gaps.map(\.description).joined(separator: "; ")); listing everything in this pass instead",
+                              metadata: ["store": "\(store.name)"])
+                return startNextLeg(sink: sink)
+            }
+            legGaps += page.gaps
+            legsUnchanged = false
+            if leg == .listing {
+                listingRan = true
+                listingUnchanged = page.listingUnchanged
+            }
             if let rateLimit = page.rateLimit {
                 // This page is merged; the rest waits for the window the server named.
+                state = .done
                 sink.source(self, didFailWith: rateLimit)
             } else {
-                let complete = plan.reconcile && page.gaps.isEmpty
-                sink.source(self, didFinishWith: SourceOutcome(listingComplete: complete, requests: page.requests, gaps: page.gaps,
-                                                               listingUnchanged: complete && page.listingUnchanged))
+                startNextLeg(sink: sink)
             }
+        }
+    }
+
+    /// The cursor the pass has reached with `page` of the running leg: the leg moves its own
+    /// part (the listing's mark, validators and delta; the feed's mark and start), the rest is
+    /// as the pass reached it before.
+    private func reachedCursor(after page: JSONPageProducer.ScannedPage) -> JSONCollectionCursor {
+        switch leg {
+        case .listing:
+            var reached = page.cursor
+            reached.feedMark = cursor.feedMark
+            reached.feedStart = cursor.feedStart
+            return reached
+        case .head:
+            var reached = cursor
+            reached.feedStart = page.cursor.delta ?? ""
+            return reached
+        case .feed:
+            var reached = cursor
+            reached.feedMark = page.cursor.highWater
+            if page.startExpired { reached.feedStart = nil } else if let start = page.cursor.delta { reached.feedStart = start }
+            return reached
         }
     }
 

@@ -46,6 +46,8 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         var listingUnchanged = false
         /// The listing moved while it was read: the next page is page 1 again (``ListingDrift``).
         var restartsListing = false
+        /// The API no longer knows the start this read began from (a delta or a feed's start).
+        var startExpired = false
     }
 
     /// What the producer hands the pass, in page order. Nothing follows `.notModified` or `.failed`.
@@ -87,6 +89,15 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         var startsFromDelta = false
         /// `{since}` as this pass fills it in `request-body` (``SinceValue``).
         var since = ""
+        /// Set when the pages are a feed's (``JSONFeed``), not the store's own listing.
+        var feed: FeedReading?
+    }
+
+    /// How a feed's pages become changes.
+    struct FeedReading: Sendable {
+        var feed: JSONFeed
+        /// Only where the feed stands is wanted (its newest entry): no change is made of it.
+        var headOnly: Bool
     }
 
     /// A listing request: a GET of `url`, or with `request-body` a POST of the body filled
@@ -96,8 +107,11 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         guard let template = options.requestBody else { return HTTPRequest(url: url, headers: headers) }
         var headers = headers
         headers.set("Content-Type", "application/json")
+        // A body-offset listing's "cursor" is the records read so far.
+        let offset = options.pagination == .bodyOffset ? cursor.flatMap { Int($0) } ?? 0 : 0
         var request = HTTPRequest(method: "POST", url: url, headers: headers,
-                                  body: template.render(cursor: cursor, since: since, pageSize: options.pageSize))
+                                  body: template.render(cursor: options.pagination == .bodyOffset ? nil : cursor, since: since,
+                                                        pageSize: options.pageSize, offset: offset))
         request.readsOnly = true
         return request
     }
@@ -238,13 +252,17 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         if status == 304, number == 1, !target.isReread, !target.isRestart {
             return end(with: .notModified(requests: loader.requestCount))
         }
-        if status == 410, number == 1, setup.startsFromDelta {
-            // The API expired its delta start (Google's 410, Graph's syncStateNotFound): the
-            // start is forgotten, and the next pass lists everything and sweeps what went.
+        // The API expired its delta start (Google's 410, Graph's syncStateNotFound), or no
+        // longer knows a feed's start (Stripe's 400 resource_missing past its 30 days of events):
+        // the start is forgotten, and the source lists everything and sweeps what went.
+        let expiredStatuses: Set<Int> = setup.feed == nil ? [410] : [400, 404, 410]
+        if expiredStatuses.contains(status), number == 1, setup.startsFromDelta {
             var expired = ScannedPage(number: 1, changes: [], problems: [], ids: [], bodyBytes: 0, totalHint: nil,
                                       origin: page.request.url.redactingUserInfo, cursor: JSONCollectionCursor(highWater: next.highWater),
                                       isLast: true, rateLimit: nil, requests: loader.requestCount)
-            expired.gaps = [.sweepSkipped(reason: "the API expired the delta start (HTTP 410); the next pass lists everything and sweeps")]
+            expired.startExpired = true
+            let what = setup.feed == nil ? "the delta start" : "the change feed's start"
+            expired.gaps = [.sweepSkipped(reason: "the API expired \(what) (HTTP \(status))")]
             return end(with: .page(expired))
         }
         guard (200..<300).contains(status) else {
@@ -284,10 +302,23 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             }
             return end(with: .failed(page.malformedJSON(error, store: store.name)))
         }
-        if number == 1, !target.isReread, let problem = Self.misconfiguration(scanned, body: page.body, options: setup.options) {
+        if number == 1, !target.isReread, setup.feed?.headOnly != true,
+           let problem = Self.misconfiguration(scanned, options: setup.options, isTombstone: { self.deletes($0, in: page.body) }) {
             return end(with: .failed(SyncError(.configuration, store: store.name, url: page.request.url, position: "page 1", message: problem)))
         }
 
+        if case .beforeFirst = setup.options.pagination, setup.feed?.headOnly == false, !setup.startsFromDelta, number == 1,
+           saysMore(scanned) == true {
+            // A feed read from no start (it was empty when the store was listed) whose newest
+            // page says older entries follow: those are behind page 1, not before it, and a
+            // feed walked toward newer entries cannot reach them. The next pass lists everything.
+            var behind = ScannedPage(number: 1, changes: [], problems: [], ids: [], bodyBytes: 0, totalHint: nil,
+                                     origin: page.request.url.redactingUserInfo, cursor: JSONCollectionCursor(highWater: next.highWater),
+                                     isLast: true, rateLimit: nil, requests: loader.requestCount)
+            behind.startExpired = true
+            behind.gaps = [.sweepSkipped(reason: "the change feed gained more than a page of entries while it had no start")]
+            return end(with: .page(behind))
+        }
         if setup.options.pagination.isPositional, !target.isReread {
             let totals = ListingDrift.totalHeaders.compactMap { name in page.head.headers[name].map { (name, $0.trimmingCharacters(in: .whitespaces)) } }
                 + (setup.options.totalPath.flatMap { path in scanned.fields[path]?.text.map { (path, $0) } }.map { [$0] } ?? [])
@@ -374,12 +405,11 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         // A sweep still lists an unchanged page's ids (its records are what they were when
         // merged, and a page with a record that could not be stored has no digest).
         if unchanged, listsIDs { ids = scanned.records.compactMap(\.id) }
-        for (position, record) in scanned.records.enumerated() where !unchanged {
-            // A tombstone the API lists (deleted-when) deletes the row (or marks it, by
-            // deletion =), whether or not it carries a version (Graph's `@removed` entries
-            // carry only the id); a version it has still moves the high-water mark on.
-            if let test = setup.options.deletedWhen, let id = record.id,
-               test.matches(page.body[(page.body.startIndex + record.range.lowerBound)..<(page.body.startIndex + record.range.upperBound)]) {
+        for (position, record) in scanned.records.enumerated() where !unchanged && setup.feed?.headOnly != true {
+            // A tombstone the API lists (deleted-when, a feed's deletion) deletes the row (or
+            // marks it, by deletion =), whether or not it carries a version (Graph's `@removed`
+            // entries carry only the id); a version it has still moves the high-water mark on.
+            if let id = record.id, deletes(record, in: page.body) {
                 changes.append(.delete(id: id))
                 if ordered, let version = record.version, JSONCollectionCursor.isNewer(version, than: next.highWater) { next.highWater = version }
                 continue
@@ -417,6 +447,15 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             drift = ListingDrift()
             visited = []
             visitedCursors = []
+        }
+        if let reading = setup.feed {
+            // A feed listed newest first is applied oldest first; one read from a start goes on
+            // from its newest entry, the first of the newest page.
+            if reading.feed.newestFirst { changes.reverse() }
+            if let start = reading.feed.start, let first = scanned.records.first,
+               let value = Self.value(at: start.field, in: page.body, range: first.elementRange) {
+                next.delta = value
+            }
         }
         if isLast, rateLimit == nil, let start = setup.options.deltaStart, let text = scanned.fields[start.path]?.text, !text.isEmpty {
             // Where the next pass starts, from the chain's last page.
@@ -503,6 +542,20 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             let total = options.totalPath.flatMap { scanned.fields[$0]?.text }.flatMap { Int($0) }
             if positionalListingEnds(scanned, reachedTotal: total.map { read >= $0 } ?? false) { return .success(nil) }
             target = URLQuery.setting(param, to: String(read), in: setup.firstURL)
+        case .bodyOffset:
+            let read = recordsRead + scanned.recordCount
+            let total = options.totalPath.flatMap { scanned.fields[$0]?.text }.flatMap { Int($0) }
+            if positionalListingEnds(scanned, reachedTotal: total.map { read >= $0 } ?? false) { return .success(nil) }
+            target = setup.firstURL
+            cursor = String(read)
+        case .beforeFirst(let param, let field):
+            // Newest first, read toward newer entries: the next page is the one before this
+            // page's first entry.
+            if saysMore(scanned) == false { return .success(nil) }
+            guard let first = scanned.records.first, let value = Self.value(at: field, in: page.body, range: first.elementRange) else {
+                return .success(nil)
+            }
+            target = URLQuery.setting(param, to: value, in: setup.firstURL)
         case .afterLast(let param, let field):
             if saysMore(scanned) == false { return .success(nil) }
             guard let last = scanned.records.last,
@@ -564,11 +617,8 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
     /// (`deleted-when`) say nothing of the version field: APIs list a deleted record by its id
     /// alone (Graph's `@removed` entries, Google's cancelled events), and a page may hold nothing
     /// else.
-    static func misconfiguration(_ page: JSONPage, body: Data, options: JSONCollectionOptions) -> String? {
-        let records = page.records.filter { record in
-            guard let test = options.deletedWhen, record.id != nil else { return true }
-            return !test.matches(body[(body.startIndex + record.range.lowerBound)..<(body.startIndex + record.range.upperBound)])
-        }
+    static func misconfiguration(_ page: JSONPage, options: JSONCollectionOptions, isTombstone: (JSONScannedRecord) -> Bool = { _ in false }) -> String? {
+        let records = page.records.filter { !($0.id != nil && isTombstone($0)) }
         if !records.isEmpty {
             let reasons = records.compactMap(\.problem?.reason)
             if reasons.count == records.count, reasons.allSatisfy({ $0.hasPrefix("record has no id") }) {
@@ -581,7 +631,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         let configured: String
         switch options.pagination {
         case .nextURL(let path), .cursor(_, let path), .bodyCursor(let path): configured = path
-        case .link, .singlePage, .pageNumber, .offset, .afterLast, .headerCursor: return nil
+        case .link, .singlePage, .pageNumber, .offset, .afterLast, .headerCursor, .beforeFirst, .bodyOffset: return nil
         }
         guard page.fields[configured] == nil else { return nil }
         let present = commonNextFields.filter { $0 != configured && page.fields[$0]?.text?.isEmpty == false }
@@ -613,6 +663,33 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         guard let first = found.first else { return "page 1 is a JSON object with no array of records: \(current)" }
         return "page 1 is a JSON object and \(current): set records-path = \(first)"
             + (found.count > 1 ? " (arrays here: \(found.joined(separator: ", ")))" : "")
+    }
+
+    /// Whether `record` of a page is a deletion: a tombstone the store's listing marks
+    /// (`deleted-when`, on the record), or a feed's deletion (on the feed's entry).
+    private func deletes(_ record: JSONScannedRecord, in body: Data) -> Bool {
+        if let reading = setup.feed {
+            let entry = record.elementRange
+            return reading.feed.deletes(entry: body[(body.startIndex + entry.lowerBound)..<(body.startIndex + entry.upperBound)])
+        }
+        guard let test = setup.options.deletedWhen else { return false }
+        return test.matches(body[(body.startIndex + record.range.lowerBound)..<(body.startIndex + record.range.upperBound)])
+    }
+
+    /// The scalar at `path` inside the JSON object at `range` of `body`, as text.
+    static func value(at path: String, in body: Data, range: Range<Int>) -> String? {
+        let bytes = body[(body.startIndex + range.lowerBound)..<(body.startIndex + range.upperBound)]
+        guard var node = try? JSONDecoder().decode(JSONValue.self, from: bytes) else { return nil }
+        for part in JSONPath.components(path) {
+            guard case .object(let members) = node, let next = members[part] else { return nil }
+            node = next
+        }
+        switch node {
+        case .string(let text): return text
+        case .integer(let number): return String(number)
+        case .number(let number): return String(number)
+        case .bool, .null, .array, .object: return nil
+        }
     }
 
     private func malformed(_ page: HTTPPageLoader.Page, _ message: String) -> SyncError {

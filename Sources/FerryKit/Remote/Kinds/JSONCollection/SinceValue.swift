@@ -10,7 +10,7 @@ import Foundation
 /// sync, a sweep of a store with `since-param`) the value is the earliest time, so the same
 /// filter lists everything.
 ///
-/// Keys: `since-format = as-is | iso8601 | unix | unix-ms | PATTERN` (a date pattern such as
+/// Keys: `since-format = as-is | iso8601 | unix | unix-ms | minutes-ago | PATTERN` (a date pattern such as
 /// `yyyy-MM-dd HH:mm`, as Foundation's DateFormatter reads it), `since-timezone = UTC | +02:00 |
 /// Europe/Berlin` (for patterns, and for marks written without a zone), `look-back = DURATION`.
 public struct SinceValue: Sendable, Equatable {
@@ -22,6 +22,10 @@ public struct SinceValue: Sendable, Equatable {
         case unix
         case unixMilliseconds
         case pattern(String)
+        /// `minutes-ago`: how long before now the time is, as `-Nm` (Jira's JQL reads relative
+        /// dates on the server's clock and in no time zone, where an absolute one is read in
+        /// the user's zone, which the API does not say). N is rounded up.
+        case minutesAgo
     }
 
     public var format = Format.asIs
@@ -50,18 +54,23 @@ public struct SinceValue: Sendable, Equatable {
     /// The value for `mark` (nil: the earliest time). A mark that must be read as a time (a
     /// format or a look-back is set) and is none throws: sent as it is, it would be a filter
     /// the API refuses, or worse, one it reads differently.
-    public func render(_ mark: String?) throws(UnreadableMark) -> String {
-        guard let mark else { return write(Date(timeIntervalSince1970: 0), numeric: false, zone: timeZone) }
+    public func render(_ mark: String?, now: Date = Date()) throws(UnreadableMark) -> String {
+        guard let mark else { return write(Date(timeIntervalSince1970: 0), numeric: false, zone: timeZone, now: now) }
         if isVerbatim { return mark }
         guard let (date, numeric, offset) = Self.parse(mark, in: timeZone ?? Self.utc) else { throw UnreadableMark(mark: mark) }
-        return write(date.addingTimeInterval(-lookBack.seconds), numeric: numeric, zone: timeZone ?? offset.flatMap { TimeZone(secondsFromGMT: Int($0)) })
+        return write(date.addingTimeInterval(-lookBack.seconds), numeric: numeric, zone: timeZone ?? offset.flatMap { TimeZone(secondsFromGMT: Int($0)) },
+                     now: now)
     }
 
     private static let utc = TimeZone(identifier: "UTC")!
 
     /// `zone`: where a pattern writes the time (nil: UTC).
-    private func write(_ date: Date, numeric: Bool, zone: TimeZone?) -> String {
+    private func write(_ date: Date, numeric: Bool, zone: TimeZone?, now: Date) -> String {
         switch format {
+        case .minutesAgo:
+            // The earliest time is as long ago as 1970 is.
+            let minutes = max(1, Int((now.timeIntervalSince(date) / 60).rounded(.up)))
+            return "-\(minutes)m"
         case .asIs: return numeric ? String(Int64(date.timeIntervalSince1970.rounded(.down))) : Self.rfc3339(date)
         case .iso8601: return Self.rfc3339(date)
         case .unix: return String(Int64(date.timeIntervalSince1970.rounded(.down)))
@@ -106,8 +115,10 @@ public struct SinceValue: Sendable, Equatable {
         return (date, false, time.offset)
     }
 
-    /// Reads `since-format`, `since-timezone` and `look-back`; nil when a problem was reported.
-    init?(reading reader: inout StoreOptionReader) {
+    /// Reads `since-format`, `since-timezone` and `look-back` over `defaults`; nil when a problem
+    /// was reported.
+    init?(reading reader: inout StoreOptionReader, defaults: SinceValue = SinceValue()) {
+        self = defaults
         var valid = true
         if let text = reader.text("since-format") {
             switch text {
@@ -115,11 +126,12 @@ public struct SinceValue: Sendable, Equatable {
             case "iso8601", "rfc3339": format = .iso8601
             case "unix": format = .unix
             case "unix-ms": format = .unixMilliseconds
+            case "minutes-ago": format = .minutesAgo
             default:
                 if text.contains("yy") || text.contains("HH") || text.contains("dd") {
                     format = .pattern(text)
                 } else {
-                    reader.problem("since-format", "\(text.debugDescription) is not as-is, iso8601, unix, unix-ms or a date pattern such as yyyy-MM-dd HH:mm")
+                    reader.problem("since-format", "\(text.debugDescription) is not as-is, iso8601, unix, unix-ms, minutes-ago or a date pattern such as yyyy-MM-dd HH:mm")
                     valid = false
                 }
             }
@@ -130,7 +142,7 @@ public struct SinceValue: Sendable, Equatable {
                 valid = false
             }
         }
-        if let duration = reader.duration("look-back", default: .zero, allowZero: true, atMost: .seconds(86_400)) { lookBack = duration } else { valid = false }
+        if let duration = reader.duration("look-back", default: lookBack, allowZero: true, atMost: .seconds(86_400)) { lookBack = duration } else { valid = false }
         guard valid else { return nil }
     }
 
