@@ -13,7 +13,7 @@ import Foundation
 extension ReplicaDatabase {
     /// Who holds a store's pass.
     public struct PassClaimHolder: Sendable, Equatable, CustomStringConvertible {
-        /// Nil when the claimant left no row saying who it is (a Ferry before the lock file).
+        /// Nil when no row said who holds the lock (a claim being made as it was read).
         public var pid: Int32?
         /// The program and subcommand (`ferryd`, `ferry sync`).
         public var command: String
