@@ -63,7 +63,10 @@ Test control (no auth, JSON bodies):
                         headers + half the body, sleep S, close.
   GET  /__admin/stats   {"connections","requests","routes":{...},"faults_served",
                          "skip_used":<class GETs with skip>0>,"queries":[last 100 class GET
-                         request targets, raw "path?query"]};  POST /__admin/stats/reset zeroes it.
+                         request targets, raw "path?query"],"listing_at_once":{class: the most
+                         listing GETs of it ever in progress at the same time (two clients
+                         listing one class at once make it 2)}};  POST /__admin/stats/reset
+                         zeroes it.
 """
 
 import argparse
@@ -791,6 +794,9 @@ class Stats:
         self.faults_served = 0
         self.skip_used = 0
         self.queries = deque(maxlen=100)
+        # Listings in progress now stay counted across a reset; the most at once starts over.
+        self.listing = getattr(self, "listing", {})
+        self.listing_at_once = dict(self.listing)
 
     def connection(self):
         with self.lock:
@@ -805,7 +811,17 @@ class Stats:
         with self.lock:
             return {"connections": self.connections, "requests": self.requests,
                     "routes": dict(self.routes), "faults_served": self.faults_served,
-                    "skip_used": self.skip_used, "queries": list(self.queries)}
+                    "skip_used": self.skip_used, "queries": list(self.queries),
+                    "listing_at_once": dict(self.listing_at_once)}
+
+    def listing_began(self, cls):
+        with self.lock:
+            self.listing[cls] = self.listing.get(cls, 0) + 1
+            self.listing_at_once[cls] = max(self.listing_at_once.get(cls, 0), self.listing[cls])
+
+    def listing_ended(self, cls):
+        with self.lock:
+            self.listing[cls] -= 1
 
 
 # ---------------------------------------------------------------------------------------
@@ -856,6 +872,17 @@ class Handler(http_core.Handler):
         if sub == ["health"]:
             srv.stats.hit("health")
             return self.respond_json(200, {"status": "ok"})
+        if sub[0] == "classes" and self.command == "GET" and len(sub) == 2:
+            # A listing's request, from its start (a stall included) to its answer.
+            srv.stats.listing_began(sub[1])
+            try:
+                return self.serve_class_get(sub, q)
+            finally:
+                srv.stats.listing_ended(sub[1])
+        return self.serve_class_get(sub, q)
+
+    def serve_class_get(self, sub, q):
+        srv = self.server
         if sub[0] == "classes" and self.command in ("GET", "HEAD") and len(sub) in (2, 3):
             with srv.stats.lock:
                 srv.stats.queries.append(self.path)

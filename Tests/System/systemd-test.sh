@@ -15,7 +15,9 @@
 # outside the group cannot read it), synchronous reload adding a store, a refused reload keeping
 # the old configuration, a watchdog kill and restart on an injected hang (FERRY_TEST_MODE=1 +
 # FERRY_TEST_HANG_AFTER_READY=<s>), a second instance ferryd@tenant beside it (its own replica,
-# `ferry --instance`), a clean stop with PRAGMA integrity_check ok, and the group still reading
+# `ferry --instance`), one pass of a store at a time under the unit's sandbox (root's `ferry
+# sync` waits for ferryd's pass, asleep, and exits 75 at 60 s; `ferry push` racing ferryd pushes
+# each create once), a clean stop with PRAGMA integrity_check ok, and the group still reading
 # the replica after the stop. The last line is "N passed, N failed"; exit 1 on any failure.
 set -uo pipefail
 
@@ -318,6 +320,77 @@ check "systemctl reload ferryd@tenant after the main unit restarted" box systemc
 tenant_schedule() { box ferry status --instance tenant --json | python3 -c 'import json, sys; r = json.loads(sys.stdin.readline()); sys.exit(0 if r["syncing"] is not None else 1)'; }
 check_real "ferry status --instance tenant still reads its schedule" wait_until 10 tenant_schedule
 check "systemctl stop ferryd@tenant" box systemctl stop ferryd@tenant
+
+# --- one pass of a store at a time, under the unit's sandbox ------------------------------------
+# ferryd sees neither root's processes nor the boot id (ProtectProc=invisible, ProcSubset=pid):
+# whether a store is claimed must not depend on either. ferryd lists a store of 400 pages, each
+# held 0.2 s by the server, while root runs `ferry sync` of it: that waits, naming ferryd, asleep
+# (CPU), and exits 75 at 60 s having done nothing; the server never serves two listings of the
+# class at once. Then `ferry push` races ferryd over three local creates, five times: each create
+# is pushed once and the replica holds as many rows as the server objects.
+race_sections() {
+    printf '\n[store big]\nkind = parse\nurl = %s/parse\nclass = Big\napplication-id = %s\nrest-api-key = credential:parse-rest-key\npage-size = 10\ninterval = 1h\n' "$base" "$APP_ID"
+    printf '\n[store notes]\nkind = parse\nurl = %s/parse\nclass = Note\napplication-id = %s\nrest-api-key = credential:parse-rest-key\npush = yes\ninterval = 1h\n' "$base" "$APP_ID"
+}
+admin() { curl -sS -f -X POST -H 'Content-Type: application/json' --data-binary "$2" "$base/__admin/$1" >/dev/null; }
+stat_of() { curl -sS -f "$base/__admin/stats" | python3 -c "import json, sys; print(json.load(sys.stdin)$1)"; }
+claim_of() { box sqlite3 "$DB" "SELECT c.pid || ' ' || c.command FROM ferry_pass_claims c JOIN ferry_stores s ON s.store_id = c.store_id WHERE s.name = '$1'" 2>/dev/null | tr -d '\r'; }
+if [[ $SELF_TEST -eq 1 ]]; then
+    skipped=$((skipped + 1)); echo "SKIP (stand-ins): one pass of a store at a time under the unit's sandbox"
+else
+    check "seeded 4000 Big objects (400 pages of 10)" seed 4000 '{"class":"Big","count":4000,"size":100}'
+    admin stats/reset '{}'
+    admin fault '{"next":100000,"kind":"stall","seconds":0.2}'
+    { store_section authors Author; race_sections; } | write_config
+    install_config
+    check "reload adding a store of 400 pages and a push store" box systemctl reload ferryd
+    ferryd_pid=$(show MainPID)
+    ferryd_holds_big() { [[ "$(claim_of big)" == "$ferryd_pid ferryd" ]]; }
+    check "ferryd claims the store it lists (pid $ferryd_pid)" wait_until 30 ferryd_holds_big
+    check "the claims' lock file has the replica's owner and mode (640 ferry:ferry)" \
+        test "$(box stat -c '%a %U:%G' "$DB-passes" | tr -d '\r')" = "640 ferry:ferry"
+
+    box sh -c 'ferry sync big > /root/race-sync.out 2>&1 & echo $! > /root/race-sync.pid; wait $!; echo $? > /root/race-sync.rc' &
+    race_sync=$!
+    sync_said_wait() { box grep -q "ferryd (pid $ferryd_pid) is syncing it; waiting up to 1m" /root/race-sync.out 2>/dev/null; }
+    check "root's ferry sync of the store waits, naming ferryd" wait_until 20 sync_said_wait
+    waiting_since=$(date +%s)
+    sync_pid=$(box cat /root/race-sync.pid | tr -d '\r')
+    ticks() { box awk '{print $14 + $15}' "/proc/$sync_pid/stat" | tr -d '\r'; }
+    hz=$(getconf CLK_TCK)
+    t0=$(ticks); sleep 10; t1=$(ticks)
+    cpu=$(( (t1 - t0) * 1000 / (hz * 10) ))  # per mille of a core
+    echo "ferry sync waiting: $((t1 - t0)) ticks of 1/$hz s in 10 s (${cpu}‰ of a core)"
+    check "... asleep while it waits: at most 1% of a core over 10 s ($((t1 - t0)) ticks)" test "$((t1 - t0))" -le "$((hz / 10))" -a "$(claim_of big)" = "$ferryd_pid ferryd"
+    wait "$race_sync"
+    waited=$(( $(date +%s) - waiting_since ))
+    sync_rc=$(box cat /root/race-sync.rc | tr -d '\r')
+    sync_gave_up() { [[ "$sync_rc" == 75 ]] && box grep -q "ferryd (pid $ferryd_pid) is syncing this store.*nothing was done" /root/race-sync.out; }
+    check "... and exits 75 at its 60 s bound, having done nothing (exit $sync_rc after about ${waited}s)" sync_gave_up
+    check "... about 60 s after it began waiting (${waited}s)" test "$waited" -ge 58 -a "$waited" -le 75
+    check "ferryd is still the one listing it" test "$(claim_of big)" = "$ferryd_pid ferryd"
+    check "the server never served two listings of the store at once" test "$(stat_of '["listing_at_once"].get("Big")')" = 1
+    check "ferryd's pass stores all 4000" wait_until 120 rows_are big 4000
+
+    pushes_ok=1; cli_pushed=0
+    for round in 1 2 3 4 5; do
+        box runuser -u ferry -- sqlite3 "$DB" "INSERT INTO notes(body) VALUES ('{\"text\":\"r$round-1\"}'), ('{\"text\":\"r$round-2\"}'), ('{\"text\":\"r$round-3\"}')"
+        out=$(box ferry push notes 2>&1); rc=$?
+        n=$(grep -o 'store notes: pushed [0-9]*' <<<"$out" | grep -o '[0-9]*$' | head -1)
+        cli_pushed=$((cli_pushed + ${n:-0}))
+        echo "round $round: ferry push exit $rc, pushed ${n:-0}"
+        [[ $rc -eq 0 || $rc -eq 75 ]] || { pushes_ok=0; echo "$out"; }
+    done
+    check "ferry push beside ferryd exits 0 (or 75 naming it) each round" test "$pushes_ok" = 1
+    note_count() { curl -sS -f "$base/__admin/dump?class=Note" | python3 -c 'import json, sys; o = json.load(sys.stdin)["objects"]; print(len(o), len({x["text"] for x in o}))'; }
+    check "15 creates made 15 objects, none twice ($(note_count))" test "$(note_count)" = "15 15"
+    replica_matches() { rows_are notes 15 && [[ "$(box sqlite3 "$DB" "SELECT count(*) FROM ferry_pending_writes" | tr -d '\r')" == 0 ]]; }
+    check "the replica holds 15 rows for the 15 objects, nothing left to push" wait_until 30 replica_matches
+    ferryd_pushed=$(box journalctl -u ferryd FERRY_STORE=notes MESSAGE_ID=$ID_PASS_FINISHED --no-pager -o cat | grep -o 'store notes: pushed [0-9]*' | grep -o '[0-9]*$' | paste -sd+ | bc)
+    check "each create pushed once: ferry push ${cli_pushed} + ferryd ${ferryd_pushed:-0} = 15" test "$((cli_pushed + ${ferryd_pushed:-0}))" = 15
+    check "the server never served two listings of the push store at once" test "$(stat_of '["listing_at_once"].get("Note", 1)')" = 1
+    admin fault '{"clear":true}'
+fi
 
 # --- stop --------------------------------------------------------------------------------------
 check "systemctl stop ferryd" box systemctl stop ferryd

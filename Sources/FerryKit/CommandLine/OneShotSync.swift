@@ -79,6 +79,7 @@ public final class OneShotSync {
             let operations = expanding.enumerated().map { index, store in
                 var order = PassOrder(store: store, database: database, trigger: .onDemand, number: index + 1, logger: logger)
                 order.otherStores = names.subtracting([store.name])
+                order.claimWait = claimWait
                 return order.makeOperation()
             }
             let queue = OperationQueue()

@@ -135,18 +135,29 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         records = state?.recordCount ?? 0
         cursor = state?.cursor
         lastError = state?.lastError
-        incomplete = state?.incomplete
+        incomplete = state.flatMap(Self.incompleteness)
         pendingRecords = state?.pendingRecords ?? 0
         localWritesQueued = state?.localWritesQueued ?? 0
         localWritesRefused = state?.localWritesRefused ?? 0
         conflicts = state?.openConflicts ?? 0
-        if incomplete == nil {
-            // Local writes the last pull's words do not cover: written after it ended, or
-            // refused or held by a push since (`ferry push` records no pull's words).
-            let local = ReplicaGap.localChangesNotPushed(queued: localWritesQueued, held: conflicts, refused: localWritesRefused, reason: nil)
-            if localWritesQueued + conflicts + localWritesRefused > 0 { incomplete = ReplicaGap.summary([local]) }
-        }
         self.state = Self.state(of: state)
+    }
+
+    /// How the store's replica knowingly differs from the remote, in words; nil when it does
+    /// not. The one source of the `incomplete` state, so that state always comes with its
+    /// reason: the last pull's words, else what was counted since it (local writes written
+    /// after it ended, or refused or held by a push since, which records no pull's words;
+    /// records left to fetch again).
+    static func incompleteness(of state: SyncState) -> String? {
+        if let words = state.incomplete, !words.isEmpty { return words }
+        var gaps: [ReplicaGap] = []
+        if state.localWritesQueued + state.openConflicts + state.localWritesRefused > 0 {
+            gaps.append(.localChangesNotPushed(queued: state.localWritesQueued, held: state.openConflicts, refused: state.localWritesRefused, reason: nil))
+        }
+        if state.pendingRecords > 0 {
+            gaps.append(.recordsSkipped(count: state.pendingRecords, sample: [], rereadAll: false))
+        }
+        return ReplicaGap.summary(gaps)
     }
 
     /// `ferry status --check`'s exit code over `rows`, for scripts and monitoring: 1 when a
@@ -163,8 +174,7 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         guard let state, state.lastAttempt != nil || state.lastSuccess != nil else { return "never-synced" }
         let failedLast = state.lastError != nil && (state.lastSuccess == nil || (state.lastAttempt ?? .distantPast) > (state.lastSuccess ?? .distantPast))
         if failedLast { return "failing" }
-        if state.incomplete != nil || state.pendingRecords > 0 { return "incomplete" }
-        if state.localWritesQueued + state.localWritesRefused + state.openConflicts > 0 { return "incomplete" }
+        if incompleteness(of: state) != nil { return "incomplete" }
         return state.lastSuccess == nil ? "never-synced" : "ok"
     }
 

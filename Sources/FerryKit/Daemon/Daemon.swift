@@ -194,7 +194,8 @@ public final class Daemon: @unchecked Sendable {
         guard environment["FERRY_TEST_MODE"] == "1", let text = environment["FERRY_TEST_HANG_AFTER_READY"],
               let seconds = Double(text) else { return }
         logger.warning("test mode: the main loop will hang \(seconds) s after ready")
-        let timer = Timer(timeInterval: seconds, repeats: false) { _ in
+        // `Timer(timeInterval:repeats:false)` fires at once on Linux: the fire date says when.
+        let timer = Timer(fire: Date(timeIntervalSinceNow: seconds), interval: 0, repeats: false) { _ in
             while true { sleep(3600) }
         }
         RunLoop.current.add(timer, forMode: .default)

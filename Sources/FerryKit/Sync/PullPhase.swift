@@ -162,7 +162,7 @@ final class PullPhase: RemoteSourceSink {
         facts.identityMoved = moved
         facts.hasCursor = state?.cursor != nil
         facts.hasRecords = try database.hasRecords(in: store.name)
-        facts.hasPendingRecords = state?.pendingRecords ?? 0 > 0
+        facts.hasPendingRecords = (state?.pendingRecords ?? 0) + (state?.createsToReadBack ?? 0) > 0
         facts.sweepDue = SweepSchedule.sweeps(asked: context.reconcile, every: context.sweepInterval, lastSwept: state?.lastSwept, now: Date())
         facts.sweepOwed = state?.sweepPending == true
         facts.sweepScheduled = context.sweepInterval != nil
@@ -383,7 +383,9 @@ final class PullPhase: RemoteSourceSink {
         // state read next does not count again.
         report.recordCount = try database.liveRecordCount(of: store.name)
         let idless = report.counts.problems.count { $0.id == nil }
-        let pending = try database.syncState(of: store.name)?.pendingRecords ?? 0
+        // A push's create this pull should have read back and did not is missing as much as a
+        // record it could not store.
+        let pending = try database.syncState(of: store.name).map { $0.pendingRecords + $0.createsToReadBack } ?? 0
         if pending + idless > 0 {
             let sample = try database.pendingRecordIDs(of: store.name, limit: 3)
             gaps.append(.recordsSkipped(count: pending + idless, sample: sample, rereadAll: idless > 0 || !store.kind.fetchesByID))

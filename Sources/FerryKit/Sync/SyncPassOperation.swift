@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// One sync pass of one store: a run-loop operation that claims the store, pushes its queued
 /// local changes (``PushPhase``), then pulls (``PullPhase``), all on its own thread:
@@ -56,8 +57,8 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, @unchecked S
     private enum State {
         case idle
         /// Another process is syncing the store: this pass waits for it (``Setup/claimWait``),
-        /// trying again on this timer.
-        case waitingForClaim(Timer)
+        /// asking again each time this timer fires (every ``claimRetry``).
+        case waitingForClaim(RepeatingTimer)
         /// Pushing the store's queued local changes, before its pull.
         case pushing(PushPhase)
         case pulling(PullPhase)
@@ -74,6 +75,11 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, @unchecked S
     private let claimToken = UUID().uuidString
     /// Until when the pass waits for another process's claim; set at the first refusal.
     private var claimDeadline: ContinuousClock.Instant?
+    private let claimChecks = Atomic(0)
+
+    /// How many times the pass asked for its store's claim (the first time and every check
+    /// while it waits for another process).
+    var claimCheckCount: Int { claimChecks.load(ordering: .relaxed) }
 
     public init(_ setup: Setup) {
         self.setup = setup
@@ -109,6 +115,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, @unchecked S
     /// process holding it: wait for it as the setup allows, else end as ``SyncError/Kind/busy``
     /// having done nothing.
     private func claimThenPush() {
+        claimChecks.add(1, ordering: .relaxed)
         let store = setup.store
         let holder: ReplicaDatabase.PassClaimHolder?
         do {
@@ -122,20 +129,27 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, @unchecked S
         if let holder {
             if claimDeadline == nil, let wait = setup.claimWait {
                 claimDeadline = .now + wait
-                journal.logger.notice("store \(store.name): \(holder.command) (pid \(holder.pid)) is syncing it; waiting up to \(ConfigurationUnits.format(wait))")
+                journal.logger.notice("store \(store.name): \(holder.name) is syncing it; waiting up to \(ConfigurationUnits.format(wait))")
             }
             guard let deadline = claimDeadline, .now < deadline else {
-                return end(.failure(SyncError(.busy, store: store.name,
-                                              message: "\(holder.command) (pid \(holder.pid)) is syncing this store (since \(InternetTimestamp.string(from: holder.since))); nothing was done")))
+                let since = holder.since.map { " (since \(InternetTimestamp.string(from: $0)))" } ?? ""
+                return end(.failure(SyncError(.busy, store: store.name, message: "\(holder.name) is syncing this store\(since); nothing was done")))
             }
-            let timer = Timer(timeInterval: Self.claimRetry, repeats: false) { [weak self] _ in
-                guard let self, case .waitingForClaim = self.state else { return }
-                self.state = .idle
-                self.claimThenPush()
+            if case .idle = state {
+                // One timer for the whole wait: one check per interval, and the thread sleeps
+                // in between (a `Timer(timeInterval:repeats:false)` fires at once on Linux,
+                // which made this a loop of about 900 checks a second).
+                let timer = RepeatingTimer(every: Self.claimRetry) { [weak self] in
+                    guard let self, case .waitingForClaim = self.state else { return }
+                    self.claimThenPush()
+                }
+                state = .waitingForClaim(timer)
             }
-            RunLoop.current.add(timer, forMode: .default)
-            state = .waitingForClaim(timer)
             return
+        }
+        if case .waitingForClaim(let timer) = state {
+            timer.invalidate()
+            state = .idle
         }
         let changes: [LocalChange]
         do {

@@ -39,6 +39,45 @@ import Testing
         #expect(narrow.split(separator: "\n").last.map { $0.count <= 130 } == true)
     }
 
+    /// Whatever a store's sync state holds, `incomplete` comes with its reason: in `--json`,
+    /// in the table's PROBLEM column, and for `ferry status --check`, which exits 2 for it.
+    /// (Records left to fetch again, with no pull's words since, once made it `incomplete`
+    /// with the reason `-` and `"incomplete": null`.)
+    @Test func incompleteAlwaysSaysWhy() throws {
+        var checked = 0
+        for words in [nil, "", "deleted records not swept: the id listing did not complete"] as [String?] {
+            for pending in [0, 2] {
+                for toReadBack in [0, 1] {
+                    for (queued, refused, held) in [(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1)] {
+                        var state = SyncState(store: "s", lastAttempt: Date(timeIntervalSince1970: 1_000), lastSuccess: Date(timeIntervalSince1970: 1_000))
+                        state.incomplete = words
+                        state.pendingRecords = pending
+                        state.createsToReadBack = toReadBack
+                        state.localWritesQueued = queued
+                        state.localWritesRefused = refused
+                        state.openConflicts = held
+                        let row = StoreStatus(store: "s", kind: "carddav", state: state, now: Date(timeIntervalSince1970: 2_000))
+                        let json = try #require(try JSONSerialization.jsonObject(with: StoreStatus.makeEncoder().encode(row)) as? [String: Any])
+                        let problem = try #require(StoreStatus.table([row]).split(separator: "\n").last?.split(separator: " ").last)
+                        if row.state == "incomplete" {
+                            #expect((json["incomplete"] as? String).map { !$0.isEmpty } == true, "\(state)")
+                            #expect(problem != "-", "\(state)")
+                            #expect(StoreStatus.checkExitCode([row]) == .incomplete)
+                        } else {
+                            #expect(row.state == "ok" && row.incomplete == nil && problem == "-", "\(state)")
+                            #expect(StoreStatus.checkExitCode([row]) == .success)
+                        }
+                        // Nothing but a push's creates waiting to be read back: nothing missing.
+                        let lacksNothing = (words ?? "").isEmpty && pending + queued + refused + held == 0
+                        #expect((row.state == "ok") == lacksNothing, "\(state)")
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked == 48)
+    }
+
     @Test func cursorsAreShownInBrief() {
         #expect(StoreStatus.briefCursor(#"{"highWater":"2026-11-24 10:00:00.123456"}"#) == "2026-11-24 10:00:...")
         #expect(StoreStatus.briefCursor("http://radicale.example.com/sync/abc") == "abc")

@@ -213,6 +213,18 @@ struct MigrationTests {
             11: base + collections + staging + digests + "ALTER TABLE ferry_stores ADD COLUMN schema_fingerprint INTEGER;\n"
                 + "ALTER TABLE ferry_sync_state ADD COLUMN swept_listing INTEGER;\n"
                 + "INSERT INTO ferry_meta VALUES ('schema_version', '11');",
+            12: base + collections + staging + digests + "ALTER TABLE ferry_stores ADD COLUMN schema_fingerprint INTEGER;\n"
+                + "ALTER TABLE ferry_sync_state ADD COLUMN swept_listing INTEGER;\n"
+                + """
+                ALTER TABLE ferry_outbox ADD COLUMN sent_body TEXT;
+                ALTER TABLE ferry_conflicts ADD COLUMN remote_fields TEXT;
+                ALTER TABLE ferry_sync_state ADD COLUMN push_error INTEGER;
+                CREATE TABLE ferry_pass_claims(
+                    store_id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, process_start TEXT NOT NULL, token TEXT NOT NULL,
+                    command TEXT NOT NULL, claimed REAL NOT NULL);
+
+                """
+                + "INSERT INTO ferry_meta VALUES ('schema_version', '12');",
         ]
     }()
 
@@ -288,6 +300,26 @@ struct MigrationTests {
         try ReplicaDatabase(path: path).close()
         let reader = try ReplicaDatabase.openReadOnly(path: path)
         #expect(try reader.syncState(of: "items")?.cursor == "cursor-8")
+    }
+
+    /// A push's creates waiting to be read back, as 0.3 kept them (told apart only by their
+    /// reason), stop counting as records the replica lacks; records it could not store still do.
+    @Test func version13TellsAPushsCreatesFromRecordsNotStored() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("replica.db")
+        try Self.makeFile(version: 12, at: path)
+        let connection = try SQLiteConnection(path: path, mode: .readWrite)
+        try connection.execute("""
+            INSERT INTO ferry_pending_records(store_id, id, reason, since) VALUES
+                (1, 'made-here', 'created by a push; not yet read back by a pull', 1700000000),
+                (1, 'bad-one', 'not valid JSON', 1700000000);
+            """)
+        connection.close()
+        let replica = try ReplicaDatabase(path: path)
+        defer { replica.close() }
+        let state = try #require(try replica.syncState(of: "items"))
+        #expect((state.pendingRecords, state.createsToReadBack) == (1, 1))
+        #expect(try replica.pendingRecordIDs(of: "items") == ["bad-one", "made-here"], "both are fetched again")
     }
 
     @Test func freshFileIsCurrent() throws {

@@ -32,26 +32,34 @@ struct PassClaimTests {
         #expect(try database.write { try $0.claimPass(of: "items", token: "b", at: Date()) } == nil)
     }
 
-    /// A process killed while it held the store (SIGKILL leaves its row) holds nothing.
-    /// A replica that turned read-only (or full) under a pass: its claim cannot be let go of,
-    /// and the same process's next pass takes it over instead of calling itself busy for as
-    /// long as the process runs (ferryd, found by the daemon suite's read-only remount).
-    @Test func aClaimThatCouldNotBeLetGoIsTakenOverByTheSameProcess() throws {
-        let (_, database) = try Self.replica()
-        defer { database.close() }
+    /// A replica that turned read-only (or full) under a pass: the claim's row cannot be
+    /// removed, and holds nothing once the pass let go of its lock, so the same process's next
+    /// pass claims the store instead of calling itself busy for as long as the process runs
+    /// (ferryd, found by the daemon suite's read-only remount), and so would anyone's.
+    @Test func aClaimWhoseRowCouldNotBeRemovedHoldsNothing() throws {
+        let (directory, database) = try Self.replica()
+        defer { database.close(); _ = directory }
         #expect(try database.write { try $0.claimPass(of: "items", token: "first", at: Date()) } == nil)
         try database.write { database in
             try database.connection.execute("PRAGMA query_only = 1")
             database.releasePass(of: "items", token: "first")
             try database.connection.execute("PRAGMA query_only = 0")
         }
-        #expect(try database.write { try $0.passClaimHolder(of: "items") } != nil, "the claim still stands")
+        #expect(try database.write { try $0.connection.scalarInt("SELECT count(*) FROM ferry_pass_claims") } == 1, "the row stays")
+        #expect(try database.write { try $0.passClaimHolder(of: "items") } == nil, "and holds nothing")
+        let other = try SharedDatabase(path: directory.path("replica.db"))
+        defer { other.close() }
+        #expect(try other.write { try $0.passClaimHolder(of: "items") } == nil, "for another connection either")
         #expect(try database.write { try $0.claimPass(of: "items", token: "second", at: Date()) } == nil, "ours, not busy")
-        // Another pass's live claim still makes a pass busy.
+        // Another pass's claim still makes a pass busy.
         #expect(try database.write { try $0.claimPass(of: "items", token: "third", at: Date()) } != nil)
+        #expect(try other.write { try $0.claimPass(of: "items", token: "fourth", at: Date()) }?.pid == getpid())
     }
 
-    @Test func aClaimOfAProcessThatEndedIsTakenOver() throws {
+    /// A row is only words: with nobody holding the store's lock, a row naming a process that
+    /// ended, or one that runs (this one, as a Ferry 0.3 binary would have checked it), holds
+    /// nothing.
+    @Test func aRowWithoutItsLockHoldsNothing() throws {
         let (directory, database) = try Self.replica()
         defer { database.close(); _ = directory }
         let ended = Process()
@@ -66,9 +74,112 @@ struct PassClaimTests {
         }
         #expect(try database.write { try $0.passClaimHolder(of: "items") } == nil)
         #expect(try database.write { try $0.claimPass(of: "items", token: "new", at: Date()) } == nil)
-        // A pid that runs now but started later is another process.
-        try database.write { try $0.connection.execute("UPDATE ferry_pass_claims SET pid = \(getpid()), process_start = 'other-boot:1', token = 'old'") }
+        database.write { $0.releasePass(of: "items", token: "new") }
+        try database.write { try $0.connection.execute("""
+            INSERT INTO ferry_pass_claims(store_id, pid, process_start, token, command, claimed)
+            SELECT store_id, \(getpid()), '\(ProcessIdentity.start)', 'old', 'ferryd', 0 FROM ferry_stores WHERE name = 'items'
+            """) }
         #expect(try database.write { try $0.claimPass(of: "items", token: "new", at: Date()) } == nil)
+    }
+
+    /// Each connection is an open file of its own, as each process is: one connection holds
+    /// the claims of several stores at once (a byte each), another sees each of them held
+    /// until let go of, and all of them free once the first connection is gone, its rows
+    /// left behind.
+    @Test func claimsOfSeveralStoresAreHeldApart_andGoWithTheirFile() throws {
+        let (directory, first) = try Self.replica()
+        defer { _ = directory }
+        try first.write { try $0.prepare(StoreDefinition(try configuredStore(name: "others", kind: "json", url: "http://127.0.0.1:9/others"))) }
+        let second = try SharedDatabase(path: directory.path("replica.db"))
+        defer { second.close() }
+        #expect(try first.write { try $0.claimPass(of: "items", token: "a", at: Date()) } == nil)
+        #expect(try first.write { try $0.claimPass(of: "others", token: "b", at: Date()) } == nil)
+        let holder = try #require(try second.write { try $0.claimPass(of: "items", token: "c", at: Date()) })
+        #expect(holder.pid == getpid() && holder.command == ProcessIdentity.command && holder.since != nil, "\(holder)")
+        #expect(try second.write { try $0.claimPass(of: "others", token: "c", at: Date()) } != nil)
+        first.write { $0.releasePass(of: "items", token: "a") }
+        #expect(try second.write { try $0.claimPass(of: "items", token: "c", at: Date()) } == nil)
+        #expect(try second.write { try $0.claimPass(of: "others", token: "d", at: Date()) } != nil, "still held")
+        first.close()
+        #expect(try second.write { try $0.passClaimHolder(of: "others") } == nil, "its file closed, the claim is gone")
+        #expect(try second.write { try $0.claimPass(of: "others", token: "d", at: Date()) } == nil)
+    }
+
+    /// Root's `ferry sync` making the lock file of the service's replica: the file gets the
+    /// replica's owner, group and mode, so ferryd (its owner) can lock it.
+    @Test(.enabled(if: geteuid() == 0, "needs root to give a file away"))
+    func theLockFileTakesTheReplicasOwnerAndMode() throws {
+        let (directory, database) = try Self.replica()
+        defer { database.close(); _ = directory }
+        let replica = directory.path("replica.db")
+        let nobody = try #require(getpwnam("nobody")?.pointee)
+        #expect(chown(replica, nobody.pw_uid, nobody.pw_gid) == 0)
+        #expect(chmod(replica, 0o640) == 0)
+        #expect(try database.write { try $0.claimPass(of: "items", token: "a", at: Date()) } == nil)
+        var info = stat()
+        #expect(stat(PassLockFile.path(beside: replica), &info) == 0)
+        #expect((info.st_uid, info.st_gid, info.st_mode & 0o7777) == (nobody.pw_uid, nobody.pw_gid, 0o640))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.contains(".tmp.") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
+    /// Someone removed the lock file while nobody held a claim: a connection that had it open
+    /// locks the file the path names now, the one other processes lock.
+    @Test func aRemovedLockFileIsMadeAgainAndShared() throws {
+        let (directory, first) = try Self.replica()
+        defer { first.close(); _ = directory }
+        #expect(try first.write { try $0.claimPass(of: "items", token: "a", at: Date()) } == nil)
+        first.write { $0.releasePass(of: "items", token: "a") }
+        #expect(unlink(PassLockFile.path(beside: directory.path("replica.db"))) == 0)
+        let second = try SharedDatabase(path: directory.path("replica.db"))
+        defer { second.close() }
+        #expect(try second.write { try $0.claimPass(of: "items", token: "b", at: Date()) } == nil)
+        #expect(try first.write { try $0.claimPass(of: "items", token: "a", at: Date()) } != nil, "held by the other connection")
+    }
+
+    /// Another process's claim, held by the real `ferry sync` (stalled on its first page): seen
+    /// as held whatever its row says of the process (a sandboxed ferryd, which cannot read the
+    /// boot id, writes `no-boot-id:START`, which Ferry 0.3 took for a dead process's and wrote
+    /// over), and free the moment that process is killed.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: WaitsPeopleSeeTests.ferry), "build ferry first: swift build"))
+    func anotherProcessesClaimHoldsWhateverItsRowSays_andEndsWithIt() throws {
+        let server = try ParseTestServer.start()
+        try server.admin("seed", ["class": "Quote", "count": 5, "seed": 7])
+        _ = try server.admin("fault", ["next": 1, "kind": "stall", "seconds": 60])
+        let directory = try TemporaryDirectory()
+        let configuration = try RateLimitWaitTests.configuration(server, in: directory)
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: WaitsPeopleSeeTests.ferry)
+        child.arguments = ["sync", "--config", configuration]
+        child.standardOutput = FileHandle.nullDevice
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        defer { if child.isRunning { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() } }
+
+        var database: SharedDatabase?
+        var holder: ReplicaDatabase.PassClaimHolder?
+        let deadline = Date().addingTimeInterval(30)
+        while holder == nil, Date() < deadline {
+            // The child makes the replica; open it once it is there.
+            if database == nil, FileManager.default.fileExists(atPath: directory.path("replica.db-passes")) {
+                database = try SharedDatabase(path: directory.path("replica.db"))
+            }
+            holder = try database?.write { try $0.passClaimHolder(of: "quotes") }
+            if holder == nil { usleep(50_000) }
+        }
+        let replica = try #require(database, "ferry sync made no lock file")
+        defer { replica.close() }
+        #expect(holder?.pid == child.processIdentifier && holder?.command == "ferry sync", "\(String(describing: holder))")
+        try replica.write { try $0.connection.execute("UPDATE ferry_pass_claims SET process_start = 'no-boot-id:1'") }
+        #expect(try replica.write { try $0.claimPass(of: "quotes", token: "here", at: Date()) }?.pid == child.processIdentifier,
+                "a row this process cannot check still holds")
+        try replica.write { try $0.connection.execute("UPDATE ferry_pass_claims SET pid = 1") }
+        #expect(try replica.write { try $0.claimPass(of: "quotes", token: "here", at: Date()) } != nil, "whatever pid it names")
+
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+        #expect(try replica.write { try $0.claimPass(of: "quotes", token: "here", at: Date()) } == nil, "killed, it holds nothing")
+        #expect(try replica.write { try $0.passClaimHolder(of: "quotes") }?.pid == getpid())
     }
 
     /// A pass of a store another pass holds: ferryd's (no wait) ends `.busy` having done
@@ -90,9 +201,14 @@ struct PassClaimTests {
         setup.claimWait = .seconds(10)
         let waiting = SyncPassOperation(setup)
         let queue = OperationQueue()
+        let started = ContinuousClock.now
         queue.addOperation(waiting)
-        Thread.sleep(forTimeInterval: 0.6)
+        Thread.sleep(forTimeInterval: 1)
         #expect(!waiting.isFinished, "waits while another holds the store")
+        // One check per interval, the thread asleep in between (a timer that fired at once made
+        // it about 900 a second): at most one more than the intervals gone, and the first.
+        let intervals = Int(((ContinuousClock.now - started) / .seconds(SyncPassOperation.claimRetry)).rounded(.down))
+        #expect(waiting.claimCheckCount <= intervals + 2, "\(waiting.claimCheckCount) checks in \(intervals) intervals")
         database.write { $0.releasePass(of: "items", token: "someone") }
         queue.waitUntilAllOperationsAreFinished()
         while !waiting.isFinished { usleep(1000) }

@@ -105,6 +105,30 @@ struct WebDAVPushTests {
         #expect(try setup.database.write { try $0.pendingRecordIDs(of: "contacts") }.isEmpty)
     }
 
+    /// `ferry push` of a create (no pull after it): the replica holds what the push wrote, so
+    /// `ferry status` says `ok`, not `incomplete` with no reason, while the create waits for the
+    /// next pull to read it back; that pull confirms it and leaves nothing waiting.
+    @Test(arguments: [DAVServer.Kind.radicale])
+    func aPushsOwnCreateIsNotMissing(_ kind: DAVServer.Kind) throws {
+        let setup = try Self.setUp(kind)
+        defer { setup.server.stop(); setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute("INSERT INTO contacts(body) VALUES (\(literal(DAVServer.vCard(uid: "made-here", name: "Made Here", email: "here@example.com"))))")
+        let push = try setup.pass(pull: false)
+        #expect(push.push.pushed == 1, "\(push.summary)")
+        let state = try #require(try setup.database.write { try $0.syncState(of: "contacts") })
+        #expect(state.createsToReadBack == 1 && state.pendingRecords == 0, "\(state)")
+        let row = StoreStatus(store: "contacts", kind: "carddav", state: state, now: Date())
+        #expect(row.state == "ok" && row.incomplete == nil, "\(row)")
+        #expect(StoreStatus.checkExitCode([row]) == .success)
+
+        let pull = try setup.pass()
+        #expect(pull.isComplete, "\(pull.gaps)")
+        #expect(try setup.ids().contains("made-here.vcf"))
+        #expect(try setup.database.write { try $0.syncState(of: "contacts") }.map { $0.createsToReadBack + $0.pendingRecords } == 0)
+    }
+
     @Test(arguments: DAVServer.Kind.allCases)
     func anEventIsCreatedUnderItsUID(_ kind: DAVServer.Kind) throws {
         let setup = try Self.setUp(kind, .caldav)

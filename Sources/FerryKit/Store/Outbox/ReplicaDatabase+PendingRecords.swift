@@ -3,9 +3,11 @@ import Foundation
 /// Records the remote has and the replica could not store (a bad record skipped under
 /// `on-bad-record = skip`, a member missing from every answer), and records a push created
 /// that no pull has read back yet (``awaitConfirmation(of:in:at:)``): their ids are kept in
-/// `ferry_pending_records`, the store counts as incomplete while any is left, and passes fetch
-/// them again where the kind can fetch by id. An id leaves the table when a batch stores or
-/// deletes it, or a complete sweep shows the remote no longer has it.
+/// `ferry_pending_records`, and passes fetch them again where the kind can fetch by id. The
+/// store counts as incomplete while a record it could not store is left; a push's own create
+/// is no gap (the replica holds what the push wrote) until a pull that should have read it
+/// back did not. An id leaves the table when a batch stores or deletes it, or a complete sweep
+/// shows the remote no longer has it.
 extension ReplicaDatabase {
     /// Up to `limit` pending ids of `store`, oldest first.
     public func pendingRecordIDs(of store: String, limit: Int = 10_000) throws(StoreError) -> [String] {
@@ -36,7 +38,7 @@ extension ReplicaDatabase {
                 try remove.run()
             }
         }
-        try enterPending(entering, of: prepared, at: now)
+        try enterPending(entering, readBack: false, of: prepared, at: now)
         try recountPending(prepared)
     }
 
@@ -44,17 +46,18 @@ extension ReplicaDatabase {
     /// of it by id confirms (``recordPushes(_:of:at:confirmingCreates:)``). The next pull
     /// fetches it with the changes; the store is incomplete until then.
     func awaitConfirmation(of id: String, in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
-        try enterPending([(id: id, reason: "created by a push; not yet read back by a pull")], of: prepared, at: now)
+        try enterPending([(id: id, reason: "created by a push; not yet read back by a pull")], readBack: true, of: prepared, at: now)
         try recountPending(prepared)
     }
 
     /// Ids entering the pending table, each with why; one already there takes the new reason
-    /// and keeps the time it entered.
-    private func enterPending(_ entries: [(id: String, reason: String)], of prepared: PreparedStore, at now: Double) throws(SQLiteError) {
+    /// and kind and keeps the time it entered. `readBack`: records a push created, to be read
+    /// back (``awaitConfirmation(of:in:at:)``); else records the replica could not store.
+    private func enterPending(_ entries: [(id: String, reason: String)], readBack: Bool, of prepared: PreparedStore, at now: Double) throws(SQLiteError) {
         guard !entries.isEmpty else { return }
         let add = try connection.prepare("""
-            INSERT INTO ferry_pending_records(store_id, id, reason, since) VALUES (?1, ?2, ?3, ?4)
-            ON CONFLICT(store_id, id) DO UPDATE SET reason = excluded.reason
+            INSERT INTO ferry_pending_records(store_id, id, reason, since, read_back) VALUES (?1, ?2, ?3, ?4, ?5)
+            ON CONFLICT(store_id, id) DO UPDATE SET reason = excluded.reason, read_back = excluded.read_back
             """)
         for entry in entries {
             // A run clears the bindings (see Statement.run): bind all of them each time.
@@ -62,6 +65,7 @@ extension ReplicaDatabase {
             try add.bind(entry.id, at: 2)
             try add.bind(entry.reason, at: 3)
             try add.bind(now, at: 4)
+            try add.bind(readBack ? 1 : 0, at: 5)
             try add.run()
         }
     }

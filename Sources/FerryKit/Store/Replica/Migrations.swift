@@ -261,6 +261,14 @@ enum Migrations {
                 claimed REAL NOT NULL
             );
             """),
+        // `ferry_pending_records.read_back`: 1 for a record a push created, which the next pull
+        // reads back by id to confirm (``ReplicaDatabase/awaitConfirmation(of:in:at:)``): the
+        // replica holds what the push wrote, so it is not missing, and the store is not
+        // incomplete for it. Such rows made before this column say so only in their reason.
+        Step(version: 13, sql: """
+            ALTER TABLE ferry_pending_records ADD COLUMN read_back INTEGER NOT NULL DEFAULT 0;
+            UPDATE ferry_pending_records SET read_back = 1 WHERE reason = 'created by a push; not yet read back by a pull';
+            """),
     ]
 
     static var currentVersion: Int { steps.last!.version }

@@ -22,10 +22,11 @@ extension ReplicaDatabase {
                 """
                 SELECT store, cursor, last_attempt, last_success, last_error, total_inserted, total_updated, total_deleted,
                        incomplete, sweep_pending, last_swept, record_count,
-                       (SELECT count(*) FROM ferry_pending_records p JOIN ferry_stores s ON s.store_id = p.store_id WHERE s.name = ferry_sync_state.store),
+                       (SELECT count(*) FROM ferry_pending_records p JOIN ferry_stores s ON s.store_id = p.store_id WHERE s.name = ferry_sync_state.store AND NOT p.read_back),
                        (SELECT count(*) FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id WHERE s.name = ferry_sync_state.store AND o.state = \(OutboxState.queued.sql)),
                        (SELECT count(*) FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id WHERE s.name = ferry_sync_state.store AND o.state = \(OutboxState.refused.sql)),
-                       (SELECT count(*) FROM ferry_conflicts c JOIN ferry_stores s ON s.store_id = c.store_id WHERE s.name = ferry_sync_state.store AND c.resolved IS NULL)
+                       (SELECT count(*) FROM ferry_conflicts c JOIN ferry_stores s ON s.store_id = c.store_id WHERE s.name = ferry_sync_state.store AND c.resolved IS NULL),
+                       (SELECT count(*) FROM ferry_pending_records p JOIN ferry_stores s ON s.store_id = p.store_id WHERE s.name = ferry_sync_state.store AND p.read_back)
                 FROM ferry_sync_state \(clause)
                 """)
             if let store { try statement.bind(store, at: 1) }
@@ -44,6 +45,7 @@ extension ReplicaDatabase {
                 states[states.count - 1].localWritesQueued = Int(statement.int64(at: 13))
                 states[states.count - 1].localWritesRefused = Int(statement.int64(at: 14))
                 states[states.count - 1].openConflicts = Int(statement.int64(at: 15))
+                states[states.count - 1].createsToReadBack = Int(statement.int64(at: 16))
             }
             statement.reset()
             for index in states.indices where states[index].recordCount < 0 {

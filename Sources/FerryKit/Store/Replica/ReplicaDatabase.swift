@@ -32,9 +32,10 @@ public final class ReplicaDatabase {
     var lastDataVersion: Int64 = -1
     /// The pragmas ``setBulkMode(_:)`` replaced, to restore them.
     var savedPragmas: (cacheSize: Int64, autocheckpoint: Int64)?
-    /// Claims of this connection's passes that could not be let go (a full or read-only
-    /// replica), by store id: ours to take over (``claimPass(of:token:at:)``).
-    var strandedClaims: [Int64: String] = [:]
+    /// The passes this connection claimed, by store id (``claimPass(of:token:at:)``).
+    var heldClaims: [Int64: HeldClaim] = [:]
+    /// The file whose locks are the claims, opened at the first claim.
+    var passLock: PassLockFile?
     /// Checkpoints the WAL beside the writer while bulk mode is on.
     var checkpointer: WALCheckpointer?
     /// When bulk mode's checkpointer copies and when the writer waits for it (tests make
@@ -255,6 +256,9 @@ public final class ReplicaDatabase {
         stopCheckpointer()
         stores.removeAll()
         reconciliations.removeAll()
+        // Every claim of this connection goes with its file (its rows hold nothing without it).
+        passLock?.close()
+        heldClaims.removeAll()
         connection.close()
     }
 

@@ -22,6 +22,9 @@ public struct SyncState: Sendable, Equatable {
     public var sweepPending = false
     /// Records the remote has that the replica could not store, kept to be fetched again.
     public var pendingRecords = 0
+    /// Records a push created, which the next pull reads back by id to confirm (not missing:
+    /// the replica holds what the push wrote).
+    public var createsToReadBack = 0
     /// When a pass last swept the store's deleted ids (nil: never).
     public var lastSwept: Date?
     /// Local writes waiting to be pushed (push stores).
