@@ -123,6 +123,8 @@ struct ConfigurationValueReader {
             if let value = size(entry) { session.maxResponseBytes = value }
         case "ca-file":
             if let value = existingFile(entry, baseDirectory: baseDirectory) { session.caFile = value }
+        case "read-retries":
+            if let value = integer(entry, in: 0...10) { session.readRetries = value }
         default:
             return false
         }
@@ -130,6 +132,6 @@ struct ConfigurationValueReader {
     }
 
     static let sessionKeys: Set<String> = [
-        "connect-timeout", "total-timeout", "low-speed-limit", "low-speed-time", "max-response-size", "ca-file",
+        "connect-timeout", "total-timeout", "low-speed-limit", "low-speed-time", "max-response-size", "ca-file", "read-retries",
     ]
 }

@@ -92,8 +92,11 @@ import FerryTestSupport
         // request, after the rebuild has read two pages of five: those ten new records were
         // kept aside, and the table is exactly as before, with nothing logged.
         try setup.server.admin("fault", ["status": 500, "after": 2, "next": 1])
+        // Reads are not asked again, so the fault fails the rebuild.
+        var store = setup.store(filter: #"{"n":{"$gte":5}}"#)
+        store.session.readRetries = 0
         let configuration = FerryConfiguration(global: GlobalConfiguration(databasePath: setup.database, runtimeDirectory: setup.directory.path("run")),
-                                               stores: [setup.store(filter: #"{"n":{"$gte":5}}"#)])
+                                               stores: [store])
         let failing = try OneShotSync(configuration: configuration, storeNames: [], logger: Logger(label: "test"))
         failing.resync = true
         guard case .failure? = failing.run(refresh: .milliseconds(50), progress: { _ in }).first?.result else {

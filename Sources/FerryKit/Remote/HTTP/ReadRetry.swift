@@ -12,7 +12,7 @@ import Foundation
 /// | what went wrong                                    | asked again after                    |
 /// |----------------------------------------------------|--------------------------------------|
 /// | 500, 502, 503, 504, 408                             | the backoff, or the wait the server names |
-/// | 429, or a 403 that is a rate limit                  | the wait the server names, else the backoff |
+/// | 429, or a 403 that is a rate limit                  | the wait the server names (at most ``longestWait``), else the backoff |
 /// | a reset, refused or cut-off connection, a stall, a timeout | the backoff                  |
 /// | a wait named longer than ``longestWait``           | never: the pass fails with that wait |
 /// | anything else (401, 404, a TLS or DNS failure...)  | never                                |
@@ -24,8 +24,9 @@ struct ReadRetry: Sendable, Equatable {
     var maxRetries = 3
     var firstDelay: Duration = .seconds(1)
     /// The longest wait a server may name for its request to be asked again within the pass;
-    /// past it the pass fails as rate limited, and its scheduler (or `ferry sync`) waits.
-    var longestWait: Duration = .seconds(30)
+    /// past it the pass fails as rate limited, and its scheduler (or `ferry sync`, saying so)
+    /// waits.
+    var longestWait: Duration = .seconds(10)
 
     /// No retries (requests that write, token endpoints).
     static let never = ReadRetry(maxRetries: 0)

@@ -9,6 +9,9 @@ public struct SessionConfiguration: Sendable, Equatable {
     public var lowSpeedLimit: Int = 1
     public var lowSpeedTime: Int = 30
     public var maxRedirects: Int = 5
+    /// How often a read that failed as ``ReadRetry`` allows is asked again within a pass
+    /// (`read-retries`); 0: never.
+    public var readRetries: Int = 3
     /// Bodies larger than this fail with `.responseTooLarge`.
     public var maxResponseBytes: Int64 = 256 << 20
     /// A PEM bundle of trusted CAs; the system store when nil. Verification is never disabled.

@@ -30,6 +30,7 @@ struct ReadRetryTests {
         Row(name: "429 naming no wait (Stripe, HubSpot)", failure: .status(429, headers: HTTPHeaders(), body: Data()), after: 1),
         Row(name: "429 naming 2 s", failure: .status(429, headers: headers([("Retry-After", "2")]), body: Data()), after: 2),
         Row(name: "429 naming an hour", failure: .status(429, headers: headers([("Retry-After", "3600")]), body: Data()), after: nil),
+        Row(name: "503 naming 30 s", failure: .status(503, headers: headers([("Retry-After", "30")]), body: Data()), after: nil),
         Row(name: "Google's 403 rateLimitExceeded", failure: .status(403, headers: HTTPHeaders(),
                                                                       body: Data(#"{"error":{"errors":[{"reason":"rateLimitExceeded"}]}}"#.utf8)), after: 1),
         Row(name: "a 403 refusing access", failure: .status(403, headers: HTTPHeaders(), body: Data(#"{"message":"forbidden"}"#.utf8)), after: nil),

@@ -5,6 +5,8 @@ import FerryTestSupport
 
 /// Injected faults on the second page of a Parse pass: the right error kind, the first page
 /// handed over, nothing of the failed page; the next pass from the committed cursor converges.
+/// (Reads are not asked again here, `read-retries = 0`, so each fault reaches the pass; a fault
+/// that passes is asked again: ``aFaultThatPassesIsAskedAgainWithinThePass()``.)
 @Suite(.serialized) struct ParseSourceFaultTests {
     struct Case: Sendable, CustomStringConvertible {
         var fault: [String: any Sendable]
@@ -31,6 +33,7 @@ import FerryTestSupport
         let server = try ParseTestServer.start()
         try server.admin("seed", ["class": "Quote", "count": 300, "seed": 9])
         var store = server.store(pageSize: 100)
+        store.session.readRetries = 0
         store.session.lowSpeedLimit = 100
         store.session.lowSpeedTime = 1
         var fault = testCase.fault
@@ -50,5 +53,21 @@ import FerryTestSupport
         #expect(next.error == nil)
         #expect(Set(failed.records.map(\.id) + next.records.map(\.id)).count == 300)
         #expect(next.records.count == 200)
+    }
+
+    /// A 503 or a reset on the second page, once, is asked again within the pass (after 1 s),
+    /// which then reads every record.
+    @Test(arguments: [["status": 503], ["kind": "reset", "next": 2]] as [[String: any Sendable]])
+    func aFaultThatPassesIsAskedAgainWithinThePass(_ fault: [String: any Sendable]) throws {
+        let server = try ParseTestServer.start()
+        try server.admin("seed", ["class": "Quote", "count": 300, "seed": 9])
+        let store = server.store(pageSize: 100)
+        var once = fault
+        once["next"] = once["next"] ?? 1
+        once["after"] = 1
+        try server.admin("fault", once)
+        let pass = try server.sync(store)
+        #expect(pass.error == nil, "\(String(describing: pass.error))")
+        #expect(Set(pass.records.map(\.id)).count == 300)
     }
 }

@@ -188,7 +188,7 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
             // A demo dataset may be a chain of files; file:// is allowed only for such a store.
             session.allowedProtocols.insert("file")
         }
-        loader = HTTPPageLoader(configuration: session, query: store.query, retry: ReadRetry())
+        loader = HTTPPageLoader(configuration: session, query: store.query, retry: ReadRetry(maxRetries: session.readRetries))
         loader?.reportRetries(to: setup.logger, store: store.name)
         load(Target(number: 1, request: setup.firstRequest, credentials: true))
     }

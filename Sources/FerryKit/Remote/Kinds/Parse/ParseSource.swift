@@ -56,7 +56,7 @@ public final class ParseSource: RemoteSource {
         pageSize = options.pageSize
         lookback = options.lookback
         filter = options.filter
-        loader = HTTPPageLoader(configuration: store.session, query: store.query, retry: ReadRetry())
+        loader = HTTPPageLoader(configuration: store.session, query: store.query, retry: ReadRetry(maxRetries: store.session.readRetries))
         loader.reportRetries(to: logger, store: store.name)
         changeScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId", versionPath: "updatedAt",
                                                         fieldPaths: ["count"]))
