@@ -55,7 +55,12 @@ struct StoreBenchmark: ParsableCommand {
         let raw = try RawUpsert(path: rawPath)
 
         var results: [(String, Double, Double)] = []
-        for (phase, version) in [("insert", "2024-01-01T00:00:00.000Z"), ("update", "2024-06-01T00:00:00.000Z")] {
+        // Then the same records again at the same version: "again" with the same bodies (a
+        // listing read twice: nothing to write, each body compared with the stored one), and
+        // "stamp" with other bodies (a second edit inside one coarse stamp: every one an update,
+        // which a version compare alone, as the raw loop's, would lose).
+        for (phase, version) in [("insert", "2024-01-01T00:00:00.000Z"), ("update", "2024-06-01T00:00:00.000Z"),
+                                 ("again", "2024-06-01T00:00:00.000Z"), ("stamp", "2024-06-01T00:00:00.000Z")] {
             // Raw and merge alternate batch by batch (which side goes first alternates too), so
             // both see the same machine: on this shared host, running one side for seconds and
             // then the other moved single-run ratios by ±15%.
@@ -68,7 +73,10 @@ struct StoreBenchmark: ParsableCommand {
             while remaining > 0 {
                 let count = min(Self.batchSize, remaining)
                 remaining -= count
-                let batch = (0..<count).map { _ in SampleRecords.record(&generator, version: version) }
+                var batch = (0..<count).map { _ in SampleRecords.record(&generator, version: version) }
+                if phase == "stamp" {
+                    batch = batch.map { RemoteRecord(id: $0.id, version: $0.version, body: $0.body + Data(" ".utf8)) }
+                }
                 let changes = ChangeBatch(changes: batch.map { .upsert($0) }, cursor: "\(remaining)")
                 for rawSide in batchNumber % 2 == 0 ? [true, false] : [false, true] {
                     let start = DispatchTime.now().uptimeNanoseconds
@@ -82,7 +90,7 @@ struct StoreBenchmark: ParsableCommand {
                 }
                 batchNumber += 1
             }
-            let expected = phase == "insert" ? counts.inserted : counts.updated
+            let expected = phase == "insert" ? counts.inserted : phase == "again" ? counts.unchanged : counts.updated
             guard expected == records else {
                 throw ValidationError("merge \(phase) touched \(expected) records, expected \(records) (\(counts))")
             }
@@ -95,8 +103,9 @@ struct StoreBenchmark: ParsableCommand {
         try replica.setBulkMode(false)
         replica.close()
         raw.close()
-        let ok = results.allSatisfy { $0.2 >= 0.95 * $0.1 }
-        print("goal merge ≥ 0.95× raw: \(ok ? "met" : "NOT met")")
+        let ok = results.filter { ["insert", "update"].contains($0.0) }.allSatisfy { $0.2 >= 0.95 * $0.1 }
+        print("goal merge ≥ 0.95× raw (insert, update): \(ok ? "met" : "NOT met")")
+        print("(again, stamp: the raw loop only looks each row up and writes nothing, its version being no newer; the merge compares bodies, and writes the stamp phase's)")
         print("(bulk mode copies the merge's WAL into its file on a thread of its own; the raw loop checkpoints inside its commits, as SQLite does by default)")
         print("peak RSS: \(Self.peakRSS())")
     }
