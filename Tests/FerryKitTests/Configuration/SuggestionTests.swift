@@ -66,7 +66,7 @@ import FerryTestSupport
     @Test func anObjectPageWithoutRecordsPathNamesTheArray() {
         let options = JSONCollectionOptions()
         let page = Data(#"{"items":[{"id":1}],"next":null,"meta":{"tags":[]}}"#.utf8)
-        #expect(JSONPageProducer.recordsPathProblem(page, options: options)
+        #expect(JSONPageDiagnosis.recordsPathProblem(page, options: options)
             == "page 1 is a JSON object and records-path is not set, so the page itself should be the array: set records-path = items (arrays here: items, meta.tags)")
     }
 }

@@ -27,7 +27,7 @@ import Testing
         options.pagination = .nextURL(path: "next")
         let withCommon = JSONRecordScanner(layout: .init(recordsPath: "value", idPath: "id", versionPath: "lastModifiedDateTime",
                                                          fieldPaths: options.fieldPaths))
-        let hint = JSONPageProducer.misconfiguration(try withCommon.scan(page), options: options)
+        let hint = JSONPageDiagnosis.misconfiguration(try withCommon.scan(page), options: options)
         #expect(hint == #"pagination names next, which page 1 does not have, but it has @odata\.nextLink: set pagination = next-url:@odata\.nextLink"#)
     }
 }

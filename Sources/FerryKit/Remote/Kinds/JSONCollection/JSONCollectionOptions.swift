@@ -376,7 +376,7 @@ public struct JSONCollectionOptions: StoreOptions, Equatable {
         switch pagination {
         case .nextURL(let path), .cursor(_, let path), .bodyCursor(let path):
             paths.append(path)
-            paths += JSONPageProducer.commonNextFields.filter { $0 != path }
+            paths += JSONPageDiagnosis.commonNextFields.filter { $0 != path }
         case .link, .singlePage, .pageNumber, .offset, .afterLast, .headerCursor, .beforeFirst, .bodyOffset: break
         }
         for path in [totalPath, hasMorePath, totalPagesPath, deltaStart?.path].compactMap(\.self) where !paths.contains(path) { paths.append(path) }
