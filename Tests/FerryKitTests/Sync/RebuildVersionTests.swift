@@ -28,4 +28,19 @@ struct RebuildVersionTests {
         #expect(rebuilt.counts.updated == 1, "\(rebuilt.summary)")
         #expect(try collection.query("SELECT version, json_extract(body, '$.title') FROM items WHERE id = 'r3'") == ["2|record 3 v2"])
     }
+
+    /// A record whose body changed at the version the replica holds (an edit inside a coarse
+    /// stamp that an earlier Ferry missed) is written by a rebuild too; an unchanged one is not.
+    @Test func aBodyThatChangedAtTheSameVersionIsWrittenByARebuild() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        defer { replica.close() }
+        try replica.prepare(StoreDefinition(name: "items"))
+        _ = try replica.apply(ChangeBatch(changes: [record("a", version: "7", "first"), record("b", version: "7")], cursor: "c"), to: "items")
+        var rebuild = ChangeBatch(changes: [record("a", version: "7", "second"), record("b", version: "7")], cursor: "c")
+        rebuild.rebuilds = true
+        let counts = try replica.apply(rebuild, to: "items")
+        #expect(counts.updated == 1 && counts.unchanged == 1, "\(counts)")
+        #expect(try Shell.sqlite(directory.path("replica.db"), "SELECT json_extract(body, '$.value') FROM items WHERE id = 'a'") == ["second"])
+    }
 }
