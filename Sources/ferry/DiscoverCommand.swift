@@ -37,14 +37,14 @@ struct DiscoverCommand: ParsableCommand {
         queue.addOperations(operations, waitUntilFinished: true)
         // The tables collections already synced keep, when the replica can be read: discovery
         // shows the names a pass would use.
-        var known: [KnownCollection] = []
+        var known: [ExpandedMember] = []
         let path = options.database ?? configuration.global.databasePath
         if FileManager.default.fileExists(atPath: path), ReplicaAccessError.check(readable: path) == nil,
            let database = try? ReplicaDatabase.openReadOnly(path: path) {
-            known = (try? database.knownCollections()) ?? []
+            known = (try? database.expandedMembers()) ?? []
             database.close()
         }
-        let knownTables = Dictionary(grouping: known, by: \.account).mapValues(KnownCollection.tables(byURL:))
+        let knownTables = Dictionary(grouping: known, by: \.expandingStore).mapValues(ExpandedMember.tables(byURL:))
         var worst = FerryExitCode.success
         for operation in operations {
             let result: Result<DAVAccount, SyncError> = switch operation.result {

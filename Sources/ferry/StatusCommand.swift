@@ -35,7 +35,7 @@ struct StatusCommand: ParsableCommand {
             let runtime = runtimeDirectory ?? configuration?.global.runtimeDirectory
                 ?? GlobalConfiguration.defaultRuntimeDirectory(environment: options.environment)
             // An account's collections are stores of their own.
-            let collections = try database.knownCollections()
+            let collections = try database.expandedMembers()
             rows = StoreStatus.collect(configuration: configuration?.expandingMembers(collections), states: try database.syncStates(),
                                        unrecorded: UnrecordedFailures.read(directory: runtime, database: path),
                                        schedule: PublishedSchedule.read(directory: runtime, database: path),

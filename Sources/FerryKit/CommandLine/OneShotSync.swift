@@ -49,7 +49,7 @@ public final class OneShotSync {
         // Refresh tokens are kept beside the replica this run uses, named by --database or not.
         let configuration = configuration.authorizing(databasePath: database.path)
         // A member of an expanding store (a dav-account's collection) may be named on its own.
-        let expanded = configuration.expandingMembers(try database.write { database throws(StoreError) in try database.knownCollections() })
+        let expanded = configuration.expandingMembers(try database.write { database throws(StoreError) in try database.expandedMembers() })
         var selected: [StoreConfiguration] = []
         for name in storeNames {
             guard let store = expanded.store(named: name) else {
@@ -95,11 +95,11 @@ public final class OneShotSync {
                 }
             }
         }
-        let known = (try? database.write { database throws(StoreError) in try database.knownCollections() }) ?? []
+        let known = (try? database.write { database throws(StoreError) in try database.expandedMembers() }) ?? []
         let expanded = configuration.expandingMembers(known)
         let expandingNames = Set(expanding.map(\.name))
         var passing = stores.filter { !$0.expands }
-        for member in known where expandingNames.contains(member.account) && !passing.contains(where: { $0.name == member.store }) {
+        for member in known where expandingNames.contains(member.expandingStore) && !passing.contains(where: { $0.name == member.store }) {
             if let store = expanded.store(named: member.store) { passing.append(store) }
         }
         return (results, passing, tokens)

@@ -225,6 +225,19 @@ struct MigrationTests {
 
                 """
                 + "INSERT INTO ferry_meta VALUES ('schema_version', '12');",
+            13: base + collections + staging + digests + "ALTER TABLE ferry_stores ADD COLUMN schema_fingerprint INTEGER;\n"
+                + "ALTER TABLE ferry_sync_state ADD COLUMN swept_listing INTEGER;\n"
+                + """
+                ALTER TABLE ferry_outbox ADD COLUMN sent_body TEXT;
+                ALTER TABLE ferry_conflicts ADD COLUMN remote_fields TEXT;
+                ALTER TABLE ferry_sync_state ADD COLUMN push_error INTEGER;
+                CREATE TABLE ferry_pass_claims(
+                    store_id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, process_start TEXT NOT NULL, token TEXT NOT NULL,
+                    command TEXT NOT NULL, claimed REAL NOT NULL);
+                ALTER TABLE ferry_pending_records ADD COLUMN read_back INTEGER NOT NULL DEFAULT 0;
+
+                """
+                + "INSERT INTO ferry_meta VALUES ('schema_version', '13');",
         ]
     }()
 
@@ -320,6 +333,34 @@ struct MigrationTests {
         let state = try #require(try replica.syncState(of: "items"))
         #expect((state.pendingRecords, state.createsToReadBack) == (1, 1))
         #expect(try replica.pendingRecordIDs(of: "items") == ["bad-one", "made-here"], "both are fetched again")
+    }
+
+    /// A `dav-account` store's collections, as 0.3 recorded them, become members whatever the
+    /// kind, with what the account keeps of each in their attributes; queries written against
+    /// `ferry_collections` still read the same columns.
+    @Test func version14KeepsTheCollectionsAsMembers() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("replica.db")
+        try Self.makeFile(version: 13, at: path)
+        let connection = try SQLiteConnection(path: path, mode: .readWrite)
+        try connection.execute("""
+            INSERT INTO ferry_collections(store, account, url, kind, segment, displayname, color, components, first_seen, last_seen, gone_since)
+            VALUES ('me__work', 'me', 'https://dav.example.com/cal/work/', 'caldav', 'work', 'Work', '#ff0000', 'VEVENT,VTODO', 1, 2, NULL),
+                   ('me__people', 'me', 'https://dav.example.com/card/people/', 'carddav', 'people', NULL, NULL, NULL, 1, 2, 3);
+            """)
+        connection.close()
+        let replica = try ReplicaDatabase(path: path)
+        defer { replica.close() }
+        let members = try replica.expandedMembers(of: "me")
+        #expect(members == [
+            ExpandedMember(store: "me__people", expandingStore: "me", url: "https://dav.example.com/card/people/", kindName: "carddav",
+                           attributes: ["segment": "people"], goneSince: Date(timeIntervalSince1970: 3)),
+            ExpandedMember(store: "me__work", expandingStore: "me", url: "https://dav.example.com/cal/work/", kindName: "caldav",
+                           attributes: ["segment": "work", "displayname": "Work", "color": "#ff0000", "components": "VEVENT,VTODO"]),
+        ])
+        #expect(members[1].discovered.collection.components == ["VEVENT", "VTODO"] && members[1].discovered.collection.content == .calendar)
+        #expect(try Shell.sqlite(path, "SELECT store, account, segment, displayname, components FROM ferry_collections ORDER BY store")
+                == ["me__people|me|people||", "me__work|me|work|Work|VEVENT,VTODO"])
     }
 
     @Test func freshFileIsCurrent() throws {

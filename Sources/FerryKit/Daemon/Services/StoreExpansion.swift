@@ -49,7 +49,7 @@ final class StoreExpansion {
     private func expanded() -> FerryConfiguration {
         guard !expanding.isEmpty else { return configuration }
         do {
-            let known = try database.writeIfOpen { database throws(StoreError) in try database.knownCollections() } ?? []
+            let known = try database.writeIfOpen { database throws(StoreError) in try database.expandedMembers() } ?? []
             return configuration.expandingMembers(known)
         } catch {
             logger.warning("cannot read the expanding stores' members from the replica: \(error)")

@@ -269,6 +269,34 @@ enum Migrations {
             ALTER TABLE ferry_pending_records ADD COLUMN read_back INTEGER NOT NULL DEFAULT 0;
             UPDATE ferry_pending_records SET read_back = 1 WHERE reason = 'created by a push; not yet read back by a pull';
             """),
+        // The members of expanding stores, whatever their kind: `attributes` is what the member's
+        // kind keeps of it (a collection's segment, display name, colour and components), a
+        // JSON object the replica does not read. `ferry_collections` stays as a view with its
+        // columns, for queries written against it.
+        Step(version: 14, sql: """
+            CREATE TABLE ferry_members(
+                store TEXT PRIMARY KEY,
+                expanding_store TEXT NOT NULL,
+                url TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                attributes TEXT NOT NULL DEFAULT '{}',
+                first_seen REAL NOT NULL,
+                last_seen REAL NOT NULL,
+                gone_since REAL
+            );
+            CREATE INDEX ferry_members_expanding_store ON ferry_members(expanding_store);
+            INSERT INTO ferry_members(store, expanding_store, url, kind, attributes, first_seen, last_seen, gone_since)
+                SELECT store, account, url, kind,
+                       json_patch('{}', json_object('segment', segment, 'displayname', displayname, 'color', color, 'components', components)),
+                       first_seen, last_seen, gone_since
+                FROM ferry_collections;
+            DROP TABLE ferry_collections;
+            CREATE VIEW ferry_collections AS
+                SELECT store, expanding_store AS account, url, kind, json_extract(attributes, '$.segment') AS segment,
+                       json_extract(attributes, '$.displayname') AS displayname, json_extract(attributes, '$.color') AS color,
+                       json_extract(attributes, '$.components') AS components, first_seen, last_seen, gone_since
+                FROM ferry_members;
+            """),
     ]
 
     static var currentVersion: Int { steps.last!.version }

@@ -102,7 +102,7 @@ import Testing
 
     /// A name never changes with what else the account comes to hold: a collection the replica
     /// knows keeps its table, and a newcomer whose name would meet it is qualified instead.
-    @Test func aKnownCollectionKeepsItsTableWhenATwinAppears() throws {
+    @Test func aExpandedMemberKeepsItsTableWhenATwinAppears() throws {
         let book = Self.collection("default"), calendar = Self.collection("default", .calendar)
         let first = try CollectionSelection().choose(from: [book], account: "p", otherStores: []).get()
         #expect(first.map(\.table) == ["p__default"])

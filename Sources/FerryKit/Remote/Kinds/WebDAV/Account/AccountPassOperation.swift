@@ -66,7 +66,7 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
         let store = setup.store
         do {
             try setup.database.write { database throws(StoreError) in
-                try database.registerAccount(store.name)
+                try database.registerExpandingStore(store.name)
                 try database.recordAttempt(of: store.name, at: Date())
             }
         } catch {
@@ -92,14 +92,14 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
     private func settle(_ account: DAVAccount, requests: Int) {
         let store = setup.store
         let chosen: [ChosenCollection]
-        let known: [KnownCollection]
+        let known: [ExpandedMember]
         do {
-            known = try setup.database.write { database throws(StoreError) in try database.knownCollections(of: store.name) }
+            known = try setup.database.write { database throws(StoreError) in try database.expandedMembers(of: store.name) }
         } catch {
             return end(.failure(SyncError(error, store: store.name)))
         }
         // A collection synced before keeps its table, whatever else the account now holds.
-        let tables = KnownCollection.tables(byURL: known)
+        let tables = ExpandedMember.tables(byURL: known)
         switch options.selection.choose(from: account.collections, account: store.name, otherStores: setup.otherStores, known: tables) {
         case .success(let value): chosen = value
         case .failure(let problem):
@@ -121,7 +121,7 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
                     database.release(item.table)
                 }
                 let now = Date()
-                try database.recordCollections(chosen, of: store.name, at: now)
+                try database.recordMembers(chosen.map { $0.member(of: store.name) }, of: store.name, at: now)
                 // Synced before and not now, and kept by earlier passes and still not synced:
                 // tried again, so a raised max-delete-share or a push that went through lets
                 // them go.
@@ -134,7 +134,7 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
                     let filteredOut = listed.contains(collection.url) || !options.selection.contents.contains(content)
                     if let gap = try letGo(collection, filteredOut: filteredOut, in: database, at: now) { gaps.append(gap) }
                 }
-                try database.rebuildAccountView(store.name, columns: store.columns)
+                try database.rebuildMembersView(store.name, columns: store.columns)
                 try database.recordSuccess(of: store.name, at: now, counts: MergeCounts(), gaps: gaps)
                 return gaps
             }
@@ -147,7 +147,7 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
 
     /// Step 3 for one collection: sweeps its rows (all of them, as a listing that names none),
     /// then drops it when nothing is left; a gap when rows stay.
-    private func letGo(_ collection: KnownCollection, filteredOut: Bool, in database: ReplicaDatabase, at date: Date) throws(StoreError) -> ReplicaGap? {
+    private func letGo(_ collection: ExpandedMember, filteredOut: Bool, in database: ReplicaDatabase, at date: Date) throws(StoreError) -> ReplicaGap? {
         let collectionStore = options.collectionStore(of: setup.store, collection.discovered)
         try database.prepare(StoreDefinition(collectionStore))
         defer { database.release(collection.store) }
@@ -156,12 +156,12 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
         // account's max-delete-share lets a sweep go.
         let share = filteredOut ? 1.0 : setup.store.maxDeleteShare
         let outcome = try database.finishReconciliation(of: collection.store, maxDeleteShare: share)
-        if try database.forgetCollection(collection.store) {
+        if try database.forgetMember(collection.store) {
             setup.logger.notice("store \(setup.store.name): no longer syncs \(collection.url) (\(filteredOut ? "left out by its collections, content or components" : "gone from the server")); table \(collection.store) dropped",
                                 metadata: ["store": "\(setup.store.name)"])
             return nil
         }
-        try database.markCollectionGone(collection.store, at: date)
+        try database.markMemberGone(collection.store, at: date)
         let rows = try database.liveRecordCount(of: collection.store)
         guard rows > 0 else { return nil }
         let reason: String = switch outcome {
