@@ -20,15 +20,15 @@ import Testing
     @Test func anyOtherSegmentIsMappedAndHashedSoNoTwoShareATable() {
         let dash = CollectionSelection.tableName(account: "personal", segment: "a-b")
         let underscore = CollectionSelection.tableName(account: "personal", segment: "a_b")
-        #expect(dash == "personal__a_b_" + CollectionSelection.hash("a-b"))
+        #expect(dash == "personal__a_b_" + MemberTables.hash("a-b"))
         #expect(underscore == "personal__a_b")
         #expect(dash != underscore)
         // Upper case and accents are folded to lower case (hashed, so `Contacts` and `contacts`
         // stay apart); what has no lower-case form at all is only the hash.
-        #expect(CollectionSelection.tableName(account: "p", segment: "Contacts") == "p__contacts_" + CollectionSelection.hash("Contacts"))
-        #expect(CollectionSelection.tableName(account: "p", segment: "Team-Cal") == "p__team_cal_" + CollectionSelection.hash("Team-Cal"))
-        #expect(CollectionSelection.tableName(account: "p", segment: "Família") == "p__familia_" + CollectionSelection.hash("Família"))
-        #expect(CollectionSelection.tableName(account: "p", segment: "日本") == "p__" + CollectionSelection.hash("日本"))
+        #expect(CollectionSelection.tableName(account: "p", segment: "Contacts") == "p__contacts_" + MemberTables.hash("Contacts"))
+        #expect(CollectionSelection.tableName(account: "p", segment: "Team-Cal") == "p__team_cal_" + MemberTables.hash("Team-Cal"))
+        #expect(CollectionSelection.tableName(account: "p", segment: "Família") == "p__familia_" + MemberTables.hash("Família"))
+        #expect(CollectionSelection.tableName(account: "p", segment: "日本") == "p__" + MemberTables.hash("日本"))
         // A Nextcloud-style id: long, dashed.
         let long = CollectionSelection.tableName(account: String(repeating: "a", count: 40), segment: "0f8e5c3a-1b2c-4d5e-8f90-a1b2c3d4e5f6-calendar")
         #expect(long.count <= 63)
@@ -37,9 +37,9 @@ import Testing
 
     @Test func theHashIsStableAcrossRuns() {
         // FNV-1a of "a-b": a table's name must not change between builds or processes.
-        #expect(CollectionSelection.hash("a-b") == "2a89df63")
-        #expect(CollectionSelection.hash("") == "811c9dc5")
-        #expect(CollectionSelection.hash("a") == "e40c292c")
+        #expect(MemberTables.hash("a-b") == "2a89df63")
+        #expect(MemberTables.hash("") == "811c9dc5")
+        #expect(MemberTables.hash("a") == "e40c292c")
     }
 
     @Test func contentPatternsAndComponentsChoose() {
@@ -70,9 +70,9 @@ import Testing
             Issue.record("five collections under a maximum of five")
             return
         }
-        #expect(chosen.map(\.table) == ["p__book_0_\(CollectionSelection.hash("book-0"))", "p__book_1_\(CollectionSelection.hash("book-1"))",
-                                        "p__book_2_\(CollectionSelection.hash("book-2"))", "p__book_3_\(CollectionSelection.hash("book-3"))",
-                                        "p__book_4_\(CollectionSelection.hash("book-4"))"])
+        #expect(chosen.map(\.table) == ["p__book_0_\(MemberTables.hash("book-0"))", "p__book_1_\(MemberTables.hash("book-1"))",
+                                        "p__book_2_\(MemberTables.hash("book-2"))", "p__book_3_\(MemberTables.hash("book-3"))",
+                                        "p__book_4_\(MemberTables.hash("book-4"))"])
         #expect(CollectionSelection().choose(from: [Self.collection("main")], account: "p", otherStores: ["p__main"])
             == .failure(.tableIsAStore("p__main", url: Self.collection("main").url)))
     }
@@ -97,7 +97,7 @@ import Testing
         let chosen = try CollectionSelection().choose(from: [mine, shared], account: "p", otherStores: []).get()
         #expect(Set(chosen.map(\.table)).count == 2)
         #expect(chosen.map(\.table) == [CollectionSelection.tableName(account: "p", segment: "default", qualifier: "calendar"),
-                                        CollectionSelection.tableName(account: "p", segment: "default", qualifier: CollectionSelection.hash(shared.url))])
+                                        CollectionSelection.tableName(account: "p", segment: "default", qualifier: MemberTables.hash(shared.url))])
     }
 
     /// A name never changes with what else the account comes to hold: a collection the replica

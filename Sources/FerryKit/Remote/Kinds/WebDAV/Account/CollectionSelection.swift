@@ -10,19 +10,13 @@ import Foundation
 /// - it is an address book, or a calendar that offers one of `components =` (a calendar that
 ///   does not say which components it takes takes them all, RFC 4791 §5.2.3).
 ///
-/// Each gets a table named `ACCOUNT__SEGMENT` from the URL's last segment, which is unique in
-/// its home set and stays when the collection is renamed. A segment that is not already
-/// lowercase letters, digits and `_` is lowercased, stripped of accents, mapped to them and
-/// followed by `_` and 8 hex digits of a hash of the segment, so `a-b` and `a_b` never share a
-/// table (`Team-Cal` is `team_cal_` and a hash).
-///
-/// A segment is unique in its home, not in the account: many servers make a default address
-/// book and a default calendar with one segment (`/addressbooks/USER/default/` and
-/// `/calendars/USER/default/`). Collections whose names would meet are told apart by their
-/// content (`ACCOUNT__default_addressbook`, `ACCOUNT__default_calendar`), and collections of
-/// one content in different homes by a hash of their URL. A collection the replica already
-/// knows keeps the table it has (`known`), so a name never changes with what else the account
-/// comes to hold.
+/// Each gets a table named `ACCOUNT__SEGMENT` from the URL's last segment (``MemberTables``,
+/// the naming every expanding kind shares). A segment is unique in its home, not in the
+/// account: many servers make a default address book and a default calendar with one segment
+/// (`/addressbooks/USER/default/` and `/calendars/USER/default/`). Collections whose names would
+/// meet are told apart by their content (`ACCOUNT__default_addressbook`,
+/// `ACCOUNT__default_calendar`), and collections of one content in different homes by a hash of
+/// their URL. A collection the replica already knows keeps the table it has.
 public struct CollectionSelection: Sendable, Equatable {
     public var contents: Set<WebDAVOptions.Content>
     /// Patterns over display names and segments; empty: every collection.
@@ -52,80 +46,34 @@ public struct CollectionSelection: Sendable, Equatable {
         return true
     }
 
-    /// The collections `account` syncs, each with its table; or why it cannot sync them.
-    /// `otherStores` are the names of every other configured store (a table may not take one);
-    /// `known` maps the URL of each collection the replica has synced to its table.
+    /// The collections `account` syncs, each with its table (``MemberTables``: a collection's
+    /// qualifier is its content); or why it cannot sync them. `otherStores` are the names of
+    /// every other configured store; `known` maps the URL of each collection the replica has
+    /// synced to its table.
     public func choose(from found: [DiscoveredCollection], account: String, otherStores: Set<String>,
                        known: [String: String] = [:]) -> Result<[ChosenCollection], CollectionSelectionError> {
         let included = found.filter(includes)
         guard included.count <= maximum else {
             return .failure(.tooMany(found: included.count, maximum: maximum))
         }
-        // Names already taken: the tables of known collections chosen again.
-        var taken = Set(included.compactMap { known[$0.url] })
-        let plain = included.map { Self.tableName(account: account, segment: $0.segment) }
-        var meeting: [String: Int] = [:]
-        for (collection, name) in zip(included, plain) where known[collection.url] == nil { meeting[name, default: 0] += 1 }
-        var chosen: [ChosenCollection] = []
-        for (collection, name) in zip(included, plain) {
-            let table: String
-            if let kept = known[collection.url] {
-                table = kept
-            } else {
-                var candidates = [name]
-                if meeting[name, default: 0] > 1 || taken.contains(name) {
-                    candidates = [Self.tableName(account: account, segment: collection.segment, qualifier: collection.content.tableQualifier)]
-                }
-                candidates.append(Self.tableName(account: account, segment: collection.segment, qualifier: Self.hash(collection.url)))
-                table = candidates.first { !taken.contains($0) } ?? candidates[candidates.count - 1]
-            }
-            if let earlier = chosen.first(where: { $0.table == table }) {
-                return .failure(.sameTable(table, first: earlier.collection.url, second: collection.url))
-            }
-            if otherStores.contains(table) {
-                return .failure(.tableIsAStore(table, url: collection.url))
-            }
-            taken.insert(table)
-            chosen.append(ChosenCollection(collection: collection, table: table))
+        let candidates = included.map { MemberTables.Candidate(url: $0.url, segment: $0.segment, qualifier: $0.content.tableQualifier) }
+        switch MemberTables.choose(candidates, store: account, otherStores: otherStores, known: known) {
+        case .success(let tables):
+            return .success(zip(included, tables).map { ChosenCollection(collection: $0, table: $1) })
+        case .failure(.sameTable(let table, let first, let second)):
+            return .failure(.sameTable(table, first: first, second: second))
+        case .failure(.tableIsAStore(let table, let url)):
+            return .failure(.tableIsAStore(table, url: url))
         }
-        return .success(chosen)
     }
 
-    /// `ACCOUNT__SEGMENT` (with `_QUALIFIER` when given), at most 63 characters of
-    /// `[a-z0-9_]` (a store name's rules) for an account name of at most
-    /// ``maximumAccountName`` characters.
+    /// A collection's table name (``MemberTables/tableName(store:segment:qualifier:)``).
     public static func tableName(account: String, segment: String, qualifier: String? = nil) -> String {
-        let prefix = account + "__"
-        let suffix = qualifier.map { "_" + $0 } ?? ""
-        var mapped = ""
-        let folded = segment.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
-        for scalar in folded.unicodeScalars {
-            switch scalar {
-            case "a"..."z", "0"..."9", "_": mapped.unicodeScalars.append(scalar)
-            default: if !mapped.hasSuffix("_") { mapped += "_" }
-            }
-        }
-        let lossy = mapped != segment || mapped.isEmpty
-        if !lossy, prefix.count + mapped.count + suffix.count <= 63 { return prefix + mapped + suffix }
-        // Mapped or too long: as much of it as leaves room for the hash.
-        var head = String(mapped.prefix(max(0, 63 - prefix.count - suffix.count - 9)))
-        while head.hasSuffix("_") { head.removeLast() }
-        return prefix + head + (head.isEmpty ? "" : "_") + hash(segment) + suffix
+        MemberTables.tableName(store: account, segment: segment, qualifier: qualifier)
     }
 
     /// The longest name of a `dav-account` store: its tables need room for a segment.
-    public static let maximumAccountName = 40
-
-    /// FNV-1a, 32 bits, as 8 hex digits: stable across runs and builds (unlike `Hasher`).
-    static func hash(_ text: String) -> String {
-        var value: UInt32 = 0x811C_9DC5
-        for byte in text.utf8 {
-            value ^= UInt32(byte)
-            value = value &* 0x0100_0193
-        }
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 8 - digits.count) + digits
-    }
+    public static let maximumAccountName = MemberTables.maximumStoreName
 
     /// Whether `text` matches `pattern`: `*` any run of characters, `?` one character.
     static func matches(_ pattern: String, _ text: String) -> Bool {
