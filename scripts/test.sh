@@ -28,7 +28,24 @@ source scripts/apt-deps.sh
 passed=0
 failed=0
 skipped=()
-phase() { echo; echo "=== $*"; }
+# Every phase's wall time, printed as it ends and again in a table at the end, so a slow phase
+# shows in CI's log without timestamps.
+timings=()
+phase_name=""
+phase_started=$(date +%s)
+phase() {
+    end_phase
+    phase_name="$*"
+    phase_started=$(date +%s)
+    echo; echo "=== $*"
+}
+end_phase() {
+    [[ -n "$phase_name" ]] || return 0
+    local took=$(( $(date +%s) - phase_started ))
+    timings+=("$(printf '%5d s  %s' "$took" "$phase_name")")
+    echo "(${took} s)"
+    phase_name=""
+}
 ok() { passed=$((passed + 1)); echo "--- passed: $1"; }
 bad() { failed=$((failed + 1)); echo "--- FAILED: $1"; }
 # Why a failed phase failed, printed again at the end: a long run's log is often read only
@@ -39,6 +56,10 @@ remember() { # NAME LOG: the lines of LOG that say why a test failed
     { echo "--- $1:"; grep -a -E '✘|Expectation failed|FERRY_TWO_WAY_SEED|error:|FAIL' "$2" | grep -a -v -E '✘ Test run|^--- ' | head -40; } >>"$reasons"
 }
 finish() {
+    end_phase
+    echo
+    echo "=== time per phase ($(( $(date +%s) - started )) s in all):"
+    printf '%s\n' "${timings[@]}"
     echo
     if [[ -s "$reasons" ]]; then echo "=== why:"; cat "$reasons"; echo; fi
     [[ ${#skipped[@]} -gt 0 ]] && printf 'skipped: %s\n' "${skipped[@]}"

@@ -133,9 +133,17 @@ def run_faults(args, check):
         tls_dir = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "Servers", "tls")
         fault_server = Server("fault_server.py", "--tls-cert", os.path.join(tls_dir, "localhost-cert.pem"),
                               "--tls-key", os.path.join(tls_dir, "localhost-key.pem"))
+        # These stores check ferryd's backoff between failing passes, so a fault must fail its
+        # pass: no retries within the pass. f_retried keeps the default and must absorb a
+        # transient 5xx inside its pass.
         stores = [parse_store(name, servers[name].base, "F", key, interval="1h", jitter="0s",
-                              page_size="10", reconcile_interval="never", **extra)
+                              page_size="10", reconcile_interval="never", read_retries="0", **extra)
                   for name, _, _, _, extra in PARSE_FAULTS]
+        retried = ParseServer()
+        servers["f_retried"] = retried
+        retried.seed("F", 30, size=200)
+        stores.append(parse_store("f_retried", retried.base, "F", key, interval="1h", jitter="0s",
+                                  page_size="10", reconcile_interval="never"))
         healthy = servers["f_500"]
         dns = parse_store("f_dns", "http://ferry-fault-test.invalid", "F", key, interval="1h",
                           jitter="0s", page_size="10", reconcile_interval="never")
@@ -188,6 +196,9 @@ def run_faults(args, check):
         for name, spec, *_ in PARSE_FAULTS:
             servers[name].mutate("F", update=5, create=25)
         after = {name: servers[name].dump("F") for name, *_ in PARSE_FAULTS}
+        retried.mutate("F", update=5, create=25)
+        retried_after = retried.dump("F")
+        retried.fault({"status": 503, "next": 2})
         for name, spec, *_ in PARSE_FAULTS:
             servers[name].fault(spec)
             watcher = AttemptWatcher(counter_of(servers[name], ("/__admin/stats", parse_attempts)))
@@ -245,6 +256,20 @@ def run_faults(args, check):
             rows = read_rows(database, name)
             check.expect(same_as_server(rows, after[name]),
                          "%s: the healthy pass converged to the server (%s)" % (name, diff_summary(rows, after[name])))
+
+        # The default read retries absorb two 503s within one pass: no failed pass, a logged retry.
+        try:
+            daemon.wait_for("f_retried converged", lambda: same_as_server(read_rows(database, "f_retried"),
+                                                                       retried_after), timeout=30)
+        except SuiteError:
+            pass
+        lines = daemon.matching(store="f_retried", since=reload_time)
+        check.expect(not any("pass failed" in l.text for l in lines)
+                     and same_as_server(read_rows(database, "f_retried"), retried_after),
+                     "f_retried: two 503s were retried within the pass, which converged (%s)"
+                     % diff_summary(read_rows(database, "f_retried"), retried_after))
+        check.expect(any("retr" in l.text.lower() for l in lines),
+                     "f_retried: the retry is in the journal")
 
         # Phase 3: DNS and TLS stores pointed at a healthy server converge.
         healthy.seed("G", 40, size=200)

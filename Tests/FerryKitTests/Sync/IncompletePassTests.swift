@@ -12,22 +12,7 @@ struct IncompletePassTests {
     /// One pass through the real pass operation into `database`.
     static func pass(_ store: StoreConfiguration, _ database: SharedDatabase, reconcile: Bool = false, sweepInterval: Duration? = nil,
                      trigger: PassTrigger = .scheduled, cancelAfter: Duration? = nil) throws -> Result<PassReport, SyncError> {
-        let operation = SyncPassOperation(.init(store: store, database: database, trigger: trigger, reconcile: reconcile,
-                                                sweepInterval: sweepInterval, pass: 1,
-                                                logger: Logger(label: "ferry.test")))
-        let queue = OperationQueue()
-        queue.addOperation(operation)
-        if let cancelAfter {
-            Thread.sleep(forTimeInterval: cancelAfter.seconds)
-            operation.cancel()
-        }
-        queue.waitUntilAllOperationsAreFinished()
-        while !operation.isFinished { usleep(1000) }
-        switch operation.result {
-        case .success(let report): return .success(report)
-        case .failure(let error as SyncError): return .failure(error)
-        case let other: throw TestFailure("the pass ended with \(String(describing: other))")
-        }
+        try PassRun.run(store, database, trigger: trigger, reconcile: reconcile, sweepInterval: sweepInterval, cancelAfter: cancelAfter)
     }
 
     static func state(_ store: String, _ database: SharedDatabase) throws -> SyncState {

@@ -147,14 +147,7 @@ struct MemberNameTests {
         // A rebuild keeps every row: the server lists each under the id it has here.
         var store = setup.store
         store.writeBack = WriteBackConfiguration(push: true)
-        var resync = SyncPassOperation.Setup(store: store, database: setup.database, trigger: .onDemand, reconcile: true, pass: 9,
-                                             logger: .init(label: "ferry.test"))
-        resync.resync = true
-        let operation = SyncPassOperation(resync)
-        let queue = OperationQueue()
-        queue.addOperation(operation)
-        queue.waitUntilAllOperationsAreFinished()
-        while !operation.isFinished { usleep(1000) }
+        _ = try PassRun.run(store, setup.database, trigger: .onDemand, reconcile: true, resync: true, number: 9)
         #expect(try setup.ids() == ids, "\(kind): a rebuild deletes none of them")
         // The plain UID keeps its name.
         #expect(ids.contains("plain-uid_1.2@example.com.vcf"))

@@ -53,17 +53,7 @@ struct ParsePushTests {
     }
 
     static func run(_ store: StoreConfiguration, _ database: SharedDatabase, pull: Bool = true) throws -> Result<PassReport, SyncError> {
-        let operation = SyncPassOperation(.init(store: store, database: database, trigger: .scheduled, reconcile: true, sweepInterval: nil,
-                                                pass: 1, logger: .init(label: "ferry.test"), pull: pull))
-        let queue = OperationQueue()
-        queue.addOperation(operation)
-        queue.waitUntilAllOperationsAreFinished()
-        while !operation.isFinished { usleep(1000) }
-        switch operation.result {
-        case .success(let report): return .success(report)
-        case .failure(let error as SyncError): return .failure(error)
-        case let other: throw TestFailure("the pass ended with \(String(describing: other))")
-        }
+        try PassRun.run(store, database, reconcile: true, pull: pull)
     }
 
     static func setUp(objects: Int = 5, conflict: ConflictPolicy = .hold, clientIDs: Bool = false) throws -> Setup {
