@@ -23,6 +23,12 @@ enabled_units() {
     find "${FERRY_SYSTEMD_DIR:-/etc/systemd/system}" -path '*.wants/*' -printf '%f\n' 2>/dev/null | sort -u
 }
 
+# UNIT is enabled at boot: a link in a .wants directory, or systemctl saying so.
+still_enabled() {
+    enabled_units | grep -qxF "$1" && return 0
+    command -v systemctl >/dev/null && [[ $(systemctl is-enabled "$1" 2>/dev/null) == enabled ]]
+}
+
 ensure_apt_packages() {
     local missing=() pkg
     for pkg in "$@"; do
@@ -52,13 +58,20 @@ ensure_apt_packages() {
     if [[ $placed -eq 1 ]]; then
         "${sudo[@]}" rm -f "$policy"
     fi
+    # `systemctl disable` edits the links without a running manager (a container, a chroot);
+    # deb-systemd-helper is no help here: it refuses to run outside a maintainer script. What
+    # is said afterwards is read back from the links and `systemctl is-enabled`, never assumed.
     for unit in $(comm -13 <(echo "$before") <(enabled_units)); do
-        if [[ -d /run/systemd/system ]]; then
-            "${sudo[@]}" systemctl disable --quiet "$unit" 2>/dev/null || "${sudo[@]}" deb-systemd-helper disable "$unit" 2>/dev/null || true
-        else
-            "${sudo[@]}" deb-systemd-helper disable "$unit" 2>/dev/null || true
+        "${sudo[@]}" systemctl disable --quiet "$unit" >/dev/null 2>&1 || true
+        if still_enabled "$unit"; then
+            "${sudo[@]}" find "${FERRY_SYSTEMD_DIR:-/etc/systemd/system}" -path '*.wants/*' -name "$unit" -delete 2>/dev/null || true
         fi
-        echo "left disabled: $unit (the tests run their own instance)"
+        if still_enabled "$unit"; then
+            echo "error: could not disable $unit, which the install enabled; disable it yourself: systemctl disable $unit" >&2
+            status=1
+        else
+            echo "left disabled: $unit (the tests run their own instance)"
+        fi
     done
     return $status
 }

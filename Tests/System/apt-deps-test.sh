@@ -33,15 +33,22 @@ if [ -x "$FERRY_POLICY_RC_D" ]; then "$FERRY_POLICY_RC_D" "\$last" start; echo "
 ln -sf /dev/null "$work/systemd/multi-user.target.wants/\$last.service"
 exit 0
 STUB
-# systemctl / deb-systemd-helper disable UNIT: what a disable does to the symlinks.
-for tool in systemctl deb-systemd-helper; do
-    cat > "$work/bin/$tool" <<STUB
+# systemctl disable UNIT: what a disable does to the symlinks; is-enabled reads them.
+# deb-systemd-helper as Debian's: it refuses to run outside a maintainer script.
+cat > "$work/bin/systemctl" <<STUB
 #!/bin/sh
 for last; do :; done
-echo "$tool \$*" >> "$work/log"
-rm -f "$work/systemd/multi-user.target.wants/\$last"
+echo "systemctl \$*" >> "$work/log"
+case "\$1" in
+    is-enabled) if [ -e "$work/systemd/multi-user.target.wants/\$last" ]; then echo enabled; else echo disabled; exit 1; fi ;;
+    disable) [ -e "$work/systemctl-broken" ] && exit 1; rm -f "$work/systemd/multi-user.target.wants/\$last" ;;
+esac
 STUB
-done
+cat > "$work/bin/deb-systemd-helper" <<STUB
+#!/bin/sh
+echo "/usr/bin/deb-systemd-helper was not called from dpkg. Exiting." >&2
+exit 1
+STUB
 # sudo (used when not root): the stubs need no privilege.
 printf '#!/bin/sh\nexec "$@"\n' > "$work/bin/sudo"
 chmod +x "$work/bin/"*
@@ -57,6 +64,27 @@ check "it says which unit it left disabled" grep -q "left disabled: stubd.servic
 check "it says what it installs" grep -q "installing: stubd" <<< "$out"
 check "the admin's enabled service is untouched" test -L "$work/systemd/multi-user.target.wants/admins.service"
 check "no disable of anything but the new unit" bash -c '! grep -v "stubd.service" "$1" | grep -q disable' _ "$work/log"
+
+# A systemctl that cannot disable (no unit file it knows): the links the install made go anyway.
+: > "$work/log"
+touch "$work/systemctl-broken"
+run brokend > /dev/null 2>&1
+check "a unit systemctl could not disable loses its link all the same" test ! -e "$work/systemd/multi-user.target.wants/brokend.service"
+rm -f "$work/systemctl-broken"
+# A unit that stays enabled whatever is done (a link in a directory the script cannot write):
+# an error naming it, and a failed install step, never "left disabled".
+cat > "$work/bin/find" <<STUB
+#!/bin/sh
+case "\$*" in *-delete*) exit 1 ;; esac
+exec /usr/bin/find "\$@"
+STUB
+chmod +x "$work/bin/find"
+touch "$work/systemctl-broken"
+out=$(run stuckd 2>&1); code=$?
+rm -f "$work/systemctl-broken" "$work/bin/find"
+check "a unit left enabled is an error naming it" grep -q "could not disable stuckd.service" <<< "$out"
+check "... and the install step fails" test "$code" -ne 0
+check "... and it is not said to be disabled" bash -c '! grep -q "left disabled: stuckd" <<< "$1"' _ "$out"
 
 # A machine with its own policy-rc.d: the admin's policy decides, and stays as it was.
 : > "$work/log"

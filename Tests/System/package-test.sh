@@ -149,7 +149,7 @@ check "ferry check-config accepts the shipped file" box ferry check-config
 # shipped one: the demo's pages are found beside it), its replica in /var/lib/ferry/NAME/.
 box cp /etc/ferry/ferry.conf /etc/ferry/demo2.conf
 check "systemctl enable --now ferryd" box systemctl enable --now ferryd
-check "systemctl start ferryd@demo2" box systemctl start ferryd@demo2
+check "systemctl enable --now ferryd@demo2" box systemctl enable --now ferryd@demo2
 rows() { box sqlite3 "$1" "SELECT count(*) FROM demo" 2>/dev/null | tr -d '\r'; }
 demo_synced() { [[ "$(rows "$DB")" == 1000 ]]; }
 instance_synced() { [[ "$(rows /var/lib/ferry/demo2/ferry.db)" == 1000 ]]; }
@@ -183,6 +183,17 @@ replicas_kept() { demo_synced && instance_synced; }
 check "the replicas are kept (1000 rows each)" replicas_kept
 check "ferry --version is the package's version" test "$(box ferry --version | tr -d '\r')" = "${version%-*}"
 
+# An admin who stopped the daemon (still enabled) keeps it stopped through an upgrade: the
+# package restarts only what runs (try-restart), as README and the postinst say.
+check "systemctl stop ferryd (left enabled)" box systemctl stop ferryd
+check "reinstall $newer_version while ferryd is stopped" \
+    box env DEBIAN_FRONTEND=noninteractive dpkg -i --force-confdef --force-confold /root/ferry_newer.deb </dev/null
+sleep 2
+check "an upgrade leaves a stopped ferryd stopped" test "$(show ActiveState)" = inactive
+check "... and still restarts the running instance" wait_until 20 is_active ferryd@demo2
+check "systemctl start ferryd" box systemctl start ferryd
+check "the daemon runs again" wait_until 20 is_active ferryd
+
 check "dpkg -r ferry" box dpkg -r ferry
 check "remove stopped the daemon" test "$(show ActiveState)" != active
 check "remove stopped the instance" test "$(show ActiveState ferryd@demo2)" != active
@@ -192,8 +203,9 @@ check "remove keeps the user ferry" box getent passwd ferry
 check "remove keeps /etc/ferry/ferry.conf" box test -f /etc/ferry/ferry.conf
 check "the binaries are gone" box sh -c '! test -e /usr/bin/ferryd'
 
-# The admin's /etc/ferry/demo2.conf is no file of the package's: purge leaves it, and dpkg
-# notes that /etc/ferry is not empty. That note is dpkg's; the package itself must say nothing.
+# The admin's /etc/ferry/demo2.conf is no conffile: dpkg notes that /etc/ferry is not empty
+# when it drops the conffiles, and postrm then removes the directory (README: purge removes
+# /etc/ferry). That note is dpkg's; the package itself must say nothing.
 purge_quietly() {  # dpkg -P succeeds and the package's postrm warns of nothing
     local out rc
     out=$(box dpkg -P ferry 2>&1); rc=$?
@@ -204,6 +216,8 @@ check "dpkg -P ferry (no warning from the package)" purge_quietly
 check "purge removes /var/lib/ferry" box sh -c '! test -e /var/lib/ferry'
 check "purge removes /etc/ferry/ferry.conf and ferry.conf.dpkg-dist" box sh -c '! test -e /etc/ferry/ferry.conf && ! test -e /etc/ferry/ferry.conf.dpkg-dist'
 check "purge removes the user and group ferry" box sh -c '! getent passwd ferry && ! getent group ferry'
+check "purge removes /etc/ferry, the instance's demo2.conf with it" box sh -c '! test -e /etc/ferry'
+check "purge removes the link that enabled ferryd@demo2" box sh -c '! find /etc/systemd/system -name "ferryd@*" | grep -q .'
 
 # A user that cannot be deleted (a process of the admin's still runs as ferry) is reported.
 box dpkg -i /root/ferry.deb >/dev/null
