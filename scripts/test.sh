@@ -30,20 +30,33 @@ failed=0
 skipped=()
 # Every phase's wall time, printed as it ends and again in a table at the end, so a slow phase
 # shows in CI's log without timestamps.
+# The CPU time of the phase's processes (user + system, from bash's `times`) is printed beside
+# it: on a shared machine the wall time says how loaded it was, the CPU time what the phase costs.
 timings=()
 phase_name=""
 phase_started=$(date +%s)
+phase_cpu=0
+cpu_file=$(mktemp)
+cpu_now=0
+read_cpu() {  # cpu_now: seconds of CPU used by finished child processes so far
+    # `times` in this shell: a pipe or $( ) would ask a fresh subshell, which has no children.
+    times > "$cpu_file"
+    cpu_now=$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); t += p[1] * 60 + p[2] } printf "%d", t }' "$cpu_file")
+}
 phase() {
     end_phase
     phase_name="$*"
     phase_started=$(date +%s)
+    read_cpu
+    phase_cpu=$cpu_now
     echo; echo "=== $*"
 }
 end_phase() {
     [[ -n "$phase_name" ]] || return 0
-    local took=$(( $(date +%s) - phase_started ))
-    timings+=("$(printf '%5d s  %s' "$took" "$phase_name")")
-    echo "(${took} s)"
+    read_cpu
+    local took=$(( $(date +%s) - phase_started )) cpu=$(( cpu_now - phase_cpu ))
+    timings+=("$(printf '%5d s wall %6d s CPU  %s' "$took" "$cpu" "$phase_name")")
+    echo "(${took} s wall, ${cpu} s CPU)"
     phase_name=""
 }
 ok() { passed=$((passed + 1)); echo "--- passed: $1"; }

@@ -13,8 +13,8 @@
 # fields, Prometheus metrics served under the hardened unit, the readable replica (a member of
 # the group ferry reads it and runs `ferry status` with the schedule, cannot write it; a user
 # outside the group cannot read it), synchronous reload adding a store, a refused reload keeping
-# the old configuration, a watchdog kill and restart on an injected hang (FERRY_TEST_MODE=1 +
-# FERRY_TEST_HANG_AFTER_READY=<s>), a second instance ferryd@tenant beside it (its own replica,
+# the old configuration, a watchdog kill and restart of a ferryd frozen by SIGSTOP (its
+# watchdog pings come from its main loop's timer, so any wedge of that loop looks the same), a second instance ferryd@tenant beside it (its own replica,
 # `ferry --instance`), one pass of a store at a time under the unit's sandbox (root's `ferry
 # sync` waits for ferryd's pass, asleep, and exits 75 at 60 s; `ferry push` racing ferryd pushes
 # each create once), a clean stop with PRAGMA integrity_check ok, and the group still reading
@@ -126,7 +126,6 @@ CONF
 cat > "$work/watchdog-test.conf" <<CONF
 [Service]
 WatchdogSec=5
-Environment=FERRY_TEST_MODE=1 FERRY_TEST_HANG_AFTER_READY=2
 CONF
 chmod 644 "$work"/*.conf
 
@@ -286,6 +285,9 @@ check "reload with the configuration repaired succeeds" box systemctl reload fer
 box systemctl daemon-reload
 box systemctl restart ferryd
 restarts0=$(show NRestarts)
+# Frozen: no watchdog ping; systemd's SIGABRT comes with a SIGCONT, so the process gets it.
+sleep 2
+box systemctl kill --kill-whom=main --signal=SIGSTOP ferryd
 restarted() { [[ "$(show NRestarts)" -gt "$restarts0" && "$(show ActiveState)" == active ]]; }
 check "hang -> watchdog kill -> restart (NRestarts > $restarts0)" wait_until 45 restarted
 watchdog_logged() { box journalctl -u ferryd --no-pager -o cat | grep -q "Watchdog timeout"; }
@@ -296,7 +298,7 @@ check "journal: killed with SIGABRT" wait_until 10 aborted
 box rm -f /etc/systemd/system/ferryd.service.d/watchdog-test.conf
 box systemctl daemon-reload
 box systemctl reset-failed ferryd 2>/dev/null
-check "restart without the hang switch" box systemctl restart ferryd
+check "restart without the watchdog drop-in" box systemctl restart ferryd
 check "ferryd active again" wait_until 20 bash -c '[[ "$("$0" exec systemctl show -P ActiveState ferryd | tr -d "\r")" == active ]]' "$SDBOX"
 
 # --- a second instance beside it --------------------------------------------------------------

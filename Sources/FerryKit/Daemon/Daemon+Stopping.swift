@@ -17,10 +17,12 @@ extension Daemon {
             reload(scheduler)
         case (SIGTERM, .running(let scheduler)), (SIGINT, .running(let scheduler)):
             stop(scheduler, signalName: signalNumber == SIGTERM ? "SIGTERM" : "SIGINT")
-        case (SIGTERM, .stopping), (SIGINT, .stopping):
-            // A second signal: stop waiting for passes; SQLite rolls back what is open.
+        case (SIGTERM, .stopping(let exitCode)), (SIGINT, .stopping(let exitCode)):
+            // A second signal: stop waiting for passes; SQLite rolls back what is open. The exit
+            // code stays the one the stop chose: a damaged replica is not made a clean exit by
+            // an impatient admin.
             logger.notice("second stop signal: exiting without waiting")
-            finishStopping(drained: false)
+            finishStopping(drained: false, exitCode: exitCode)
         default:
             break
         }
@@ -50,7 +52,7 @@ extension Daemon {
     }
 
     func stop(_ scheduler: Scheduler, signalName: String, exitCode: Int32 = 0) {
-        state = .stopping
+        state = .stopping(exitCode: exitCode)
         notifier.stopping()
         notifier.extendTimeout(.seconds(5))
         logger.info("\(signalName): stopping; cancelling running passes", metadata: MessageID.stopping.metadata)

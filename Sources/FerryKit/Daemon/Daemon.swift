@@ -15,7 +15,9 @@ public final class Daemon: @unchecked Sendable {
     enum State {
         case created
         case running(Scheduler)
-        case stopping
+        /// Draining passes; the code the process exits with when they are done (or a second
+        /// signal stops the wait): 0 for a signal, the integrity check's for a damaged replica.
+        case stopping(exitCode: Int32)
         case stopped(exitCode: Int32)
     }
 
@@ -111,7 +113,6 @@ public final class Daemon: @unchecked Sendable {
         scheduler.start()
         startTimers(scheduler)
         if database.integrityCheckDeferred { startIntegrityCheck() }
-        armTestHang()
 
         while true {
             if case .stopped(let exitCode) = state { return exitCode }
@@ -184,20 +185,5 @@ public final class Daemon: @unchecked Sendable {
         status.publishSchedule(of: scheduler)
         metrics.figures.refresh(.init(running: snapshot.running.count, waiting: snapshot.waiting))
         heartbeats?.daemon(healthy: snapshot.failing.isEmpty && snapshot.incomplete.isEmpty, heartbeat: configuration.global.heartbeat)
-    }
-
-    // MARK: - Test switch
-
-    /// `FERRY_TEST_MODE=1 FERRY_TEST_HANG_AFTER_READY=<s>` wedges the main loop, so the system
-    /// test can prove that a wedged daemon is killed by the watchdog. Ignored otherwise.
-    private func armTestHang() {
-        guard environment["FERRY_TEST_MODE"] == "1", let text = environment["FERRY_TEST_HANG_AFTER_READY"],
-              let seconds = Double(text) else { return }
-        logger.warning("test mode: the main loop will hang \(seconds) s after ready")
-        // `Timer(timeInterval:repeats:false)` fires at once on Linux: the fire date says when.
-        let timer = Timer(fire: Date(timeIntervalSinceNow: seconds), interval: 0, repeats: false) { _ in
-            while true { sleep(3600) }
-        }
-        RunLoop.current.add(timer, forMode: .default)
     }
 }

@@ -46,11 +46,7 @@ open(f"{rt}/ferryd.pid", "w").write(str(os.getpid()))
 publish(0, "ok", "started")
 notify("READY=1", "STATUS=stores: " + ", ".join(stores))
 ready_at = time.monotonic(); handled = 0
-hang = float(os.environ["FERRY_TEST_HANG_AFTER_READY"]) if os.environ.get("FERRY_TEST_MODE") == "1" and os.environ.get("FERRY_TEST_HANG_AFTER_READY") else None
 while True:
-    if hang is not None and time.monotonic() - ready_at > hang:
-        journal("test hang"); 
-        while True: time.sleep(100)
     if flags["term"]:
         notify("STOPPING=1"); db.close(); sys.exit(0)
     if flags["hup"] > handled:

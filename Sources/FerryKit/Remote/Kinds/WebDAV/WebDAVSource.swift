@@ -666,10 +666,3 @@ public final class WebDAVSource: RemoteSource, RemoteSessionDelegate {
         HTTPStatusClassifier.error(head, body: body, target: .configuredURL, position: positionDescription, context: errorContext)
     }
 }
-
-/// Carries a value owned by one thread through a `@Sendable` closure that runs on that same
-/// thread (a block posted to the creating run loop).
-struct UncheckedSendableBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}
