@@ -8,7 +8,7 @@ struct ReloadCommand: ParsableCommand {
         abstract: "Make a running ferryd re-read its configuration and sync every store now (no rebuild: that is ferry resync), and wait until it has.",
         discussion: "This is what systemd's ExecReload= runs: it returns only after ferryd acknowledged, and fails when ferryd refused the new configuration (ferryd then keeps the old one).")
 
-    @Option(help: "ferryd's process id (default: $MAINPID, else the pid file in the runtime directory).")
+    @Option(help: "ferryd's process id (default: $MAINPID, else the pid file in the runtime directory); a process that is not ferryd is never signalled.")
     var pid: Int32?
 
     @Option(help: "ferryd's runtime directory (default: $RUNTIME_DIRECTORY, else /run/ferry).")
@@ -32,7 +32,7 @@ struct ReloadCommand: ParsableCommand {
             do { _ = try ConfigurationLoader.load(path: config, environment: environment) } catch { throw fail(error) }
         }
         do {
-            let target = try ReloadAcknowledgement.resolvePID(explicit: pid, environment: environment, directory: directory)
+            let target = try ReloadTarget.resolve(explicit: pid, environment: environment, directory: directory)
             let result = try ReloadAcknowledgement.requestReload(pid: target, directory: directory, timeout: .seconds(timeout))
             guard result.succeeded else {
                 FileHandle.standardError.write(Data("ferry: ferryd refused the new configuration and keeps running on the old one:\n\(result.message)\n".utf8))

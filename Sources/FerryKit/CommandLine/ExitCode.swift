@@ -79,19 +79,29 @@ extension FerryExitCode {
 
 /// The exit code of `ferry sync` over several stores' passes.
 public enum SyncOutcome {
-    /// An interruption wins (the person asked to stop); then the first failure's code; then
-    /// ``FerryExitCode/incomplete`` when a pass left its replica knowingly different; else 0.
+    /// Which code wins when stores end differently, first first: the same stores give the same
+    /// code whatever their order on the command line. An interruption (the person asked to
+    /// stop), then what the person has to fix before anything can work (the file, the
+    /// credentials, the local database, a bad record the policy refuses), then what passes on
+    /// its own (the remote, another process syncing), then an unnamed failure, then a replica
+    /// left incomplete.
+    public static let precedence: [FerryExitCode] = [.interrupted, .usage, .configuration, .permission, .database, .dataError,
+                                                     .unavailable, .busy, .failure, .incomplete, .success]
+
+    /// The code of `codes` that ``precedence`` puts first; 0 for none.
+    public static func worst(_ codes: some Sequence<FerryExitCode>) -> FerryExitCode {
+        let present = Set(codes)
+        return precedence.first(where: present.contains) ?? .success
+    }
+
+    /// Every pass's code (a failure's, ``FerryExitCode/incomplete`` for a pass that left its
+    /// replica knowingly different, else 0), the one ``precedence`` puts first.
     public static func exitCode(_ results: [Result<PassReport, SyncError>]) -> FerryExitCode {
-        var failures: [SyncError] = []
-        var incomplete = false
-        for result in results {
+        worst(results.map { result in
             switch result {
-            case .success(let report): incomplete = incomplete || !report.isComplete
-            case .failure(let error): failures.append(error)
+            case .success(let report): report.isComplete ? .success : .incomplete
+            case .failure(let error): FerryExitCode.for(error)
             }
-        }
-        if failures.contains(where: { $0.kind == .cancelled }) { return .interrupted }
-        if let first = failures.first { return FerryExitCode.for(first) }
-        return incomplete ? .incomplete : .success
+        })
     }
 }

@@ -186,34 +186,6 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         return encoder
     }
 
-    /// A table for people: store, state, last success and its age, records, the next pass,
-    /// held conflicts, the cursor in brief, and the problem. `width`: the terminal's columns,
-    /// which the PROBLEM column fills (at least 40 characters); nil (a pipe): nothing is cut.
-    public static func table(_ rows: [StoreStatus], width: Int? = nil) -> String {
-        let header = ["STORE", "STATE", "LAST SUCCESS", "AGE", "RECORDS", "NEXT", "CONFLICTS", "CURSOR", "PROBLEM"]
-        let formatter = ISO8601DateFormatter()
-        var body: [[String]] = rows.map { row in
-            let success: String = row.lastSuccess.map { formatter.string(from: $0) } ?? "-"
-            let age: String = row.lastSuccessAgeSeconds.map(Self.age) ?? "-"
-            // The last error when failing, else what the replica lacks.
-            let problem = row.state == "failing" ? row.lastError : row.incomplete ?? row.lastError
-            return [row.store, row.state, success, age, "\(row.records)", next(row), row.conflicts > 0 ? "\(row.conflicts)" : "-",
-                    row.cursor.map(briefCursor) ?? "-", problem ?? "-"]
-        }
-        let last = header.count - 1
-        let widths = header.indices.map { column in ([header] + body).map { $0[column].count }.max() ?? 0 }
-        if let width {
-            let used = widths.prefix(last).reduce(0, +) + 2 * last
-            let room = max(40, width - used)
-            for index in body.indices { body[index][last] = shorten(body[index][last], to: room) }
-        }
-        return ([header] + body).map { cells in
-            cells.enumerated().map { index, cell in
-                index == cells.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
-        }.joined(separator: "\n")
-    }
-
     /// The CURSOR column: what a person can read of a cursor, not the whole of it. A JSON
     /// store's high-water mark or where its next pass starts (a delta link, a sync token), the
     /// last segment of a sync-token URL, else the cursor's start; at most 20 characters

@@ -63,6 +63,7 @@ extension Daemon {
         heartbeats?.cancel()
         metrics.stop()
         PublishedSchedule.withdraw(directory: configuration.global.runtimeDirectory)
+        ReloadAcknowledgement.removePIDFile(directory: configuration.global.runtimeDirectory)
         scheduler.stop(timeout: .milliseconds(1500)) { [weak self] drained in
             self?.finishStopping(drained: drained, exitCode: exitCode)
         }

@@ -20,6 +20,17 @@ import FerryTestSupport
         #expect(SyncOutcome.exitCode([.success(Self.report()), .success(Self.report([.firstSyncUnfinished]))]) == .incomplete)
         #expect(SyncOutcome.exitCode([.success(Self.report([.firstSyncUnfinished])), Self.failure(.httpStatus(500))]) == .unavailable)
         #expect(SyncOutcome.exitCode([Self.failure(.unauthorized), Self.failure(.cancelled)]) == .interrupted)
+        // Several failing stores exit the same way in any order (`wrongurl wrongpass` exited
+        // 69 and `wrongpass wrongurl` 77): what the person must fix wins.
+        let failures = [Self.failure(.httpStatus(404)), Self.failure(.unauthorized), Self.failure(.busy), Self.failure(.store(.full)),
+                        .success(Self.report([.firstSyncUnfinished]))]
+        for rotation in failures.indices {
+            let order = Array(failures[rotation...] + failures[..<rotation])
+            #expect(SyncOutcome.exitCode(order) == .permission)
+            #expect(SyncOutcome.exitCode(order.reversed()) == .permission)
+        }
+        #expect(SyncOutcome.exitCode([Self.failure(.httpStatus(500)), Self.failure(.busy)]) == .unavailable)
+        #expect(Set(SyncOutcome.precedence) == Set(FerryExitCode.allCases), "every code has its place")
         // The same failure exits the same way whatever the kind that met it.
         #expect(FerryExitCode.for(SyncError(.malformedResponse, store: "s", message: "m")) == .unavailable)
         #expect(FerryExitCode.for(SyncError(.remote(code: "parse-102"), store: "s", message: "m")) == .unavailable)

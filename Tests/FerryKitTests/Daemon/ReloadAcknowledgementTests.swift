@@ -5,7 +5,7 @@ import Testing
 
 /// The synchronous reload protocol against real child processes that play ferryd.
 @Suite struct ReloadAcknowledgementTests {
-    private func withDirectory<T>(_ body: (String) throws -> T) throws -> T {
+    static func withDirectory<T>(_ body: (String) throws -> T) throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-reload-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -13,8 +13,9 @@ import Testing
     }
 
     /// A /bin/sh stand-in for ferryd: publishes generation 0, then on every SIGHUP the next
-    /// generation with `result` (the same file format, written by temp file + rename).
-    private func startDaemon(directory: String, result: String = "ok", onHUP: String? = nil) throws -> Process {
+    /// generation with `result` (the same file format, written by temp file + rename). It runs
+    /// through a link named ferryd, so the kernel names it ferryd as it does the daemon.
+    static func startDaemon(directory: String, result: String = "ok", onHUP: String? = nil) throws -> Process {
         let script = """
             dir="$1"; gen=0
             publish() {
@@ -26,7 +27,9 @@ import Testing
             while :; do sleep 0.02; done
             """
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        let link = (directory as NSString).appendingPathComponent(ReloadTarget.daemonName)
+        if !FileManager.default.fileExists(atPath: link) { try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "/bin/sh") }
+        process.executableURL = URL(fileURLWithPath: link)
         process.arguments = ["-c", script, "fake-ferryd", directory]
         try process.run()
         // Wait for generation 0 from this very process.
@@ -42,8 +45,8 @@ import Testing
     }
 
     @Test func requestReload_returnsOnlyAfterTheDaemonAcknowledged() throws {
-        try withDirectory { directory in
-            let daemon = try startDaemon(directory: directory)
+        try Self.withDirectory { directory in
+            let daemon = try Self.startDaemon(directory: directory)
             defer { daemon.terminate(); daemon.waitUntilExit() }
             let pid = daemon.processIdentifier
             let first = try ReloadAcknowledgement.requestReload(pid: pid, directory: directory, timeout: .seconds(20))
@@ -57,8 +60,8 @@ import Testing
     }
 
     @Test func refusedConfiguration_isAnAnswerNotAnError() throws {
-        try withDirectory { directory in
-            let daemon = try startDaemon(directory: directory, result: "error")
+        try Self.withDirectory { directory in
+            let daemon = try Self.startDaemon(directory: directory, result: "error")
             defer { daemon.terminate(); daemon.waitUntilExit() }
             let result = try ReloadAcknowledgement.requestReload(pid: daemon.processIdentifier, directory: directory, timeout: .seconds(20))
             #expect(result.outcome == .error)
@@ -68,8 +71,8 @@ import Testing
     }
 
     @Test func daemonThatNeverAnswers_timesOut() throws {
-        try withDirectory { directory in
-            let daemon = try startDaemon(directory: directory, onHUP: "trap '' HUP")
+        try Self.withDirectory { directory in
+            let daemon = try Self.startDaemon(directory: directory, onHUP: "trap '' HUP")
             defer { daemon.terminate(); daemon.waitUntilExit() }
             let pid = daemon.processIdentifier
             #expect(throws: ReloadError.timedOut(pid: pid, after: .milliseconds(300))) {
@@ -79,8 +82,8 @@ import Testing
     }
 
     @Test func daemonThatDiesOnReload_isReportedAsExited() throws {
-        try withDirectory { directory in
-            let daemon = try startDaemon(directory: directory, onHUP: "trap 'exit 3' HUP")
+        try Self.withDirectory { directory in
+            let daemon = try Self.startDaemon(directory: directory, onHUP: "trap 'exit 3' HUP")
             let pid = daemon.processIdentifier
             #expect(throws: ReloadError.daemonExited(pid: pid)) {
                 try ReloadAcknowledgement.requestReload(pid: pid, directory: directory, timeout: .seconds(20))
@@ -90,8 +93,8 @@ import Testing
     }
 
     @Test func staleStateOfAnotherPid_isNotTakenAsTheAnswer() throws {
-        try withDirectory { directory in
-            let daemon = try startDaemon(directory: directory, onHUP: "trap '' HUP")
+        try Self.withDirectory { directory in
+            let daemon = try Self.startDaemon(directory: directory, onHUP: "trap '' HUP")
             defer { daemon.terminate(); daemon.waitUntilExit() }
             // A file from a previous ferryd with a huge generation must not count.
             try ReloadAcknowledgement.publish(generation: 99, result: .ok, message: "old", directory: directory, pid: 1)
@@ -102,7 +105,7 @@ import Testing
     }
 
     @Test func publishAndPIDFile_roundTrip() throws {
-        try withDirectory { directory in
+        try Self.withDirectory { directory in
             try ReloadAcknowledgement.publish(generation: 3, result: .error, message: "a.conf:2: bad\na.conf:5: worse",
                                               directory: directory, pid: 1234)
             let state = try #require(ReloadAcknowledgement.readState(directory: directory))
@@ -116,15 +119,21 @@ import Testing
             }
             try ReloadAcknowledgement.writePIDFile(directory: directory)
             #expect(try ReloadAcknowledgement.readPIDFile(directory: directory) == getpid())
-            #expect(try ReloadAcknowledgement.resolvePID(explicit: 7, environment: ["MAINPID": "8"], directory: directory) == 7)
-            #expect(try ReloadAcknowledgement.resolvePID(explicit: nil, environment: ["MAINPID": "8"], directory: directory) == 8)
-            #expect(try ReloadAcknowledgement.resolvePID(explicit: nil, environment: [:], directory: directory) == getpid())
         }
     }
 
     @Test func missingDirectory_isATypedError() {
         #expect(throws: ReloadError.self) {
             try ReloadAcknowledgement.publish(generation: 1, result: .ok, message: "", directory: "/nonexistent/ferry")
+        }
+    }
+
+    /// PID 1, and pids that name process groups, are never signalled, whatever asks.
+    @Test func pidOneIsNeverSignalled() {
+        for pid: Int32 in [1, 0, -1] {
+            #expect(throws: ReloadError.self) {
+                try ReloadAcknowledgement.requestReload(pid: pid, directory: "/nonexistent/ferry", timeout: .seconds(30))
+            }
         }
     }
 }

@@ -103,12 +103,19 @@ final class FerrydProcessTests {
         #expect(refused.errors.contains("nope"), "names the problem: \(refused.errors)")
         #expect(daemon.isRunning)
 
+        // Without --pid, the pid file ferryd wrote leads to it.
+        try configuration(stores: ["quotes", "notes"]).write(toFile: configPath, atomically: true, encoding: .utf8)
+        let byFile = try Shell.outcome(Self.binary("ferry"), ["reload", "--runtime-directory", runtime])
+        #expect(byFile.status == 0, "\(byFile.errors)")
+
         // SIGTERM: exit 0 within 2 s, database intact.
         let stop = Date()
         kill(daemon.processIdentifier, SIGTERM)
         try waitFor("exit", timeout: 5) { !daemon.isRunning }
         let elapsed = Date().timeIntervalSince(stop)
         #expect(daemon.terminationStatus == 0)
+        // A pid file left behind would name a pid the kernel gives to another process later.
+        #expect(!FileManager.default.fileExists(atPath: runtime + "/ferryd.pid"))
         #expect(elapsed < 2.0 + 1.0, "generous margin over the 2 s promise on a loaded machine")
         let integrity = try Shell.run("/usr/bin/sqlite3", [directory.url.path + "/ferry.db", "PRAGMA integrity_check"])
         #expect(String(decoding: integrity, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "ok")

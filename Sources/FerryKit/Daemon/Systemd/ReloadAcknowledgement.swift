@@ -24,6 +24,9 @@ public enum ReloadAcknowledgement {
     public struct State: Sendable, Equatable {
         public var pid: Int32
         public var result: ReloadResult
+        /// When the writer started (``ProcessFacts/startTicks``): a pid reused since is
+        /// told apart. Nil in a file that does not say.
+        public var startTicks: UInt64?
     }
 
     // MARK: - Daemon side
@@ -38,7 +41,9 @@ public enum ReloadAcknowledgement {
                                pid: Int32 = getpid()) throws(ReloadError) {
         // One line per field: a newline in the message would forge a field.
         let oneLine = message.split(whereSeparator: \.isNewline).joined(separator: " | ")
-        let text = "pid=\(pid)\ngeneration=\(generation)\nresult=\(result.rawValue)\nmessage=\(oneLine)\n"
+        // Only a process knows its own start time for sure.
+        let start = pid == getpid() ? ProcessFacts.current.map { "start=\($0.startTicks)\n" } ?? "" : ""
+        let text = "pid=\(pid)\ngeneration=\(generation)\nresult=\(result.rawValue)\nmessage=\(oneLine)\n" + start
         try writeAtomically(text, to: path(directory, stateFileName))
     }
 
@@ -55,12 +60,16 @@ public enum ReloadAcknowledgement {
         return pid
     }
 
-    /// The pid to signal: `explicit` (`--pid`), else `$MAINPID` (set by systemd for ExecReload=),
-    /// else the pid file.
-    public static func resolvePID(explicit: Int32?, environment: [String: String], directory: String) throws(ReloadError) -> Int32 {
-        if let explicit { return explicit }
-        if let main = environment["MAINPID"].flatMap(Int32.init), main > 0 { return main }
-        return try readPIDFile(directory: directory)
+    /// The pid file's path in `directory`.
+    public static func pidFilePath(_ directory: String) -> String {
+        path(directory, pidFileName)
+    }
+
+    /// Removes the pid file a stopping ferryd wrote, if it is still this process's: a file left
+    /// behind would name a pid the kernel gives to another process later.
+    public static func removePIDFile(directory: String, pid: Int32 = getpid()) {
+        guard (try? readPIDFile(directory: directory)) == pid else { return }
+        unlink(path(directory, pidFileName))
     }
 
     /// The last published state, or nil when there is none (or it cannot be parsed).
@@ -76,14 +85,18 @@ public enum ReloadAcknowledgement {
               let outcome = fields["result"].flatMap(ReloadResult.Outcome.init(rawValue:)) else {
             return nil
         }
-        return State(pid: pid, result: ReloadResult(generation: generation, outcome: outcome, message: fields["message"] ?? ""))
+        return State(pid: pid, result: ReloadResult(generation: generation, outcome: outcome, message: fields["message"] ?? ""),
+                     startTicks: fields["start"].flatMap(UInt64.init))
     }
 
-    /// Sends SIGHUP to `pid` and waits until it publishes a newer generation.
+    /// Sends SIGHUP to `pid` and waits until it publishes a newer generation. `pid` is one
+    /// ``ReloadTarget/resolve(explicit:environment:directory:expectedName:proc:)`` verified;
+    /// PID 1 and lower are refused here too.
     ///
     /// Returns the daemon's answer, `.error` included (the caller exits 1 and prints the
     /// message); throws when there is no answer at all.
     public static func requestReload(pid: Int32, directory: String, timeout: Duration = .seconds(30)) throws(ReloadError) -> ReloadResult {
+        guard pid > 1 else { throw .notFerryd(pid: pid, reason: pid == 1 ? "pid 1 is the init process" : "not a process id") }
         let before = readState(directory: directory)
         let baseline = before?.pid == pid ? before!.result.generation : -1
         try signal(pid, SIGHUP)

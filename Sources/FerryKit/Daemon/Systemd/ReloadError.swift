@@ -6,6 +6,14 @@ public enum ReloadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No pid given and no readable pid file: ferryd is not running (or runs elsewhere).
     case noPIDFile(path: String)
     case invalidPIDFile(path: String)
+    /// The pid file names no running ferryd (it stopped and left the file, or the pid was
+    /// reused); the file was removed and nothing was signalled.
+    case stalePIDFile(path: String, pid: Int32, reason: String)
+    /// The process with this pid is not ferryd (`reason` says what it is); nothing was signalled.
+    case notFerryd(pid: Int32, reason: String)
+    /// `/proc` shows nothing of the process (another user's, under `ProtectProc=invisible` or
+    /// `hidepid=`): whether it is ferryd cannot be told, so it is not signalled.
+    case unverifiable(pid: Int32)
     /// The process is gone (before or while waiting).
     case daemonExited(pid: Int32)
     /// kill(2) failed with this errno (EPERM: another user's process).
@@ -21,6 +29,12 @@ public enum ReloadError: Error, Sendable, Equatable, CustomStringConvertible {
             "ferryd does not seem to run: cannot read \(path) (give --pid, or check RuntimeDirectory)"
         case .invalidPIDFile(let path):
             "\(path) does not contain a process id"
+        case .stalePIDFile(let path, let pid, let reason):
+            "ferryd does not seem to run: \(path) names pid \(pid), but \(reason); the stale file was removed and nothing was signalled"
+        case .notFerryd(let pid, let reason):
+            "pid \(pid) is not ferryd (\(reason)); nothing was signalled"
+        case .unverifiable(let pid):
+            "cannot tell whether pid \(pid) is ferryd: /proc shows nothing of it to this user (another user's process under ProtectProc= or hidepid=); run ferry reload as ferryd's user, or systemctl reload ferryd"
         case .daemonExited(let pid):
             "ferryd (pid \(pid)) is not running"
         case .signalFailed(let pid, let code):

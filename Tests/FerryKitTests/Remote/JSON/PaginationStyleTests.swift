@@ -99,6 +99,27 @@ struct PaginationStyleTests {
         #expect(try replica.rows() == 251)
     }
 
+    /// A page parameter the server does not know (`page:pgae`) gets page 1 again for page 2:
+    /// the pass fails as a configuration error naming the key and its value, not as a listing
+    /// that moved (which read it again on every pass and ended incomplete).
+    @Test func aPageParameterTheServerIgnoresIsNamed() throws {
+        let server = try TestServer.python("json_pages_server.py", arguments: ["--count", "250"])
+        defer { server.stop() }
+        for pagination in ["page:pgae", "offset:startAT"] {
+            let replica = try Replica(url: server.baseURL + (pagination.hasPrefix("page") ? "/wp/posts" : "/jira/search"),
+                                      keys: ["pagination": pagination, "page-size-param": pagination.hasPrefix("page") ? "per_page" : "maxResults",
+                                             "page-size": "100"].merging(pagination.hasPrefix("page") ? [:] : ["records-path": "issues", "total-path": "total"]) { $1 })
+            let before = try Self.requests(server)
+            #expect {
+                try replica.sync()
+            } throws: { error in
+                guard let error = error as? SyncError, error.kind == .configuration else { return false }
+                return error.message.contains("pagination = \(pagination)")
+            }
+            #expect(try Self.requests(server) - before == 2, "page 1 and page 2, not the listing again")
+        }
+    }
+
     @Test func paginationFormsAreCheckedWhenLoaded() throws {
         for good in ["page:page", "offset:startAt", "after:starting_after=id", "header:cursor=X-Next-Cursor"] {
             #expect(throws: Never.self, "\(good)") { try configuredStore(kind: "json", url: "https://api.example.com/x", ["pagination": good]) }

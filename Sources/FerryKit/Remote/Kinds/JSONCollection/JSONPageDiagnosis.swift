@@ -36,6 +36,23 @@ enum JSONPageDiagnosis {
         return "pagination names \(configured), which page 1 does not have, but it has \(other): set pagination = \(options.paginationSpec(path: other))"
     }
 
+    /// A page 2 asked for by position that lists exactly page 1's records: the server ignored
+    /// the parameter `pagination =` names (a typo such as `page:pgae`, or a parameter this API
+    /// calls otherwise), said as that key to fix. Read as a listing that moved instead, it was
+    /// read again on every pass and the pass ended incomplete, never pointing at the key.
+    static func ignoredPositionParameter(page1: [String], page2: [String], options: JSONCollectionOptions) -> String? {
+        guard !page1.isEmpty, page1 == page2 else { return nil }
+        let parameter: String
+        let spec: String
+        switch options.pagination {
+        case .pageNumber(let param): (parameter, spec) = (param, "page:\(param)")
+        case .offset(let param): (parameter, spec) = (param, "offset:\(param)")
+        default: return nil
+        }
+        return "page 2 lists the same \(page1.count) record\(page1.count == 1 ? "" : "s") as page 1: the server seems to ignore the parameter \(parameter) "
+            + "named in pagination = \(spec); set pagination = \(spec.prefix { $0 != ":" }):NAME with the parameter the API documents for it"
+    }
+
     /// The messages of a page's top-level `errors` array (GraphQL's error form), if it has one.
     static func reportedErrors(_ body: Data) -> String? {
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],

@@ -57,6 +57,9 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
     /// what the listing read so far shows of its moving, and how often it was read again.
     private var drift = ListingDrift()
     private var restarts = 0
+    /// Page 1's ids, for a listing read by position: a page 2 that repeats them shows the
+    /// server ignored the page parameter.
+    private var firstPageIDs: [String] = []
     private var warnedOtherOrigin = false
     private var unconsumed = 0
 
@@ -268,7 +271,12 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         if options.pagination.isPositional, !target.isReread {
             let totals = ListingDrift.totalHeaders.compactMap { name in page.head.headers[name].map { (name, $0.trimmingCharacters(in: .whitespaces)) } }
                 + (options.totalPath.flatMap { path in scanned.fields[path]?.text.map { (path, $0) } }.map { [$0] } ?? [])
-            drift.note(page: number, ids: scanned.records.compactMap(\.id), totals: totals)
+            let ids = scanned.records.compactMap(\.id)
+            if number == 1 { firstPageIDs = ids }
+            if number == 2, let problem = JSONPageDiagnosis.ignoredPositionParameter(page1: firstPageIDs, page2: ids, options: options) {
+                return .failure(SyncError(.configuration, store: store.name, url: page.request.url, position: "page 2", message: problem))
+            }
+            drift.note(page: number, ids: ids, totals: totals)
         }
         var following: (url: String, cursor: String?)?
         if !target.isReread {
