@@ -59,7 +59,7 @@ extension Daemon {
         pruner.stop()
         watchdog.stop()
         heartbeats?.cancel()
-        metrics.stop()
+        listeners.stop()
         PublishedSchedule.withdraw(directory: configuration.global.runtimeDirectory)
         scheduler.stop(timeout: .milliseconds(1500)) { [weak self] drained in
             self?.finishStopping(drained: drained, exitCode: exitCode)
