@@ -15,6 +15,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // ferryd's HTTP listener (change notifications and /metrics): NIO's HTTP/1 codec, not a
+        // hand-written parser, and none of the heavier server frameworks on top of it.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
     ],
     targets: [
         // One system-library target per C library; each shim wraps only what Swift cannot call.
@@ -29,6 +32,9 @@ let package = Package(
             dependencies: [
                 "CCurl", "CSQLite", "CSystemd", "CICal",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
@@ -72,7 +78,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FerryKitTests",
-            dependencies: ["FerryKit", "FerryTestSupport"],
+            dependencies: ["FerryKit", "FerryTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strict
         ),
     ],

@@ -87,7 +87,7 @@ public enum ConfigurationLoader {
 
         var reader = ConfigurationValueReader(file: file)
         let globalEntries = syntax.sections.filter { $0.kind == .global }.flatMap(\.entries)
-        let global = readGlobal(reader.unique(globalEntries), reader: &reader, environment: environment,
+        var global = readGlobal(reader.unique(globalEntries), reader: &reader, environment: environment,
                                 baseDirectory: baseDirectory, secrets: secrets)
         problems += reader.problems
 
@@ -120,6 +120,10 @@ public enum ConfigurationLoader {
             }
         }
 
+        for store in stores where store.notify?.scheme == .hubspot && global.notifyPublicURL == nil {
+            problems.append(.init(file: file, line: store.location.line, key: "notify",
+                message: "notify = hubspot signs the URL it calls: set notify-public-url = https://HOST/PATH in [ferry] (the store's URL is it followed by /\(store.name))"))
+        }
         guard problems.isEmpty else {
             // Stable sort: within a line, problems keep the order they were found in.
             var ordered = problems.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }.map(\.element)
@@ -135,6 +139,13 @@ public enum ConfigurationLoader {
         if let endpoint = global.metricsListen, !endpoint.isLoopback {
             let line = globalEntries.last { $0.key == "metrics-listen" }?.line ?? 0
             warnings.append(.init(file: file, line: line, message: "metrics-listen = \(endpoint) is reachable from other machines: the metrics name every store; firewall it or serve them through a proxy with authentication"))
+        }
+        if let endpoint = global.notifyListen, !endpoint.isLoopback {
+            let line = globalEntries.last { $0.key == "notify-listen" }?.line ?? 0
+            warnings.append(.init(file: file, line: line, message: "notify-listen = \(endpoint) is reachable from other machines: put it on loopback behind the reverse proxy that terminates TLS"))
+        }
+        if global.notifyListen == nil, stores.contains(where: { $0.notify != nil }) {
+            global.notifyListen = GlobalConfiguration.defaultNotifyListen
         }
         if stores.isEmpty {
             let empty = syntax.sections.isEmpty
@@ -153,7 +164,7 @@ public enum ConfigurationLoader {
 
     static let globalKeys: Set<String> = ConfigurationValueReader.sessionKeys.union([
         "database", "max-concurrent-passes", "log-level", "keep-changes", "stuck-pass-timeout",
-        "backoff-initial", "backoff-max", "backoff-permanent", "metrics-listen",
+        "backoff-initial", "backoff-max", "backoff-permanent", "metrics-listen", "notify-listen", "notify-public-url",
     ]).union(HeartbeatConfiguration.keys)
 
     private static func readGlobal(
@@ -203,6 +214,18 @@ public enum ConfigurationLoader {
                 case .success(let endpoint): global.metricsListen = endpoint
                 case .failure(let failure): reader.problem(entry, failure.description)
                 }
+            case "notify-listen":
+                switch MetricsEndpoint.parse(entry.value) {
+                case .success(let endpoint): global.notifyListen = endpoint
+                case .failure(let failure): reader.problem(entry, failure.description)
+                }
+            case "notify-public-url":
+                guard let url = URL(string: entry.value), url.scheme == "https" || url.scheme == "http", url.host != nil,
+                      url.query == nil, url.fragment == nil else {
+                    reader.problem(entry, "expected the https URL the APIs call, without the store's name, e.g. https://sync.example.com/ferry/notify")
+                    continue
+                }
+                global.notifyPublicURL = entry.value
             case "heartbeat-url", "heartbeat-interval":
                 continue  // read together below
             default:

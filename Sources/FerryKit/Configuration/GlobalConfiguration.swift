@@ -29,9 +29,24 @@ public struct GlobalConfiguration: Sendable, Equatable {
     /// Where ferryd serves Prometheus metrics (`metrics-listen =`); none when nil, unless
     /// systemd passes a socket (a socket unit).
     public var metricsListen: MetricsEndpoint?
+    /// Where ferryd takes change notifications (`notify-listen =`): loopback unless
+    /// configured, behind the reverse proxy that faces the APIs. Nil: no store takes any.
+    public var notifyListen: MetricsEndpoint?
+    /// The URL the APIs are told to call, up to and without `/STORE` (`notify-public-url =`,
+    /// e.g. `https://sync.example.com/ferry/notify`): what HubSpot signs, and where Graph and
+    /// Google subscriptions point.
+    public var notifyPublicURL: String?
     /// Where ferryd keeps its pid file and reload acknowledgements (not configurable: it is
     /// systemd's `RuntimeDirectory=`, so `ferry reload` finds it the same way).
     public var runtimeDirectory: String
+
+    /// `notify-listen` when a store takes notifications and the key is not written.
+    public static let defaultNotifyListen = MetricsEndpoint(family: .ipv4, address: "127.0.0.1", port: 9467)
+
+    /// The URL the API calls with `store`'s notifications, when `notify-public-url` is set.
+    public func notifyURL(of store: String) -> String? {
+        notifyPublicURL.map { ($0.hasSuffix("/") ? String($0.dropLast()) : $0) + "/" + store }
+    }
 
     public init(databasePath: String, runtimeDirectory: String) {
         self.databasePath = databasePath

@@ -122,6 +122,9 @@ public struct StoreConfiguration: Sendable, Equatable {
     public var writeBack = WriteBackConfiguration()
     /// Where its requests get OAuth2 access tokens (its `oauth2-*` keys); nil without them.
     public var oauth2: OAuth2Grant?
+    /// How the store's change notifications are verified (`notify =` and its keys); nil when
+    /// the store takes none and runs on its schedule alone.
+    public var notify: NotificationConfiguration?
     /// For a collection of a `dav-account` store: the account's name. Its passes follow the
     /// account's discovery, which reads its sync-token (``Scheduler/accountDiscovered(_:tokens:)``).
     public var account: String?
@@ -140,5 +143,5 @@ public struct StoreConfiguration: Sendable, Equatable {
 
     /// Every secret the store's requests carry: its kind's credentials, configured headers and
     /// query parameters. None of them may appear in an error, a log line, status or a cursor.
-    public var secrets: [Secret] { options.value.credentials + headers.secrets + query.secrets + (oauth2?.secrets ?? []) }
+    public var secrets: [Secret] { options.value.credentials + headers.secrets + query.secrets + (oauth2?.secrets ?? []) + (notify.map { [$0.secret] } ?? []) }
 }

@@ -22,7 +22,7 @@ struct StoreSectionReader {
     static let commonKeys: Set<String> = ConfigurationValueReader.sessionKeys.union([
         "kind", "url", "interval", "jitter", "priority", "deletion", "reconcile-interval",
         "max-delete-share", "on-bad-record", "max-record-size", "push", "conflict",
-    ]).union(HeartbeatConfiguration.keys).union(OAuth2Grant.keys)
+    ]).union(HeartbeatConfiguration.keys).union(OAuth2Grant.keys).union(NotificationConfiguration.keys)
 
     /// Why `name` cannot name a store (it becomes a table name), or nil when it can.
     static func problem(withName name: String) -> String? {
@@ -61,6 +61,7 @@ struct StoreSectionReader {
         var push: ConfigurationSyntax.Entry?
         var conflict: ConfigurationSyntax.Entry?
         var oauth2: [ConfigurationSyntax.Entry] = []
+        var notify: [ConfigurationSyntax.Entry] = []
     }
 
     mutating func read(name: String, section: ConfigurationSyntax.Section) -> StoreConfiguration? {
@@ -118,6 +119,7 @@ struct StoreSectionReader {
         }
         let heartbeat = values.heartbeat(url: common.heartbeatURL, interval: common.heartbeatInterval, secrets: secrets)
         let oauth2 = values.oauth2Grant(common.oauth2, store: name, section: location, secrets: secrets)
+        let notify = readNotification(common.notify, section: location)
         guard kindIsValid, let kind, let url, common.oauth2.isEmpty || oauth2 != nil else { return nil }
         if oauth2 != nil, let entry = kindEntries.first(where: { Self.authorizationKeys.contains($0.key) }) {
             values.problem(entry, "the store gets OAuth2 access tokens (oauth2-* keys), which go in the Authorization header \(entry.key) would set; keep one of them")
@@ -165,6 +167,7 @@ struct StoreSectionReader {
         store.heartbeat = heartbeat
         store.writeBack = common.writeBack
         store.oauth2 = oauth2
+        store.notify = notify
         return store
     }
 
@@ -257,6 +260,8 @@ struct StoreSectionReader {
             }
         case let key where OAuth2Grant.keys.contains(key):
             common.oauth2.append(entry)
+        case let key where NotificationConfiguration.keys.contains(key):
+            common.notify.append(entry)
         case let key where key.hasPrefix("query."):
             if let field = readQueryItem(entry, name: String(key.dropFirst("query.".count))) {
                 common.query.items.append(field)

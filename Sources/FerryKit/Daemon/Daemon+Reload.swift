@@ -14,7 +14,7 @@ extension Daemon {
             if loaded.global.databasePath != configuration.global.databasePath {
                 logger.warning("the database path changed to \(loaded.global.databasePath); it takes effect at the next restart, this process keeps \(database.path)")
             }
-            if loaded.global.metricsListen != configuration.global.metricsListen { serveMetrics(loaded.global.metricsListen) }
+            serveListeners(loaded.global)
             let running = expansion.load(loaded)
             configureServices(running)
             status.line.reloadProblem = nil
@@ -51,9 +51,10 @@ extension Daemon {
         }
     }
 
-    func serveMetrics(_ endpoint: MetricsEndpoint?) {
-        metrics.serve(endpoint)
-        status.line.metricsProblem = metrics.problem
+    /// Binds what `global` asks for (only what changed is rebound).
+    func serveListeners(_ global: GlobalConfiguration) {
+        listeners.serve(metrics: global.metricsListen, notify: global.notifyListen, control: nil)
+        status.line.metricsProblem = listeners.problem
     }
 
 }

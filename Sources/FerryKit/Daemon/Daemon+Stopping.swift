@@ -61,7 +61,7 @@ extension Daemon {
         pruner.stop()
         watchdog.stop()
         heartbeats?.cancel()
-        metrics.stop()
+        listeners.stop()
         PublishedSchedule.withdraw(directory: configuration.global.runtimeDirectory)
         ReloadAcknowledgement.removePIDFile(directory: configuration.global.runtimeDirectory)
         scheduler.stop(timeout: .milliseconds(1500)) { [weak self] drained in

@@ -38,6 +38,21 @@ public final class Daemon: @unchecked Sendable {
     private var refreshPacing = RefreshPacing(gap: Daemon.statusRefreshGap)
     var refreshTimer: MovableTimer?
     let metrics: MetricsService
+    /// The HTTP listeners (metrics, notifications, the control socket), made once the daemon
+    /// is whole, since what they receive is posted to it.
+    lazy var listeners: ListenerService = {
+        // Weak: the listeners' closures outlive nothing, but must not keep the daemon either.
+        let daemon = WeakDaemon(self)
+        return ListenerService(
+            figures: metrics.figures, environment: environment, logger: logger,
+            trigger: { store in RunLoopHandle.main.perform { daemon.value?.notified(store) } },
+            passRequest: { store, respond in
+                RunLoopHandle.main.perform {
+                    guard let daemon = daemon.value else { return respond(ListenerAnswer(503, "ferryd is stopping\n")) }
+                    daemon.passRequested(store, respond: respond)
+                }
+            })
+    }()
     private let localWrites: LocalWriteWatch
     let pruner: ChangeLogPruner
     let watchdog: WatchdogService
@@ -60,7 +75,7 @@ public final class Daemon: @unchecked Sendable {
                                       deferIntegrityCheckAbove: ReplicaDatabase.integrityCheckedBeforeUseUpTo)
         expansion = StoreExpansion(loaded, database: database, logger: logger)
         status = .live(notifier: notifier, runtimeDirectory: loaded.global.runtimeDirectory, databasePath: database.path, logger: logger)
-        metrics = MetricsService(databasePath: loaded.global.databasePath, environment: environment, logger: logger)
+        metrics = MetricsService(databasePath: loaded.global.databasePath)
         localWrites = LocalWriteWatch(database: database, logger: logger)
         pruner = ChangeLogPruner(database: database, logger: logger)
         watchdog = WatchdogService(notifier: notifier, logger: logger)
@@ -72,6 +87,7 @@ public final class Daemon: @unchecked Sendable {
         heartbeats?.configure(running)
         localWrites.configure(running)
         metrics.figures.retain(stores: Set(running.stores.map(\.name)))
+        listeners.desk.configure(running)
     }
 
     /// Runs until stopped; returns the process exit code. Call on the main thread.
@@ -98,7 +114,7 @@ public final class Daemon: @unchecked Sendable {
         if let recorded = try? database.writeIfOpen({ database throws(StoreError) in try database.syncStates() }) {
             metrics.figures.seed(from: recorded)
         }
-        serveMetrics(configuration.global.metricsListen)
+        serveListeners(configuration.global)
         heartbeats = DaemonHeartbeats(logger: logger) { [weak self] in self?.refreshStatus() }
         heartbeats?.configure(expansion.running)
         scheduler.onPassFinished = { [weak self, weak scheduler] store, outcome in
@@ -186,4 +202,10 @@ public final class Daemon: @unchecked Sendable {
         metrics.figures.refresh(.init(running: snapshot.running.count, waiting: snapshot.waiting))
         heartbeats?.daemon(healthy: snapshot.failing.isEmpty && snapshot.incomplete.isEmpty, heartbeat: configuration.global.heartbeat)
     }
+}
+
+/// A weak reference the listeners' thread may hold; read only on the daemon's thread.
+private final class WeakDaemon: @unchecked Sendable {
+    weak var value: Daemon?
+    init(_ value: Daemon) { self.value = value }
 }

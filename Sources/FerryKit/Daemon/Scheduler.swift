@@ -147,6 +147,7 @@ public final class Scheduler {
             guard let schedule = schedules[name] else { continue }
             if schedule.running != nil {
                 schedule.rerunRequested = true
+                schedule.rerunTrigger = .onDemand
             } else {
                 schedule.nextDue = environment.now
                 schedule.trigger = .onDemand
@@ -164,12 +165,69 @@ public final class Scheduler {
             guard let schedule = schedules[name], schedule.consecutiveFailures == 0 else { continue }
             if schedule.running != nil {
                 schedule.rerunRequested = true
+                schedule.rerunTrigger = .onDemand
             } else if schedule.nextDue > environment.now {
                 schedule.nextDue = environment.now
                 enqueue(name)
             }
         }
         dispatch()
+    }
+
+    /// What a request for a pass of one store came to (``notified(_:)``, ``requested(_:)``).
+    public enum PassAsk: String, Sendable, Equatable {
+        /// The store is now due (it starts as soon as a slot is free).
+        case due
+        /// Already due, or already asked to run again after its running pass: one pass running
+        /// and one waiting is the most any number of asks makes.
+        case coalesced
+        /// A pass runs; another follows it at once.
+        case queuedAfterRunning = "queued"
+        /// The store is backing off after failures (or its remote's Retry-After holds): its
+        /// next attempt keeps its time, since asking a failing remote sooner helps nobody.
+        case backingOff = "backing-off"
+        /// No such store.
+        case unknown
+    }
+
+    /// A verified change notification for `name`: its next pass now, coalesced.
+    @discardableResult
+    public func notified(_ name: String) -> PassAsk {
+        ask(name, trigger: .notified)
+    }
+
+    /// A person or script asked for a pass of `name` (`ferry sync --now`): as a notification,
+    /// but on-demand (it outranks scheduled and notified passes, and revalidates).
+    @discardableResult
+    public func requested(_ name: String) -> PassAsk {
+        ask(name, trigger: .onDemand)
+    }
+
+    private func ask(_ name: String, trigger: PassTrigger) -> PassAsk {
+        guard let schedule = schedules[name] else { return .unknown }
+        let now = environment.now
+        let outcome: PassAsk
+        if schedule.running != nil {
+            outcome = schedule.rerunRequested && schedule.rerunTrigger >= trigger ? .coalesced : .queuedAfterRunning
+            schedule.rerunTrigger = schedule.rerunRequested ? max(schedule.rerunTrigger, trigger) : trigger
+            schedule.rerunRequested = true
+        } else if schedule.consecutiveFailures > 0 || (schedule.notBefore.map { $0 > now } ?? false) {
+            return .backingOff
+        } else if schedule.nextDue > now {
+            schedule.nextDue = now
+            schedule.trigger = trigger
+            enqueue(name)
+            outcome = .due
+        } else if schedule.trigger < trigger {
+            // Due and waiting for a slot: it keeps its place, with the higher reason.
+            schedule.trigger = trigger
+            enqueue(name)
+            outcome = .coalesced
+        } else {
+            outcome = .coalesced
+        }
+        dispatch()
+        return outcome
     }
 
     /// After `account`'s discovery succeeded: each of its collections passes now, with the
@@ -368,7 +426,8 @@ public final class Scheduler {
         if schedule.rerunRequested {
             schedule.rerunRequested = false
             schedule.nextDue = min(schedule.nextDue, now)
-            schedule.trigger = .onDemand
+            schedule.trigger = schedule.rerunTrigger
+            schedule.rerunTrigger = .onDemand
         }
         enqueue(name)
         onPassFinished?(name, outcome)

@@ -35,6 +35,8 @@ final class StoreSchedule {
     var runningDue: (instant: ContinuousClock.Instant, trigger: PassTrigger)?
     /// A pass was requested while one ran: run again as soon as it ends.
     var rerunRequested = false
+    /// Why that pass runs: a person's request outranks a notification.
+    var rerunTrigger = PassTrigger.onDemand
     /// When the running pass was cancelled for making no progress (its cancellation is then
     /// a failure, and a pass that ignores it for long is a wedged daemon).
     var cancelledAsStuck: ContinuousClock.Instant?

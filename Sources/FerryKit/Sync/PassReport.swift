@@ -6,6 +6,8 @@ public enum PassTrigger: String, Sendable, Comparable {
     case backfill
     /// The store's interval elapsed.
     case scheduled
+    /// The remote said something changed (a verified change notification).
+    case notified = "notification"
     /// Someone asked: `ferry sync`, SIGHUP, a reload.
     case onDemand = "on-demand"
 
@@ -13,7 +15,8 @@ public enum PassTrigger: String, Sendable, Comparable {
         switch self {
         case .backfill: 0
         case .scheduled: 1
-        case .onDemand: 2
+        case .notified: 2
+        case .onDemand: 3
         }
     }
 

@@ -91,10 +91,11 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, @unchecked S
         queuePriority = Self.queuePriority(trigger: setup.trigger, store: setup.store.priority)
     }
 
-    /// On-demand above scheduled above backfill; the store's own priority breaks ties.
+    /// On-demand above notified above scheduled above backfill; the store's own priority breaks ties.
     static func queuePriority(trigger: PassTrigger, store: StorePriority) -> Operation.QueuePriority {
         switch (trigger, store) {
         case (.onDemand, _): .veryHigh
+        case (.notified, _): .high
         case (.scheduled, .high): .high
         case (.scheduled, .normal): .normal
         case (.scheduled, .low): .low

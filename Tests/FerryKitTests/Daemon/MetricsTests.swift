@@ -3,8 +3,7 @@ import Testing
 @testable import FerryKit
 import FerryTestSupport
 
-/// ferryd's Prometheus metrics: the exposition format as written, the listener's answers as a
-/// table, `metrics-listen` as parsed, and the figures a pass leaves.
+/// ferryd's Prometheus metrics: the exposition format as written, `metrics-listen` as parsed, and the figures a pass leaves.
 @Suite("Metrics")
 struct MetricsTests {
     // MARK: - Exposition
@@ -44,27 +43,6 @@ struct MetricsTests {
         var out = PrometheusExposition()
         out.family("ferry_last_success_timestamp_seconds", .gauge, help: "When.") { _ in }
         #expect(out.text.isEmpty)
-    }
-
-    // MARK: - Requests
-
-    @Test(arguments: [
-        ("GET /metrics HTTP/1.1\r\nHost: x", "HTTP/1.1 200 OK", true),
-        ("GET /metrics?name[]=x HTTP/1.0", "HTTP/1.1 200 OK", true),
-        ("HEAD /metrics HTTP/1.1", "HTTP/1.1 200 OK", false),
-        ("GET / HTTP/1.1", "HTTP/1.1 200 OK", false),
-        ("GET /other HTTP/1.1", "HTTP/1.1 404 Not Found", false),
-        ("POST /metrics HTTP/1.1", "HTTP/1.1 405 Method Not Allowed", false),
-        ("hello", "HTTP/1.1 400 Bad Request", false),
-        ("GET /metrics SPDY/3", "HTTP/1.1 400 Bad Request", false),
-    ])
-    func theListenerAnswers(_ head: String, _ statusLine: String, _ withMetrics: Bool) {
-        let answer = MetricsRequest.respond(to: head) { "ferry_stores 1\n" }
-        #expect(answer.hasPrefix(statusLine + "\r\n"))
-        #expect(answer.contains("\r\nConnection: close\r\n"))
-        #expect(answer.hasSuffix("ferry_stores 1\n") == withMetrics)
-        if head.hasPrefix("POST") { #expect(answer.contains("\r\nAllow: GET, HEAD\r\n")) }
-        if head.hasPrefix("HEAD") { #expect(answer.hasSuffix("\r\n\r\n") && answer.contains("Content-Length: 15\r\n")) }
     }
 
     // MARK: - metrics-listen
@@ -199,26 +177,5 @@ struct MetricsTests {
         #expect(text.contains(#"ferry_local_changes{store="quotes",state="held"} 3"# + "\n"))
         #expect(text.contains(#"ferry_store_state{store="new",state="never_synced"} 1"# + "\n"))
         #expect(!text.contains(#"store="removed""#), "a store no longer configured is not brought back")
-    }
-
-    // MARK: - Listener
-
-    @Test func theListenerServesOverTCP_andAPortInUseIsATypedError() throws {
-        let any = MetricsEndpoint(family: .ipv4, address: "127.0.0.1", port: 0)
-        let listener = try MetricsListener(endpoint: any) { "ferry_stores 3\n" }
-        listener.start()
-        defer { listener.stop() }
-        let port = listener.port
-        #expect(port != 0)
-        let body = try Shell.run("/usr/bin/curl", ["-sS", "-f", "--max-time", "5", "http://127.0.0.1:\(port)/metrics"])
-        #expect(String(decoding: body, as: UTF8.self) == "ferry_stores 3\n")
-        let status = try Shell.run("/usr/bin/curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "http://127.0.0.1:\(port)/nothing"])
-        #expect(String(decoding: status, as: UTF8.self) == "404")
-        let taken = MetricsEndpoint(family: .ipv4, address: "127.0.0.1", port: port)
-        #expect {
-            _ = try MetricsListener(endpoint: taken) { "" }
-        } throws: { error in
-            (error as? ListenerError)?.code == EADDRINUSE && "\(error)".contains("127.0.0.1:\(port)")
-        }
     }
 }

@@ -80,6 +80,8 @@ public final class DaemonMetrics: Sendable {
         var localRefused = 0
         var standing = Standing.neverSynced
         var schedule = Schedule(nextPass: nil, consecutiveFailures: 0)
+        /// Notifications received, by result (triggered, handshake, or why refused).
+        var notifications: [String: UInt64] = [:]
     }
 
     private struct State {
@@ -87,6 +89,8 @@ public final class DaemonMetrics: Sendable {
         var activity = Activity()
         /// By trigger, for the whole process: per store it would be thousands of series.
         var startDelay: [PassTrigger: PrometheusExposition.Histogram] = [:]
+        /// Requests the listeners turned away before a route, by why.
+        var listenerRefused: [ListenerRefusal: UInt64] = [:]
     }
 
     private let state = Mutex(State())
@@ -196,10 +200,24 @@ public final class DaemonMetrics: Sendable {
         }
     }
 
+    /// A request to a store's notification path, by what it came to: `triggered`,
+    /// `handshake`, or the refusal (``NotificationRefusal``).
+    public func notificationReceived(_ store: String, result: String) {
+        state.withLock { state in
+            // Only configured stores have figures: a path naming no store is a listener refusal.
+            state.stores[store]?.notifications[result, default: 0] += 1
+        }
+    }
+
+    /// A request a listener turned away before any route (``ListenerRefusal``).
+    public func listenerRefused(_ refusal: ListenerRefusal) {
+        state.withLock { $0.listenerRefused[refusal, default: 0] += 1 }
+    }
+
     /// The exposition a scrape answers with.
     public func render(at now: Date = Date()) -> String {
-        let (stores, activity, startDelay) = state.withLock { state in
-            (state.stores.sorted { $0.key < $1.key }, state.activity, state.startDelay)
+        let (stores, activity, startDelay, refused) = state.withLock { state in
+            (state.stores.sorted { $0.key < $1.key }, state.activity, state.startDelay, state.listenerRefused)
         }
         var out = PrometheusExposition()
         out.family("ferry_build_info", .gauge, help: "Ferry's version; always 1.") { $0.add([("version", version)], 1) }
@@ -210,10 +228,14 @@ public final class DaemonMetrics: Sendable {
         out.family("ferry_passes_running", .gauge, help: "Passes running now.") { $0.add([], Double(activity.running)) }
         out.family("ferry_passes_waiting", .gauge, help: "Passes due and waiting for a free slot.") { $0.add([], Double(activity.waiting)) }
         out.family("ferry_pass_start_delay_seconds", .histogram,
-                   help: "How long after it was due each pass started, by trigger (scheduled, on-demand, backfill).") { samples in
-            for trigger in [PassTrigger.scheduled, .onDemand, .backfill] {
+                   help: "How long after it was due each pass started, by trigger (scheduled, notification, on-demand, backfill).") { samples in
+            for trigger in [PassTrigger.scheduled, .notified, .onDemand, .backfill] {
                 if let histogram = startDelay[trigger] { samples.histogram([("trigger", trigger.rawValue)], histogram) }
             }
+        }
+        out.family("ferry_listener_refused_total", .counter,
+                   help: "Requests ferryd's listeners turned away before reading them as a route, by reason.") { samples in
+            for refusal in ListenerRefusal.allCases { samples.add([("reason", refusal.rawValue)], Double(refused[refusal] ?? 0)) }
         }
         let replica = Self.fileSize(databasePath)
         let wal = Self.fileSize(databasePath + "-wal")
