@@ -2,6 +2,7 @@
 # libFuzzer runs over Ferry's parsers.
 #
 #   bash scripts/fuzz.sh [seconds-per-target] [target...]
+#   bash scripts/fuzz.sh --build-only      # the sanitizer build alone (CI makes it early)
 #
 # Builds Sources/ferry-fuzz with libFuzzer and AddressSanitizer (scratch path .build-fuzz, so
 # the normal .build is untouched), then runs each target for the given time (default 30 s):
@@ -41,6 +42,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
+build_only=0
+if [[ ${1:-} == --build-only ]]; then build_only=1; shift; fi
 seconds=${1:-30}
 shift || true
 targets=("$@")
@@ -61,6 +64,7 @@ if [[ $built -ne 0 || ! -x "$binary" ]] || ! nm "$binary" 2>/dev/null | grep LLV
     exit 1
 fi
 echo "built in $(( $(date +%s) - start )) s: $binary"
+[[ $build_only -eq 1 ]] && exit 0
 
 export SWIFT_BACKTRACE=enable=no
 export LSAN_OPTIONS="suppressions=$root/Tests/Fuzz/lsan.supp:print_suppressions=0"

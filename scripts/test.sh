@@ -3,20 +3,23 @@
 #
 #   bash scripts/test.sh
 #
-# Phases: dependencies (apt packages, pip packages in a venv), build, swift test (all suites
-# but the two-way model's), the two-way model driver and the push contract suite on every server
-# (swift test --filter 'TwoWayModelTests|PushContractTests'), the crash loop
-# (Tests/Reliability/crash_loop.py), the two-way crash loop of ferryd with local
-# writes (Tests/Reliability/push_crash_loop.py), a short libFuzzer run over the parsers
-# (scripts/fuzz.sh), the daemon suite (Tests/Reliability/daemon_suite.py), a stock Prometheus
-# scraping ferryd (Tests/System/prometheus_scrape.py), the shipped alert rules and dashboard
-# against it (contrib/check.sh), the unit files' offline checks
-# (systemd/check-unit.sh) and the systemd system test
-# (Tests/System/systemd-test.sh, when sdbox works here). A missing dependency of the crash loop,
-# Prometheus or the system test is a skip on a developer's machine and a failure under CI=true.
-# Exits non-zero when any phase failed; the last line is "N passed, N failed" over the phases.
-# Each long phase has its own time cap, and no cap reaches past 40 minutes after the start, so
-# a hang cannot stall CI past 41 minutes; a normal run takes far less.
+# Phases: dependencies (apt packages, pip packages in a venv), build, swift test in four
+# processes (all suites but the two-way model's; scripts/swift-test-shards.sh), the two-way
+# model driver and the push contract suite on every server, the two crash loops side by side
+# (Tests/Reliability/crash_loop.py, push_crash_loop.py), the daemon suite
+# (Tests/Reliability/daemon_suite.py), a stock Prometheus scraping ferryd
+# (Tests/System/prometheus_scrape.py), the shipped alert rules and dashboard against it
+# (contrib/check.sh), apt-deps.sh against stubs, the unit files' offline checks
+# (systemd/check-unit.sh), the systemd system test (Tests/System/systemd-test.sh, when sdbox
+# works here), a short libFuzzer run over the parsers (scripts/fuzz.sh) and the Debian package
+# (Tests/System/package-test.sh). The fuzzers' sanitizer build and the package's release builds
+# run in the background from the end of the build on, niced, beside the tests. A missing
+# dependency of the crash loops, Prometheus, the system test or the package is a skip on a
+# developer's machine and a failure under CI=true.
+# Exits non-zero when any phase failed; the last lines are each phase's wall and CPU time and
+# "N passed, N failed" over the phases. Each long phase has its own time cap, and no cap reaches
+# past 40 minutes after the start, so a hang cannot stall CI past 41 minutes; a run on a quiet
+# two-core machine takes under 30.
 #
 # Environment: FERRY_VENV (default ~/.cache/ferry/venv) holds radicale, xandikos, datasette and
 # vdirsyncer; SDBOX (default ../shared/tools/sdbox/sdbox beside the checkout); CI=true.
@@ -132,11 +135,57 @@ else
     finish
 fi
 
-phase "unit and integration tests: swift test"
+# Whether the container phases (system test, package) can run here: asked now, because the
+# package's build starts now.
+SDBOX=${SDBOX:-$root/../shared/tools/sdbox/sdbox}
+export SDBOX
+reason=""
+if [[ $(id -u) -ne 0 ]]; then
+    reason="needs root (sdbox boots systemd in a container)"
+elif [[ ! -x "$SDBOX" ]]; then
+    reason="sdbox not found at $SDBOX (set SDBOX=)"
+elif ! "$SDBOX" selftest >"$logs/sdbox-selftest.log" 2>&1; then
+    reason="sdbox selftest failed here ($(tail -1 "$logs/sdbox-selftest.log"))"
+fi
+package_reason=$reason
+if [[ -z "$package_reason" ]] && { ! command -v dpkg-buildpackage >/dev/null || ! command -v dh >/dev/null; }; then
+    package_reason="debhelper not installed"
+fi
+
+# The fuzzers' sanitizer build and the package's two static release builds need no test
+# server, and nothing waits for them until the end: they run now, beside the tests, niced and
+# one after the other, on the CPU the tests leave while they wait on servers. The fuzz and
+# package phases below wait for them (BUILD.rc appears when one ends).
+pkgwork=$(mktemp -d)
+(
+    nice -n 10 bash scripts/fuzz.sh --build-only >"$logs/fuzz-build.log" 2>&1
+    echo $? >"$logs/fuzz-build.rc"
+    if [[ -z "$package_reason" ]]; then
+        # From a copy of the tree, so the .deb lands in a temporary directory, not beside the
+        # checkout.
+        mkdir -p "$pkgwork/ferry"
+        (cd "$root" && git ls-files -z | xargs -0 cp --parents -t "$pkgwork/ferry/") &&
+            (cd "$pkgwork/ferry" && nice -n 10 dpkg-buildpackage -us -uc -b >"$pkgwork/build.log" 2>&1)
+        echo $? >"$pkgwork/build.rc"
+    fi
+) &
+background_builds=$!
+wait_for_build() {  # RC-FILE CAP (as cap prints it): waits for a background build's end; its exit status
+    local deadline=$(( $(date +%s) + ${2%s} ))
+    while [[ ! -s "$1" ]] && (( $(date +%s) < deadline )); do sleep 2; done
+    [[ -s "$1" ]] && return "$(cat "$1")"
+    echo "timed out waiting for the build ($2)"
+    return 124
+}
+
+phase "unit and integration tests: swift test, in 4 processes (scripts/swift-test-shards.sh)"
 # The two-way model and the push contract run in the next phase, with their own cap.
-if timeout "$(cap 12)" swift test --skip 'TwoWayModelTests|PushContractTests' 2>&1 | tee "$logs/swift-test.log"; then
+if timeout "$(cap 12)" bash scripts/swift-test-shards.sh "${FERRY_TEST_SHARDS:-4}" "$logs/shards" \
+        'TwoWayModelTests|PushContractTests' >"$logs/swift-test.log" 2>&1; then
+    tail -6 "$logs/swift-test.log"
     ok "swift test"
 else
+    cat "$logs/swift-test.log"
     bad "swift test"
     remember "swift test" "$logs/swift-test.log"
 fi
@@ -146,7 +195,7 @@ phase "two-way sync against the model, and the push contract (every server)"
 # checked against TwoWayModel after each round, under every policy on the Parse and JSON test
 # servers, Radicale, Xandikos, DAViCal and sabre/dav; then the push contract's fixed sequences
 # for every kind that pushes. A failure prints its seed (FERRY_TWO_WAY_SEED=N replays it).
-if timeout "$(cap 16)" env FERRY_TWO_WAY_SECONDS="${FERRY_TWO_WAY_SECONDS:-20}" \
+if timeout "$(cap 10)" env FERRY_TWO_WAY_SECONDS="${FERRY_TWO_WAY_SECONDS:-20}" \
         swift test --skip-build --filter 'TwoWayModelTests|PushContractTests' 2>&1 | tee "$logs/two-way.log"; then
     ok "two-way model and push contract"
 else
@@ -154,44 +203,35 @@ else
     remember "two-way model and push contract" "$logs/two-way.log"
 fi
 
-phase "reliability: crash loop (Tests/Reliability/crash_loop.py)"
-# 50 SIGKILLs of `ferry sync` against 100,000 Parse objects and 2,000 Xandikos cards that change
-# during the runs, then an exact comparison of the replica with both servers (≈2-3 minutes);
-# then --sabotage proves the comparison reports a damaged replica (≈10 s).
+phase "reliability: the crash loops, both at once (Tests/Reliability/crash_loop.py, push_crash_loop.py)"
+# crash_loop.py: 50 SIGKILLs of `ferry sync` against 100,000 Parse objects and 2,000 Xandikos
+# cards that change during the runs, then an exact comparison of the replica with both servers
+# (≈2-3 minutes); --sabotage proves the comparison reports a damaged replica (≈10 s).
+# push_crash_loop.py: 50 SIGKILLs of ferryd while programs write its push tables (Parse and
+# CardDAV) and both servers change; then nothing local lost or sent twice, only real conflicts
+# held, replica == servers (≈2.5 minutes). Their servers and replicas are their own, and what
+# they check does not depend on timing, so they run side by side; each log is printed whole.
 if [[ ! -x "$FERRY_VENV/bin/xandikos" ]] && ! is_ci && ! command -v xandikos >/dev/null; then
     echo "skipping: xandikos not installed in $FERRY_VENV"
-    skipped+=("crash loop: xandikos not installed")
-elif FERRY="$root/.build/debug/ferry" timeout "$(cap 5)" bash -c '
+    skipped+=("crash loops: xandikos not installed")
+else
+    FERRY="$root/.build/debug/ferry" timeout "$(cap 5)" bash -c '
         python3 Tests/Reliability/crash_loop.py --kills 50 --records 100000 --cards 2000 --page-size 200 --budget 170 &&
         echo "--- the checker itself: a small loop, then a damaged replica must be reported" &&
         python3 Tests/Reliability/crash_loop.py --sabotage --kills 4 --records 3000 --cards 50 &&
         echo "--- late Parse writes (stamped before the stored cursor) reach the replica" &&
-        python3 Tests/Reliability/parse_late_write_repro.py'; then
-    ok "crash loop"
-else
-    bad "crash loop"
-fi
-
-phase "reliability: two-way crash loop (Tests/Reliability/push_crash_loop.py)"
-# 50 SIGKILLs of ferryd while programs write its push tables (Parse and CardDAV) and both
-# servers change; then nothing local lost or sent twice, only real conflicts held, replica ==
-# servers (≈2.5 minutes).
-if [[ ! -x "$FERRY_VENV/bin/xandikos" ]] && ! is_ci && ! command -v xandikos >/dev/null; then
-    echo "skipping: xandikos not installed in $FERRY_VENV"
-    skipped+=("two-way crash loop: xandikos not installed")
-elif FERRY="$root/.build/debug/ferry" FERRYD="$root/.build/debug/ferryd" timeout "$(cap 5)" \
-        python3 Tests/Reliability/push_crash_loop.py --kills 50 --records 3000 --cards 300 --budget 150; then
-    ok "two-way crash loop"
-else
-    bad "two-way crash loop"
-fi
-
-phase "fuzz: scripts/fuzz.sh 20 (libFuzzer + ASan, 4 parser targets)"
-# Its own sanitizer build in .build-fuzz, then 20 s per target; the cap covers a cold build.
-if timeout "$(cap 6)" bash scripts/fuzz.sh 20; then
-    ok "fuzz"
-else
-    bad "fuzz (time cap, or see .build-fuzz/logs/)"
+        python3 Tests/Reliability/parse_late_write_repro.py' >"$logs/crash-loop.log" 2>&1 &
+    crash=$!
+    FERRY="$root/.build/debug/ferry" FERRYD="$root/.build/debug/ferryd" timeout "$(cap 5)" \
+        python3 Tests/Reliability/push_crash_loop.py --kills 50 --records 3000 --cards 300 --budget 150 \
+        >"$logs/push-crash-loop.log" 2>&1 &
+    push_crash=$!
+    wait $crash; crash_status=$?
+    wait $push_crash; push_crash_status=$?
+    echo "--- crash_loop.py (exit $crash_status)"; cat "$logs/crash-loop.log"
+    echo "--- push_crash_loop.py (exit $push_crash_status)"; cat "$logs/push-crash-loop.log"
+    if [[ $crash_status -eq 0 ]]; then ok "crash loop"; else bad "crash loop"; fi
+    if [[ $push_crash_status -eq 0 ]]; then ok "two-way crash loop"; else bad "two-way crash loop"; fi
 fi
 
 phase "reliability through ferryd: Tests/Reliability/daemon_suite.py"
@@ -244,16 +284,6 @@ else
 fi
 
 phase "system test: Tests/System/systemd-test.sh"
-SDBOX=${SDBOX:-$root/../shared/tools/sdbox/sdbox}
-export SDBOX
-reason=""
-if [[ $(id -u) -ne 0 ]]; then
-    reason="needs root (sdbox boots systemd in a container)"
-elif [[ ! -x "$SDBOX" ]]; then
-    reason="sdbox not found at $SDBOX (set SDBOX=)"
-elif ! "$SDBOX" selftest >/tmp/ferry-sdbox-selftest.log 2>&1; then
-    reason="sdbox selftest failed here (see /tmp/ferry-sdbox-selftest.log)"
-fi
 if [[ -n "$reason" ]]; then
     if is_ci; then
         bad "system test: $reason"
@@ -268,26 +298,31 @@ else
     bad "system test"
 fi
 
-phase "package: dpkg-buildpackage, lintian, install/upgrade/remove/purge (Tests/System/package-test.sh)"
-# The Debian package built from a copy of the tree (so the .deb lands in a temporary directory,
-# not beside the checkout): two static release builds, then lintian and the package's life in
-# a real systemd. Skipped with the system test's reason when sdbox cannot run here.
-if [[ -n "$reason" ]]; then
-    if is_ci; then bad "package: $reason"; else echo "skipping: $reason"; skipped+=("package: $reason"); fi
-elif ! command -v dpkg-buildpackage >/dev/null || ! command -v dh >/dev/null; then
-    if is_ci; then bad "package: debhelper missing"; else skipped+=("package: debhelper not installed"); fi
+phase "fuzz: scripts/fuzz.sh 15 (libFuzzer + ASan, every target)"
+# Its sanitizer build in .build-fuzz ran beside the tests; 15 s per target now.
+if ! wait_for_build "$logs/fuzz-build.rc" "$(cap 8)"; then
+    cat "$logs/fuzz-build.log"
+    bad "fuzz: the sanitizer build failed"
+elif timeout "$(cap 4)" bash scripts/fuzz.sh 15; then
+    ok "fuzz"
 else
-    pkgwork=$(mktemp -d)
-    mkdir -p "$pkgwork/ferry"
-    (cd "$root" && git ls-files -z | xargs -0 cp --parents -t "$pkgwork/ferry/")
-    if (cd "$pkgwork/ferry" && timeout "$(cap 12)" dpkg-buildpackage -us -uc -b >"$pkgwork/build.log" 2>&1) &&
-            SDBOX_NAME=ferry-pkgtest timeout "$(cap 4)" bash Tests/System/package-test.sh "$(ls "$pkgwork"/ferry_*.deb | head -1)"; then
-        ok "package"
-    else
-        tail -30 "$pkgwork/build.log"
-        bad "package"
-    fi
-    rm -rf "$pkgwork"
+    bad "fuzz (time cap, or see .build-fuzz/logs/)"
 fi
+
+phase "package: dpkg-buildpackage, lintian, install/upgrade/remove/purge (Tests/System/package-test.sh)"
+# Built beside the tests (two static release builds); now lintian and the package's life in a
+# real systemd. Skipped with the system test's reason when sdbox cannot run here.
+if [[ -n "$package_reason" ]]; then
+    if is_ci; then bad "package: $package_reason"; else echo "skipping: $package_reason"; skipped+=("package: $package_reason"); fi
+elif ! wait_for_build "$pkgwork/build.rc" "$(cap 12)"; then
+    tail -30 "$pkgwork/build.log"
+    bad "package: dpkg-buildpackage failed"
+elif SDBOX_NAME=ferry-pkgtest timeout "$(cap 4)" bash Tests/System/package-test.sh "$(ls "$pkgwork"/ferry_*.deb | head -1)"; then
+    ok "package"
+else
+    bad "package"
+fi
+kill "$background_builds" 2>/dev/null
+rm -rf "$pkgwork"
 
 finish

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Runs `swift test` (already built) as several processes at once, each over a share of the
+# suites, and fails when any of them fails.
+#
+#   bash scripts/swift-test-shards.sh SHARDS LOGDIR [SKIP-REGEX]
+#
+# Why: most of Ferry's tests wait — for a Radicale answer, a run loop, a server's backoff — on a
+# thread of Swift's cooperative pool, which has one thread per core. On a two-core machine two
+# waiting tests stall every other test in the process. Separate processes have pools of their
+# own, so their waits overlap; the CPU they need is what it was.
+#
+# The shards run the test binary itself: `swift test` holds a lock on .build for its whole run,
+# so several of them would only queue. Suites (not single tests) are dealt out round-robin in name order, so the shared servers a
+# suite starts (DAVServer.shared) are started once per process that needs them. Each shard's
+# output goes to LOGDIR/shard-N.log and is printed whole when all have ended, in order, so a
+# failure reads as one block. SKIP-REGEX leaves out suites whose name matches it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+shards=${1:?usage: swift-test-shards.sh SHARDS LOGDIR [SKIP-REGEX]}
+logs=${2:?usage: swift-test-shards.sh SHARDS LOGDIR [SKIP-REGEX]}
+skip=${3:-'^$'}
+mkdir -p "$logs"
+
+list=$(swift test list --skip-build 2>"$logs/list.err") || { cat "$logs/list.err"; exit 1; }
+binary="$(swift build --show-bin-path)/FerryPackageTests.xctest"
+[[ -x "$binary" ]] || { echo "error: no test binary at $binary (swift build --build-tests first)" >&2; exit 1; }
+mapfile -t suites < <(grep -E '^[A-Za-z0-9_]+\.[A-Za-z0-9_.]+/' <<<"$list" | cut -d/ -f1 | sort -u |
+                      grep -Ev "^[A-Za-z0-9_]+\.($skip)\$")
+if [[ ${#suites[@]} -eq 0 ]]; then
+    echo "error: swift test list named no suites" >&2
+    exit 1
+fi
+(( shards > ${#suites[@]} )) && shards=${#suites[@]}
+
+declare -a patterns
+for i in "${!suites[@]}"; do
+    shard=$(( i % shards ))
+    name=${suites[$i]//./\\.}
+    patterns[$shard]+="${patterns[$shard]:+|}$name"
+done
+
+echo "${#suites[@]} suites in $shards processes"
+pids=()
+for (( shard = 0; shard < shards; shard++ )); do
+    NO_COLOR=1 "$binary" --testing-library swift-testing --filter "^(${patterns[$shard]})/" >"$logs/shard-$shard.log" 2>&1 &
+    pids+=($!)
+done
+status=0
+for (( shard = 0; shard < shards; shard++ )); do
+    if wait "${pids[$shard]}"; then
+        codes[$shard]=0
+    else
+        codes[$shard]=$?
+        status=1
+    fi
+done
+for (( shard = 0; shard < shards; shard++ )); do
+    echo "--- shard $shard (exit ${codes[$shard]}): $(grep -a -E '^. Test run with' "$logs/shard-$shard.log" | tail -1)"
+    cat "$logs/shard-$shard.log"
+done
+echo "--- shards:"
+for (( shard = 0; shard < shards; shard++ )); do
+    echo "shard $shard: exit ${codes[$shard]}: $(grep -a -E '^. Test run with|Executed [0-9]+ tests' "$logs/shard-$shard.log" | tail -2 | tr '\n' ' ')"
+done
+exit $status
