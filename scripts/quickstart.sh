@@ -16,8 +16,11 @@ fi
 echo "== apt build dependencies"
 ensure_apt_packages libcurl4-openssl-dev libsqlite3-dev libsystemd-dev libical-dev sqlite3 pkg-config
 
-echo "== swift build -c release"
-swift build -c release
+# Only the two programs a person runs: the benchmark, fuzz and torture executables are for
+# the tests, and building them too costs minutes.
+echo "== swift build -c release (ferry, ferryd)"
+swift build -c release --product ferry
+swift build -c release --product ferryd
 
 echo "== ferry sync (demo store, default configuration)"
 mkdir -p run
@@ -29,4 +32,7 @@ sqlite3 ./run/demo.db "select count(*) from demo"
 echo '$ sqlite3 -header -column ./run/demo.db "select author, count(*) as quotes from demo group by author order by quotes desc limit 5"'
 sqlite3 -header -column ./run/demo.db "select author, count(*) as quotes from demo group by author order by quotes desc limit 5"
 echo
-echo "Done. Explore: sqlite3 ./run/demo.db '.schema demo'"
+echo "Done. Next:"
+echo "  .build/release/ferry status --config etc/ferry/ferry.conf --database ./run/demo.db"
+echo "  sqlite3 ./run/demo.db '.schema demo'"
+echo "  README.md, 'Install as a service', to run ferryd under systemd"
