@@ -58,7 +58,7 @@ struct TwoWayModelTests {
         do {
             defer { driver.close() }
             try driver.run(steps, until: Self.rounds == nil ? ContinuousClock.now + .seconds(Self.seconds) : nil)
-            print("two-way model, seed \(seed): \(driver.summary())")
+            print("two-way model, seed \(seed): \(driver.figures)")
         } catch let failure as TwoWayDriver.Failure {
             let shortest = try Self.shrink(steps, failingAt: failure.step, server: server, policy: policy)
             Issue.record("""
