@@ -14,6 +14,8 @@ Prints "PORT <n>" once listening; serves until SIGTERM. Binds 127.0.0.1 only. Co
 endpoints (never forwarded):
   POST /__proxy/lose?writes=N     lose the answers of the next N writes (any method but GET,
                                   HEAD, OPTIONS, PROPFIND, REPORT)
+  POST /__proxy/lose?writes=N&after=K
+                                  the same, after answering the next K writes
   POST /__proxy/lose?rate=P&seed=S
                                   from now on lose each write's answer with probability P
                                   (0 stops), drawn from seed S
@@ -44,6 +46,7 @@ class State:
     def __init__(self):
         self.lock = threading.Lock()
         self.lose_next = 0
+        self.answer_first = 0
         self.refuse_next = 0
         self.refuse_status = 409
         self.rate = 0.0
@@ -64,6 +67,9 @@ class State:
         if method in READS:
             return False
         with self.lock:
+            if self.lose_next > 0 and self.answer_first > 0:
+                self.answer_first -= 1
+                return False
             if self.lose_next > 0:
                 self.lose_next -= 1
                 return True
@@ -105,6 +111,7 @@ class Proxy(BaseHTTPRequestHandler):
             with STATE.lock:
                 if "writes" in query:
                     STATE.lose_next = int(query["writes"])
+                    STATE.answer_first = int(query.get("after", "0"))
                 if "rate" in query:
                     STATE.rate = float(query["rate"])
                     STATE.random = random.Random(int(query.get("seed", "0")))

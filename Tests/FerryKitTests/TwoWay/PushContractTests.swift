@@ -113,6 +113,46 @@ struct PushContractTests {
         }
     }
 
+    /// Found by the model driver (sabre/dav, remote-wins, seed 460515): an update whose answer
+    /// was lost, the row written again, and the next send's answer lost too (a 412, as the
+    /// earlier send had moved the member on). That send recorded the new text as the one sent;
+    /// the member, holding the earlier send, then read as another client's change: a false
+    /// conflict that lost the update. An update sent before is looked at before it is sent
+    /// again.
+    @Test(arguments: Kind.installed)
+    func anUpdateWhoseAnswersWereLostTwiceIsNoConflict(_ kind: Kind) throws {
+        try Self.run(kind, policy: .remoteWins) { _ in
+            [.localInsert(key: "a", value: "v1"), .settle(seed: 1),
+             .localUpdate(key: "a", value: "v2"), .lostAnswer, .localUpdate(key: "a", value: "v3"), .lostAnswer, .settle(seed: 1)]
+        }
+    }
+
+    /// Found by the model driver (json digest, keep-both, seed 453972): keep-both's copy was
+    /// created, its answer differing from the copy's row only in a member the API stamps
+    /// (`updated_at`, no version field); that was taken for a change of the row since an
+    /// earlier send and pushed as an update, whose lost answer then read as another writer's
+    /// change: a second conflict, and the copy made twice.
+    @Test(arguments: Kind.installed)
+    func aKeepBothCopyIsMadeOnce(_ kind: Kind) throws {
+        try Self.run(kind, policy: .keepBoth) { _ in
+            [.otherCreate(key: "a", value: "v1"), .settle(seed: 1),
+             .localUpdate(key: "a", value: "v2"), .otherUpdate(key: "a", value: "v3"), .lostAnswerAfter(writes: 1), .settle(seed: 1)]
+        }
+    }
+
+    /// Found by the model driver (json digest, local-wins, seed 263850): an update that met a
+    /// remote delete, made again as a create of the row, its body still holding the stamp
+    /// (`updated_at`) of the record that was deleted. The create's answer, stamped anew, was
+    /// taken for the row changed since the send and pushed again as an update, whose lost
+    /// answer then read as another writer's change: one conflict recorded twice.
+    @Test(arguments: Kind.installed)
+    func aRowMadeAgainOverARemoteDeleteMeetsItOnce(_ kind: Kind) throws {
+        try Self.run(kind, policy: .localWins) { _ in
+            [.otherCreate(key: "a", value: "v1"), .settle(seed: 1),
+             .localUpdate(key: "a", value: "v2"), .otherDelete(key: "a"), .lostAnswerAfter(writes: 1), .settle(seed: 1)]
+        }
+    }
+
     /// The first case the model driver found: a create whose answer was lost on a reused
     /// connection was sent again by libcurl itself (Parse: two objects; JSON: a false conflict).
     @Test(arguments: Kind.installed)

@@ -28,6 +28,8 @@ final class TwoWayDriver {
         case lostAnswers(seed: Int)
         /// An in-process pass whose first write's answer is lost.
         case lostAnswer
+        /// An in-process pass whose writes are answered but for the one after the first `writes`.
+        case lostAnswerAfter(writes: Int)
         /// `ferry push`, killed with SIGKILL after this many milliseconds.
         case killedPush(milliseconds: Int)
         /// Two `ferry push` processes at once.
@@ -51,6 +53,7 @@ final class TwoWayDriver {
             case .otherDelete(let key): "other delete \(key)"
             case .lostAnswers(let seed): "pass losing answers (seed \(seed))"
             case .lostAnswer: "pass losing its first write's answer"
+            case .lostAnswerAfter(let writes): "pass losing the answer of its write \(writes + 1)"
             case .killedPush(let milliseconds): "ferry push killed after \(milliseconds) ms"
             case .twoPushes: "two ferry push at once"
             case .refusedInsert(let key, let value): "local insert \(key)=\(value) the remote refuses"
@@ -86,14 +89,16 @@ final class TwoWayDriver {
     private(set) var doublePushes = 0
     private(set) var settles = 0
 
-    /// One line: how much the run exercised.
-    func summary() -> String {
+    /// One line of `name=value` words: how much the run exercised (read by
+    /// `scripts/explore-two-way.sh`, which adds them up).
+    var figures: String {
         let stats = (try? JSONSerialization.jsonObject(with: proxy.control("/__proxy/stats")) as? [String: Any]) ?? [:]
-        return "\(remote.name) \(policy.rawValue): \(stepsRun) steps, \(settles) rounds settled, \(conflictsChecked) conflicts as the model said, "
-            + "\(stats["lost"] as? Int ?? 0) answers lost of \(stats["forwarded"] as? Int ?? 0) requests, \(kills) pushes killed, \(doublePushes) double pushes"
+        return "steps=\(stepsRun) rounds=\(settles) conflicts=\(conflictsChecked) lost=\(stats["lost"] as? Int ?? 0) "
+            + "requests=\(stats["forwarded"] as? Int ?? 0) kills=\(kills) doubles=\(doublePushes)"
     }
 
-    static var ferry: String { PushCommandTests.ferry }
+    /// The `ferry` the driver runs: `FERRY_TWO_WAY_FERRY`, or the build's.
+    static var ferry: String { ProcessInfo.processInfo.environment["FERRY_TWO_WAY_FERRY"] ?? PushCommandTests.ferry }
 
     /// How long a lost send may still land (``LocalChange/sendSettle``), here and in the
     /// `ferry push` processes the driver starts: a create whose send a kill cut off waits that
@@ -144,7 +149,9 @@ final class TwoWayDriver {
         for (index, step) in steps.enumerated() {
             if let deadline, ContinuousClock.now > deadline, index > 0, case .settle = steps[index - 1] { return }
             do {
+                if Self.tracing { print("two-way trace \(remote.name) \(policy.rawValue) step \(index + 1): \(step)") }
                 try perform(step)
+                if Self.tracing { try trace() }
             } catch let failure as Failure {
                 throw Failure(step: index, message: failure.message)
             } catch {
@@ -153,6 +160,9 @@ final class TwoWayDriver {
             stepsRun += 1
         }
     }
+
+    /// `FERRY_TWO_WAY_TRACE=1`: every step and every pass's report printed as it runs.
+    static let tracing = ProcessInfo.processInfo.environment["FERRY_TWO_WAY_TRACE"] == "1"
 
     private func perform(_ step: Step) throws {
         switch step {
@@ -189,6 +199,10 @@ final class TwoWayDriver {
             _ = try proxy.control("/__proxy/lose?writes=1", method: "POST")
             _ = try? pass()
             _ = try proxy.control("/__proxy/lose?writes=0", method: "POST")
+        case .lostAnswerAfter(let writes):
+            _ = try proxy.control("/__proxy/lose?writes=1&after=\(writes)", method: "POST")
+            _ = try? pass()
+            _ = try proxy.control("/__proxy/lose?writes=0", method: "POST")
         case .killedPush(let milliseconds):
             let push = try ferry(["push", "-c", configuration])
             usleep(UInt32(milliseconds) * 1000)
@@ -221,6 +235,15 @@ final class TwoWayDriver {
         }
     }
 
+    /// The server's records, the replica's rows and the queue, for a trace.
+    private func trace() throws {
+        let rows = try database.write { try $0.liveBodies(of: remote.table) }
+        let queue = try database.write { try $0.queuedLocalChanges(of: remote.table) }
+        print("two-way trace   server \(try remote.records().sorted { $0.key < $1.key })")
+        print("two-way trace   replica \(rows.sorted { $0.key < $1.key }.map { "\($0.key): \(remote.keyAndValue(of: $0.value).map { "\($0.key)=\($0.value)" } ?? "?")" })")
+        print("two-way trace   queue \(queue.map { "\($0.id) \($0.operation) sent \($0.sent != nil)" })")
+    }
+
     private func fold(_ key: String, _ write: TwoWayModel.Local) {
         if let earlier = local[key] {
             local[key] = earlier.then(write)
@@ -247,7 +270,14 @@ final class TwoWayDriver {
     }
 
     private func pass() throws -> PassReport {
-        try ParsePushTests.run(store, database).get()
+        let result = try ParsePushTests.run(store, database)
+        if Self.tracing {
+            switch result {
+            case .success(let report): print("two-way trace   pass: \(report.summary)")
+            case .failure(let error): print("two-way trace   pass failed: \(error)")
+            }
+        }
+        return try result.get()
     }
 
     // MARK: - Settling and checking

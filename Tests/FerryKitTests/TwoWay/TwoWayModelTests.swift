@@ -3,17 +3,23 @@ import Testing
 @testable import FerryKit
 import FerryTestSupport
 
-/// Two-way sync against the reference model, on every server that takes local writes: random
-/// rounds of local and remote writes with lost answers, killed pushes and two pushers at once
-/// (``TwoWayDriver``), under every conflict policy. A failure prints its seed and the shortest
-/// failing sequence the shrinker found; `FERRY_TWO_WAY_SEED=N` replays one seed. Each server
-/// and policy runs rounds for `FERRY_TWO_WAY_SECONDS` (10 by default; CI gives more), or exactly
-/// `FERRY_TWO_WAY_ROUNDS=N` rounds; `FERRY_TWO_WAY_SERVERS=davical,parse` runs on those servers
-/// only. Cases run side by side (each has its own server, proxy and replica), as many as the
-/// test runner's threads, which is also what a real machine does to the timing.
+/// Two-way sync against the reference model, on every server that takes local writes: rounds
+/// of local and remote writes with lost answers, killed pushes and two pushers at once
+/// (``TwoWayDriver``), under every conflict policy.
+///
+/// CI replays the seed corpus (``TwoWaySeedCorpus``, `Tests/TwoWay/seeds.txt`): every seed that ever failed
+/// and a fixed set, each for its rounds, so it passes or fails on the code. Exploring draws
+/// fresh seeds instead (`FERRY_TWO_WAY_EXPLORE=1`, as `scripts/explore-two-way.sh` runs it):
+/// each server and policy runs rounds for `FERRY_TWO_WAY_SECONDS` (10 by default), or exactly
+/// `FERRY_TWO_WAY_ROUNDS=N` rounds; `FERRY_TWO_WAY_SEED=N` replays one seed on every server
+/// and policy. `FERRY_TWO_WAY_SERVERS=davical,parse` and `FERRY_TWO_WAY_POLICIES=keep-both`
+/// narrow either; `FERRY_TWO_WAY_TRACE=1` prints every step and pass. A failure prints its
+/// seed, its corpus line and the shortest failing sequence the shrinker found. Cases run side
+/// by side (each has its own server, proxy and replica), as many as the test runner's
+/// threads, which is also what a real machine does to the timing.
 @Suite("Two-way sync against the reference model")
 struct TwoWayModelTests {
-    enum Server: String, CaseIterable, CustomTestStringConvertible {
+    enum Server: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case parse, json
         case jsonDigest = "json-digest"
         case radicale, xandikos, davical, sabredav, sogo
@@ -40,33 +46,82 @@ struct TwoWayModelTests {
         }
     }
 
+    static var environment: [String: String] { ProcessInfo.processInfo.environment }
     /// A fixed number of rounds (replaying a run), or nil: rounds until ``seconds`` have passed.
-    static var rounds: Int? { ProcessInfo.processInfo.environment["FERRY_TWO_WAY_ROUNDS"].flatMap { Int($0) } }
-    static var seconds: Int { ProcessInfo.processInfo.environment["FERRY_TWO_WAY_SECONDS"].flatMap { Int($0) } ?? 10 }
-    static var seed: UInt64? { ProcessInfo.processInfo.environment["FERRY_TWO_WAY_SEED"].flatMap { UInt64($0) } }
+    static var rounds: Int? { environment["FERRY_TWO_WAY_ROUNDS"].flatMap { Int($0) } }
+    static var seconds: Int { environment["FERRY_TWO_WAY_SECONDS"].flatMap { Int($0) } ?? 10 }
+    static var seed: UInt64? { environment["FERRY_TWO_WAY_SEED"].flatMap { UInt64($0) } }
+    /// Fresh seeds (or the one `FERRY_TWO_WAY_SEED` names) rather than the corpus.
+    static var exploring: Bool { environment["FERRY_TWO_WAY_EXPLORE"] == "1" || seed != nil }
+    static var ferryBuilt: Bool { FileManager.default.isExecutableFile(atPath: TwoWayDriver.ferry) }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: TwoWayDriver.ferry), "ferry not built (swift build)"),
-          arguments: Server.selected, ConflictPolicy.allCases)
-    func randomRoundsMatchTheModel(_ server: Server, _ policy: ConflictPolicy) throws {
+    /// The policies `FERRY_TWO_WAY_POLICIES` names (comma-separated), or all.
+    static var selectedPolicies: [ConflictPolicy] {
+        let named = environment["FERRY_TWO_WAY_POLICIES"]?.split(separator: ",").map(String.init)
+        return ConflictPolicy.allCases.filter { named?.contains($0.rawValue) ?? true }
+    }
+
+    /// The corpus's runs on the selected servers and policies.
+    static var corpus: [TwoWaySeedCorpus.Entry] {
+        TwoWaySeedCorpus.entries.filter { Server.selected.contains($0.server) && selectedPolicies.contains($0.policy) }
+    }
+
+    @Test(.enabled(if: ferryBuilt, "ferry not built (swift build)"), .enabled(if: !exploring, "exploring fresh seeds"),
+          arguments: corpus)
+    func theSeedCorpusMatchesTheModel(_ entry: TwoWaySeedCorpus.Entry) throws {
+        try Self.run(entry.server, entry.policy, seed: entry.seed, rounds: entry.rounds, until: nil)
+    }
+
+    @Test func theSeedCorpusReads() throws {
+        let entries = try TwoWaySeedCorpus.load()
+        // Every server and policy has runs of its own, beside the seeds that once failed.
+        for server in Server.allCases {
+            for policy in ConflictPolicy.allCases {
+                #expect(entries.contains { $0.server == server && $0.policy == policy }, "no run of \(server.rawValue) \(policy.rawValue)")
+            }
+        }
+        #expect(throws: TwoWaySeedCorpus.Malformed.self) { try TwoWaySeedCorpus.parse("json keep-both 12\n") }
+        #expect(throws: TwoWaySeedCorpus.Malformed.self) { try TwoWaySeedCorpus.parse("# fine\njson keep-all 12 3\n") }
+        #expect(try TwoWaySeedCorpus.parse("# a comment\n\njson-digest keep-both 453972 61 # a keep-both copy made twice\n")
+                == [.init(server: .jsonDigest, policy: .keepBoth, seed: 453_972, rounds: 61, line: 3)])
+    }
+
+    @Test(.enabled(if: ferryBuilt, "ferry not built (swift build)"), .enabled(if: exploring, "replaying the seed corpus"),
+          arguments: Server.selected, selectedPolicies)
+    func freshSeedsMatchTheModel(_ server: Server, _ policy: ConflictPolicy) throws {
         let seed = Self.seed ?? UInt64.random(in: 1...999_999)
+        try Self.run(server, policy, seed: seed, rounds: Self.rounds, until: Self.rounds == nil ? ContinuousClock.now + .seconds(Self.seconds) : nil)
+    }
+
+    /// Runs `rounds` rounds from `seed` (or rounds until `deadline`), prints what the run did on
+    /// one line (`two-way run:` and its figures, for the exploring script to add up), and on a
+    /// failure records the seed, its corpus line and the shortest failing sequence.
+    static func run(_ server: Server, _ policy: ConflictPolicy, seed: UInt64, rounds: Int?, until deadline: ContinuousClock.Instant?) throws {
         let remote = try server.start()
         defer { remote.stop() }
         // Rounds are generated one after another from the seed, so a run cut short by time is
         // a prefix of a longer one: a seed replays whatever the budget was.
-        let steps = TwoWayDriver.steps(rounds: Self.rounds ?? 2_000, seed: seed, collides: remote.collides)
+        let steps = TwoWayDriver.steps(rounds: rounds ?? 2_000, seed: seed, collides: remote.collides)
         let driver = try TwoWayDriver(remote: remote, policy: policy)
+        let started = ContinuousClock.now
+        var failed: TwoWayDriver.Failure?
         do {
             defer { driver.close() }
-            try driver.run(steps, until: Self.rounds == nil ? ContinuousClock.now + .seconds(Self.seconds) : nil)
-            print("two-way model, seed \(seed): \(driver.summary())")
-        } catch let failure as TwoWayDriver.Failure {
-            let shortest = try Self.shrink(steps, failingAt: failure.step, server: server, policy: policy)
-            Issue.record("""
-                \(server) \(policy), seed \(seed) (FERRY_TWO_WAY_SEED=\(seed)): \(failure)
-                shortest failing sequence found (\(shortest.steps.count) steps): \(shortest.failure)
-                \(shortest.steps.enumerated().map { "  \($0.offset + 1). \($0.element)" }.joined(separator: "\n"))
-                """)
+            do { try driver.run(steps, until: deadline) } catch let failure as TwoWayDriver.Failure { failed = failure }
+            let elapsed = (ContinuousClock.now - started).components.seconds
+            print("two-way run: server=\(server.rawValue) policy=\(policy.rawValue) seed=\(seed) seconds=\(elapsed) \(driver.figures) "
+                  + "result=\(failed == nil ? "pass" : "fail")")
         }
+        guard let failure = failed else { return }
+        // The round that failed, counted from one: a replay of that many rounds fails too.
+        let line = TwoWaySeedCorpus.Entry(server: server, policy: policy, seed: seed, rounds: driver.settles + 1, line: 0).corpusLine
+        let shortest = try shrink(steps, failingAt: failure.step, server: server, policy: policy)
+        Issue.record("""
+            \(server) \(policy), seed \(seed) (FERRY_TWO_WAY_SEED=\(seed)): \(failure)
+            corpus line: \(line)
+            shortest failing sequence found (\(shortest.steps.count) steps): \(shortest.failure)
+            \(shortest.steps.enumerated().map { "  \($0.offset + 1). \($0.element)" }.joined(separator: "\n"))
+            """)
     }
 
     /// The shortest sequence found that still fails: first the prefix up to the failure, then

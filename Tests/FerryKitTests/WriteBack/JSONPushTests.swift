@@ -115,6 +115,9 @@ struct JSONPushTests {
         defer { other.close() }
         try other.execute(#"INSERT INTO items(body) VALUES ('{"name":"first"}')"#)
         let change = try #require(try setup.database.write { try $0.queuedLocalChanges(of: "items") }.first)
+        // A push killed after the API stored it: the send was recorded before it went out, as
+        // every push records it, and the same key was sent.
+        _ = try setup.database.write { try $0.noteCreateSent(change, body: #"{"name":"first"}"#, of: "items", at: Date()) }
         _ = try Shell.run("/usr/bin/curl", ["-sS", "-f", "-X", "POST", "-H", "Idempotency-Key: ferry-items-\(change.id)", "-H", "Content-Type: application/json",
                                             "--data-binary", #"{"name":"first"}"#, setup.server.baseURL + "/items"])
         try other.execute("UPDATE items SET body = json_set(body, '$.name', 'second') WHERE id = \(literal(change.id))")

@@ -178,7 +178,7 @@ extension ReplicaDatabase {
         return object
     }
 
-    private func rowBody(_ id: String, of prepared: PreparedStore) throws(SQLiteError) -> String? {
+    func rowBody(_ id: String, of prepared: PreparedStore) throws(SQLiteError) -> String? {
         let read = try connection.prepare("SELECT body FROM \(quoted(prepared.definition.name)) WHERE id = ?1")
         try read.bind(id, at: 1)
         return try read.step() ? read.string(at: 0) : nil

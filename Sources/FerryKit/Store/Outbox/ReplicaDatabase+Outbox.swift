@@ -296,6 +296,9 @@ extension ReplicaDatabase {
             // Still queued: based on what the remote now holds. The row gone meanwhile (deleted
             // while its create or update was in flight) is a delete of that; an accepted delete
             // followed by a local insert of the same id is a create again.
+            let base = try record.flatMap { record throws(SQLiteError) in
+                try rebasedOnEarlierSend(change, record: record, keepingLocalBody: keepingLocalBody, in: prepared)
+            }
             let rebase = try connection.prepare("""
                 UPDATE ferry_outbox SET base_version = ?3, base_body = ?4, sent = NULL, sent_version = NULL, sent_body = NULL,
                     op = CASE WHEN ?6 = 0 THEN 3 WHEN ?5 = 3 THEN 1 WHEN op = 1 THEN 2 ELSE op END
@@ -304,7 +307,13 @@ extension ReplicaDatabase {
             try rebase.bind(prepared.storeID, at: 1)
             try rebase.bind(finalID, at: 2)
             try rebase.bind(record?.version, at: 3)
-            if let record { try rebase.bindText(utf8: record.body, at: 4) } else { try rebase.bindNull(at: 4) }
+            if let base {
+                try rebase.bind(base, at: 4)
+            } else if let record {
+                try rebase.bindText(utf8: record.body, at: 4)
+            } else {
+                try rebase.bindNull(at: 4)
+            }
             try rebase.bind(change.operation.rawValue, at: 5)
             try rebase.bind(rowExists ? Int64(1) : 0, at: 6)
             try rebase.run()
@@ -324,6 +333,21 @@ extension ReplicaDatabase {
         case .create, .update: break
         }
         if change.operation != .update { try noteLiveRowsChanged(of: prepared.definition.name) }
+    }
+
+    /// The base of a JSON row kept on top of an earlier send of its change that landed
+    /// (``PushResult/acceptedEarlierSend(_:sent:)``): the members the row changed since that
+    /// send take the record's values, the others the row's own (``LocalRebase``), so the next
+    /// push carries the row's edits and nothing it merely still holds from before the send. The
+    /// record's body as the base would have the push set back every member the API wrote itself
+    /// (an `updated_at` it stamps), and after that push's answer was lost, the record holding it
+    /// under a newer stamp would read as another writer's change. Nil: the record's body.
+    private func rebasedOnEarlierSend(_ change: LocalChange, record: RemoteRecord, keepingLocalBody: Bool,
+                                      in prepared: PreparedStore) throws(SQLiteError) -> String? {
+        guard keepingLocalBody, prepared.definition.localBody == .jsonObject else { return nil }
+        let sent = change.operation == .create ? change.baseBody : change.sentBody
+        guard let sent, let row = try rowBody(record.id, of: prepared) else { return nil }
+        return LocalRebase.base(remote: String(decoding: record.body, as: UTF8.self), original: sent, local: row)
     }
 
     /// A placeholder row (a local create) becomes the row of the remote record `remoteID`:

@@ -65,15 +65,30 @@ final class JSONCollectionWriter: RemoteWriter {
         // The same key for every send of this create: the outbox entry's placeholder id.
         request.headers.set("Idempotency-Key", "ferry-\(store.name)-\(change.id)")
         send(request, for: change) { [self] page in
-            // An API that saw the Idempotency-Key before answers with the record it made then;
-            // the row may have changed since: that record becomes the base of an update.
+            // An API that saw the Idempotency-Key before answers with the record an earlier send
+            // made; the row may have changed since: that record becomes the base of an update.
             if templates.update != nil, let created = record(page.body),
                let answered = JSONValue.object(parsing: String(decoding: created.body, as: UTF8.self)),
-               local.contains(where: { $0.key != options.idField && $0.key != options.versionField && answered[$0.key] != $0.value }) {
+               Self.changedSinceEarlierSend(change, local: local, answered: answered, idField: options.idField) {
                 return walk.finish(change, .acceptedEarlierSend(created, sent: nil))
             }
             answered(page, for: change, id: nil)
         }
+    }
+
+    /// Whether a create's answer is the record an earlier send made with the row as it was
+    /// then, the row having changed since: some member the row changed after that send
+    /// (`baseBody`, recorded before it went out) is not in the answer as the row holds it.
+    /// Only what the row changed counts: the answer differs from what was sent by the members
+    /// the API writes itself (an `updated_at` it stamps, a default it fills), and taking those
+    /// for a change of ours pushes an update that sets them back, after which a lost answer
+    /// reads the record as another writer's (and keep-both copies it twice).
+    static func changedSinceEarlierSend(_ change: LocalChange, local: [String: JSONValue], answered: [String: JSONValue], idField: String) -> Bool {
+        guard change.sent != nil, let before = change.baseBody.flatMap(JSONValue.object(parsing:)) else { return false }
+        let now = local.filter { $0.key != idField }
+        let changed = now.filter { before[$0.key] != $0.value }
+        let removed = before.keys.filter { now[$0] == nil }
+        return changed.contains { answered[$0.key] != $0.value } || removed.contains { answered[$0] != nil }
     }
 
     /// A create whose row was deleted here after it was sent, its answer lost: what the send
@@ -123,14 +138,21 @@ final class JSONCollectionWriter: RemoteWriter {
         }
     }
 
-    /// Without If-Match the record is read first: a version other than the base is a conflict.
+    /// Without If-Match the record is read first: a version other than the base is a conflict,
+    /// unless it holds an earlier send of the change. An update sent before without its answer
+    /// recorded is read first with If-Match too: sending it again records the new body as the
+    /// one sent, and the record holding the earlier send (landed, its answer lost) would then
+    /// read as another writer's change.
     private func conditionally(_ change: LocalChange, then: @escaping () -> Void) {
-        guard !templates.ifMatch else { return then() }
+        guard !templates.ifMatch || (change.operation == .update && change.sent != nil) else { return then() }
         fetch(change.id) { [self] remote in
             guard let remote else { return walk.finish(change, change.operation == .delete ? .accepted(nil) : .conflict(remote: nil)) }
             guard remote.version == change.baseVersion else {
                 return walk.finish(change, PushWalk.resumption(of: change, remote: remote, holds: holds(change)) ?? .conflict(remote: remote))
             }
+            // The earlier send may still be at work on the server: sending now records this
+            // body as the one sent, and that send landing after it would read as a conflict.
+            if change.operation == .update, change.sendMayStillLand() { return walk.postpone(change) }
             then()
         }
     }

@@ -11,6 +11,8 @@ import Logging
 /// | update       | `PUT` member, `If-Match: <base ETag>`     | `GET` it: ours (the same text, sent before a crash) or a conflict (404: deleted there) |
 /// | delete       | `DELETE` member, `If-Match: <base ETag>`  | `GET` it: a conflict         |
 ///
+/// An update sent before without its answer (a crash, a lost answer) is looked at before it
+/// is sent again: the member holding that send is the base of the next one, not a conflict.
 /// A create sent before a crash lost its answer is looked at before anything is sent again:
 /// the member holding what was sent is updated (the row changed since) or, when the row was
 /// deleted, deleted with `If-Match`; a member changed by someone else since is a conflict.
@@ -92,9 +94,15 @@ final class WebDAVWriter: RemoteWriter {
             resumeCreate(change, member: member, body: body, sentBefore: sentBefore)
         case .update:
             guard let body = change.body else { return walk.finish(change, .accepted(nil)) }
-            guard readsFirst else { return update(change, member: change.id, body: body, on: change.baseVersion) }
+            // An update sent before without its answer recorded is looked at before it is sent
+            // again: sending records the new text as the one sent, and a member that holds the
+            // earlier send (landed, its answer lost) would then read as another client's change.
+            guard readsFirst || change.sent != nil else { return update(change, member: change.id, body: body, on: change.baseVersion) }
             fetch(change.id) { [self] remote in
                 guard let remote, remote.version == change.baseVersion else { return updateMet(change, body: body, remote: remote) }
+                // The earlier send may still be at work on the server: sending now records this
+                // text as the one sent, and that send landing after it would read as a conflict.
+                if change.sendMayStillLand() { return walk.postpone(change) }
                 update(change, member: change.id, body: body, on: change.baseVersion)
             }
         case .delete where change.baseVersion == "":
