@@ -63,10 +63,12 @@ struct ConfigurationOptions: ParsableArguments {
     /// The environment the configuration's defaults are taken from (an instance's directories).
     var environment: [String: String] { (try? instance.environment()) ?? ProcessInfo.processInfo.environment }
 
+    /// The configuration; a store with problems of its own section is left out and named in
+    /// ``FerryConfiguration/refusedStores`` (a command naming it refuses it, the others work).
     func load(secrets: SecretHandling = .resolve) throws -> FerryConfiguration {
         let environment = try instance.environment()
         return try ConfigurationLoader.load(path: config ?? ConfigurationLoader.defaultPath(environment: environment),
-                                            environment: environment, secrets: secrets)
+                                            environment: environment, secrets: secrets, storeProblems: .setStoreApart)
     }
 
     /// The configuration for a command that writes the replica: loaded, and refused (exit 64)

@@ -87,6 +87,8 @@ public final class DaemonMetrics: Sendable {
         var activity = Activity()
         /// By trigger, for the whole process: per store it would be thousands of series.
         var startDelay: [PassTrigger: PrometheusExposition.Histogram] = [:]
+        /// Stores the configuration names but leaves out for problems of their own sections.
+        var refused: Set<String> = []
     }
 
     private let state = Mutex(State())
@@ -196,10 +198,16 @@ public final class DaemonMetrics: Sendable {
         }
     }
 
+    /// The stores left out of the running configuration for problems of their own sections
+    /// (``RefusedStore``), at start and at each reload: `ferry_store_refused` names them.
+    public func refuse(stores: Set<String>) {
+        state.withLock { $0.refused = stores }
+    }
+
     /// The exposition a scrape answers with.
     public func render(at now: Date = Date()) -> String {
-        let (stores, activity, startDelay) = state.withLock { state in
-            (state.stores.sorted { $0.key < $1.key }, state.activity, state.startDelay)
+        let (stores, activity, startDelay, refused) = state.withLock { state in
+            (state.stores.sorted { $0.key < $1.key }, state.activity, state.startDelay, state.refused.sorted())
         }
         var out = PrometheusExposition()
         out.family("ferry_build_info", .gauge, help: "Ferry's version; always 1.") { $0.add([("version", version)], 1) }
@@ -207,6 +215,10 @@ public final class DaemonMetrics: Sendable {
             $0.add([], started.timeIntervalSince1970)
         }
         out.family("ferry_stores", .gauge, help: "Stores in the running configuration.") { $0.add([], Double(stores.count)) }
+        out.family("ferry_store_refused", .gauge,
+                   help: "1 for each store the configuration names but ferryd does not sync, for problems in its own section (ferry check-config lists them).") { samples in
+            for name in refused { samples.add([("store", name)], 1) }
+        }
         out.family("ferry_passes_running", .gauge, help: "Passes running now.") { $0.add([], Double(activity.running)) }
         out.family("ferry_passes_waiting", .gauge, help: "Passes due and waiting for a free slot.") { $0.add([], Double(activity.waiting)) }
         out.family("ferry_pass_start_delay_seconds", .histogram,
