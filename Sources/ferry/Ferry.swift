@@ -18,6 +18,11 @@ struct Ferry: ParsableCommand {
     /// exit 64, as every other error of ferry is (its default prints the error, the usage and
     /// a help hint: three lines a script has to parse).
     static func main() {
+        let names = configuration.subcommands.map { $0.configuration.commandName ?? "" }
+        if let typo = SubcommandTypo.message(arguments: Array(CommandLine.arguments.dropFirst()), subcommands: names) {
+            FileHandle.standardError.write(Data("ferry: \(typo) (see ferry --help)\n".utf8))
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        }
         do {
             var command = try parseAsRoot()
             try command.run()
