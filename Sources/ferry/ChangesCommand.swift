@@ -10,7 +10,8 @@ struct ChangesCommand: ParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
 
-    @Option(help: "Print changes after this sequence number.")
+    // Taken whatever it looks like, so `--since -5` is explained rather than "missing value".
+    @Option(parsing: .unconditional, help: "Print changes after this sequence number (0 or more: the last \"sequence\" you saw).")
     var since: Int64 = 0
 
     @Flag(help: "Keep waiting for new changes.")
@@ -18,6 +19,12 @@ struct ChangesCommand: ParsableCommand {
 
     @Option(help: "Only changes of this store.")
     var store: String?
+
+    func validate() throws {
+        guard since >= 0 else {
+            throw ValidationError("--since takes a change's sequence number, 0 or more (got \(since)): pass the last \"sequence\" you saw, or 0 for every change kept")
+        }
+    }
 
     func run() throws {
         let path: String

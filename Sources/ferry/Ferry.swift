@@ -18,6 +18,11 @@ struct Ferry: ParsableCommand {
     /// exit 64, as every other error of ferry is (its default prints the error, the usage and
     /// a help hint: three lines a script has to parse).
     static func main() {
+        let names = configuration.subcommands.map { $0.configuration.commandName ?? "" }
+        if let typo = SubcommandTypo.message(arguments: Array(CommandLine.arguments.dropFirst()), subcommands: names) {
+            FileHandle.standardError.write(Data("ferry: \(typo) (see ferry --help)\n".utf8))
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        }
         do {
             var command = try parseAsRoot()
             try command.run()
@@ -63,10 +68,12 @@ struct ConfigurationOptions: ParsableArguments {
     /// The environment the configuration's defaults are taken from (an instance's directories).
     var environment: [String: String] { (try? instance.environment()) ?? ProcessInfo.processInfo.environment }
 
+    /// The configuration; a store with problems of its own section is left out and named in
+    /// ``FerryConfiguration/refusedStores`` (a command naming it refuses it, the others work).
     func load(secrets: SecretHandling = .resolve) throws -> FerryConfiguration {
         let environment = try instance.environment()
         return try ConfigurationLoader.load(path: config ?? ConfigurationLoader.defaultPath(environment: environment),
-                                            environment: environment, secrets: secrets)
+                                            environment: environment, secrets: secrets, storeProblems: .setStoreApart)
     }
 
     /// The configuration for a command that writes the replica: loaded, and refused (exit 64)

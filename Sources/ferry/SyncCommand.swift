@@ -30,7 +30,14 @@ struct SyncCommand: ParsableCommand {
 func runOneShot(_ options: ConfigurationOptions, stores: [String], verbose: Bool, pushOnly: Bool = false,
                 configure: (OneShotSync) -> Void = { _ in }) throws {
     let configuration = try options.loadForWriting()
-    var stores = stores
+    // A store whose section has problems is not synced; the others are.
+    let refused = configuration.problems(ofStores: stores)
+    if let refused { FileHandle.standardError.write(Data("ferry: not synced, for problems in their own sections:\n\(refused)\n".utf8)) }
+    let refusedNames = Set(configuration.refusedStores.map(\.name))
+    if refused != nil, stores.isEmpty ? configuration.stores.isEmpty : stores.allSatisfy(refusedNames.contains) {
+        throw ExitCode(FerryExitCode.configuration.rawValue)
+    }
+    var stores = stores.filter { !refusedNames.contains($0) }
     if pushOnly {
         let pushing = configuration.stores.filter(\.writeBack.push).map(\.name)
         if let other = stores.first(where: { name in !pushing.contains(name) && configuration.stores.contains { $0.name == name } }) {
@@ -71,7 +78,7 @@ func runOneShot(_ options: ConfigurationOptions, stores: [String], verbose: Bool
     let results = sync.run { items in
         display?.update(items.map { ProgressLine.render($0) })
     }
-    let code = SyncOutcome.exitCode(results.map(\.result))
+    let code = SyncOutcome.worst([SyncOutcome.exitCode(results.map(\.result)), refused == nil ? .success : .configuration])
     for (_, result) in results {
         switch result {
         case .success(let report):

@@ -14,7 +14,8 @@ struct FerryDaemonCommand: ParsableCommand {
         at once (no rebuild: that is ferry resync); SIGTERM stops it within 2 s, a second SIGTERM at once. Tells \
         systemd READY, STATUS, RELOADING, STOPPING and WATCHDOG (Type=notify). Exit statuses: 0 stopped by a signal; \
         64 usage; 74 the database cannot be opened, failed its integrity check, or this user may not read it or the \
-        configuration; 78 the configuration is invalid at start (the unit does not restart it); 1 anything else.
+        configuration; 78 the file cannot be read as a whole at start (the unit does not restart it; a store whose own section has problems \
+        is left out and reported, and the others run); 1 anything else.
         """,
         version: FerryVersion.current)
 
@@ -28,7 +29,7 @@ struct FerryDaemonCommand: ParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         let path = config ?? ConfigurationLoader.defaultPath(environment: environment)
         // The level is refined once the configuration is read; problems before that are errors anyway.
-        let level = (try? ConfigurationLoader.load(path: path, environment: environment))?.global.logLevel ?? .info
+        let level = (try? ConfigurationLoader.load(path: path, environment: environment, storeProblems: .setStoreApart))?.global.logLevel ?? .info
         FerryLogging.bootstrap(level: level, identifier: "ferryd", environment: environment)
         let logger = Logger(label: "ferryd")
         let notifier = SystemdNotifier(logger: logger)

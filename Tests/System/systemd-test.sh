@@ -266,7 +266,9 @@ journal_has() { box journalctl -u ferryd --no-pager -o cat "$@" | grep -q .; }
 check "journal has the reload event" journal_has "MESSAGE_ID=$ID_RELOAD"
 
 # --- refused reload -------------------------------------------------------------------------
-{ store_section authors Author; printf '\n[store broken]\nkind = nope\nurl = %s/parse\n' "$base"; } | write_config
+# A problem outside any store's section refuses the file whole (one in a store's own section
+# fails that store alone).
+{ printf '[ferry]\nmax-concurrent-passes = nope\n\n'; store_section authors Author; } | write_config
 install_config
 before=$(generation)
 check "systemctl reload with a broken configuration fails" bash -c '! "$0" exec systemctl reload ferryd' "$SDBOX"

@@ -16,7 +16,7 @@ public enum ProgressLine {
         } else {
             line += "\(progress.completedUnits) records"
         }
-        line += ", \(formatRate(rate))/s, \(progress.completedPages) pages"
+        line += ", \(formatRate(rate))/s, \(progress.completedPages) page\(progress.completedPages == 1 ? "" : "s")"
         if let total = progress.totalUnits, rate > 0, !item.isFinished {
             let remaining = Double(max(0, total - progress.completedUnits)) / rate
             line += ", ETA \(formatDuration(remaining))"

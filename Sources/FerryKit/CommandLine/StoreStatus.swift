@@ -109,6 +109,13 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         for store in configuration?.stores ?? [] {
             rows.append(StoreStatus(store: store.name, kind: store.kind.rawValue, state: byName.removeValue(forKey: store.name), now: now))
         }
+        // A store the file names but no process syncs, for problems of its own section.
+        for refused in configuration?.refusedStores ?? [] {
+            var row = StoreStatus(store: refused.name, kind: nil, state: byName.removeValue(forKey: refused.name), now: now)
+            row.state = "failing"
+            row.lastError = refused.summary
+            rows.append(row)
+        }
         for state in byName.values.sorted(by: { $0.store < $1.store }) {
             var row = StoreStatus(store: state.store, kind: nil, state: state, now: now)
             if configuration != nil { row.state = kept.contains(state.store) ? "gone" : "not-configured" }

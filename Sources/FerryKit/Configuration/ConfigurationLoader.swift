@@ -21,7 +21,8 @@ public enum ConfigurationLoader {
     public static func load(
         path: String,
         environment: [String: String] = ProcessInfo.processInfo.environment,
-        secrets: SecretHandling = .resolve
+        secrets: SecretHandling = .resolve,
+        storeProblems: StoreProblemHandling = .refuseFile
     ) throws(ConfigurationErrors) -> FerryConfiguration {
         let absolute = ConfigurationValueReader.absolute(path, against: FileManager.default.currentDirectoryPath)
         // Checked up front so the one-line error says what to do, in words people know.
@@ -50,7 +51,8 @@ public enum ConfigurationLoader {
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigurationErrors(problems: [.init(file: path, line: 0, message: "not UTF-8 text")])
         }
-        return try parse(text: text, file: absolute, environment: serviceEnvironment(forConfiguration: absolute, environment), secrets: secrets)
+        return try parse(text: text, file: absolute, environment: serviceEnvironment(forConfiguration: absolute, environment), secrets: secrets,
+                         storeProblems: storeProblems)
     }
 
     /// The environment a unit gives ferryd, for a unit's own configuration file read outside
@@ -78,7 +80,8 @@ public enum ConfigurationLoader {
         text: String,
         file: String,
         environment: [String: String],
-        secrets: SecretHandling = .resolve
+        secrets: SecretHandling = .resolve,
+        storeProblems: StoreProblemHandling = .refuseFile
     ) throws(ConfigurationErrors) -> FerryConfiguration {
         let baseDirectory = (ConfigurationValueReader.absolute(file, against: FileManager.default.currentDirectoryPath)
             as NSString).deletingLastPathComponent
@@ -92,6 +95,7 @@ public enum ConfigurationLoader {
         problems += reader.problems
 
         var stores: [StoreConfiguration] = []
+        var refused: [RefusedStore] = []
         var storeLines: [String: Int] = [:]
         for section in syntax.sections {
             guard case .store(let name) = section.kind else { continue }
@@ -107,9 +111,13 @@ public enum ConfigurationLoader {
             storeLines[name] = section.line
             var storeReader = StoreSectionReader(file: file, baseDirectory: baseDirectory, environment: environment,
                                                  defaults: global.session, secretHandling: secrets)
-            if let store = storeReader.read(name: name, section: section) {
-                stores.append(store)
+            let store = storeReader.read(name: name, section: section)
+            // A problem of this section's own fails this store alone, when so asked.
+            if storeProblems == .setStoreApart, !storeReader.values.problems.isEmpty {
+                refused.append(RefusedStore(name: name, problems: ConfigurationErrors(problems: storeReader.values.problems)))
+                continue
             }
+            if let store { stores.append(store) }
             problems += storeReader.values.problems
         }
         // A child table's view is named STORE__NAME, beside the stores' tables.
@@ -147,13 +155,15 @@ public enum ConfigurationLoader {
         if global.notifyListen == nil, stores.contains(where: { $0.notify != nil }) {
             global.notifyListen = GlobalConfiguration.defaultNotifyListen
         }
-        if stores.isEmpty {
+        if stores.isEmpty, refused.isEmpty {
             let empty = syntax.sections.isEmpty
             warnings.append(.init(file: file, line: 0, message: empty
                 ? "the configuration is empty: ferryd will run and sync nothing"
                 : "no [store NAME] section: ferryd will run and sync nothing"))
         }
-        return FerryConfiguration(global: global, stores: stores, warnings: warnings).authorizing(databasePath: global.databasePath)
+        var configuration = FerryConfiguration(global: global, stores: stores, warnings: warnings).authorizing(databasePath: global.databasePath)
+        configuration.refusedStores = refused
+        return configuration
     }
 
     /// Larger files are refused before they are parsed: a configuration is a few KiB, and one

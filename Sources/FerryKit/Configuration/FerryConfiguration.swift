@@ -8,6 +8,9 @@ public struct FerryConfiguration: Sendable, Equatable {
     /// What is legal but probably not meant (an empty file, no stores), with file and line:
     /// `ferry check-config` prints them, ferryd logs them at start and on reload.
     public var warnings: [ConfigurationProblem] = []
+    /// Stores left out for problems of their own sections, when read with
+    /// ``StoreProblemHandling/setStoreApart``; empty otherwise.
+    public var refusedStores: [RefusedStore] = []
 
     public init(global: GlobalConfiguration, stores: [StoreConfiguration], warnings: [ConfigurationProblem] = []) {
         self.global = global

@@ -10,7 +10,7 @@ extension Daemon {
         logger.info("reloading \(configurationPath)", metadata: MessageID.reload.metadata)
         let runtime = configuration.global.runtimeDirectory
         do {
-            let loaded = try ConfigurationLoader.load(path: configurationPath, environment: environment)
+            let loaded = try ConfigurationLoader.load(path: configurationPath, environment: environment, storeProblems: .setStoreApart)
             if loaded.global.databasePath != configuration.global.databasePath {
                 logger.warning("the database path changed to \(loaded.global.databasePath); it takes effect at the next restart, this process keeps \(database.path)")
             }
@@ -23,8 +23,11 @@ extension Daemon {
             schedulerEnvironment?.storeNames = Set(loaded.stores.map(\.name))
             scheduler.apply(running)
             scheduler.resyncAll()
-            publishReload(.ok, message: "reloaded: \(loaded.stores.count) store(s)", directory: runtime)
-            logger.info("reloaded: \(loaded.stores.count) store(s), resyncing all", metadata: MessageID.reload.metadata)
+            let refused = loaded.refusedStores.isEmpty ? ""
+                : "; not syncing \(loaded.refusedStores.map(\.name).joined(separator: ", ")), whose section has problems:\n"
+                    + loaded.refusedStores.map(\.problems.description).joined(separator: "\n")
+            publishReload(.ok, message: "reloaded: \(loaded.stores.count) store(s)" + refused, directory: runtime)
+            logger.info("reloaded: \(loaded.stores.count) store(s); every store passes now, each from its cursor", metadata: MessageID.reload.metadata)
         } catch {
             let message = "\(error)"
             // STATUS= gets the first problem, short; the journal and `ferry reload` get them all.
@@ -40,6 +43,10 @@ extension Daemon {
     func logWarnings(_ configuration: FerryConfiguration) {
         for warning in configuration.warnings {
             logger.warning("configuration: \(warning)")
+        }
+        // One line each, with the store's field, so the journal finds it by store.
+        for refused in configuration.refusedStores {
+            logger.error("store \(refused.name): \(refused.summary)", metadata: ["store": "\(refused.name)"])
         }
     }
 

@@ -69,7 +69,8 @@ public final class Daemon: @unchecked Sendable {
         self.environment = environment
         self.logger = logger
         notifier = SystemdNotifier(logger: logger)
-        let loaded = try ConfigurationLoader.load(path: configurationPath, environment: environment)
+        // A store with problems of its own is left out and reported; the others run.
+        let loaded = try ConfigurationLoader.load(path: configurationPath, environment: environment, storeProblems: .setStoreApart)
         // A large replica is checked after READY=1, while passes run (``startIntegrityCheck()``).
         database = try SharedDatabase(path: loaded.global.databasePath,
                                       deferIntegrityCheckAbove: ReplicaDatabase.integrityCheckedBeforeUseUpTo)
@@ -88,6 +89,10 @@ public final class Daemon: @unchecked Sendable {
         localWrites.configure(running)
         metrics.figures.retain(stores: Set(running.stores.map(\.name)))
         listeners.desk.configure(running)
+        metrics.figures.refuse(stores: Set(running.refusedStores.map(\.name)))
+        let now = Date()
+        status.refused = Dictionary(running.refusedStores.map { ($0.name, UnrecordedFailures.Failure(at: now, message: "store \($0.name): \($0.summary)")) },
+                                    uniquingKeysWith: { first, _ in first })
     }
 
     /// Runs until stopped; returns the process exit code. Call on the main thread.

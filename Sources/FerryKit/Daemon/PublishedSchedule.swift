@@ -92,6 +92,16 @@ public struct PublishedSchedule: Sendable, Equatable, Codable {
         return published.stores
     }
 
+    /// The schedule published in `directory` whatever its database, if its writer still runs:
+    /// which replica a running ferryd keeps, when its configuration file can no longer be read
+    /// (a reload it refused).
+    public static func running(directory: String) -> PublishedSchedule? {
+        guard let data = FileManager.default.contents(atPath: path(directory)),
+              let published = try? UnrecordedFailures.decoder().decode(Self.self, from: data),
+              kill(published.pid, 0) == 0 || errno == EPERM else { return nil }
+        return published
+    }
+
     private static func path(_ directory: String) -> String {
         (directory as NSString).appendingPathComponent(fileName)
     }

@@ -30,6 +30,10 @@ public enum ReplicaGap: Sendable, Equatable, CustomStringConvertible {
     /// A collection of a `dav-account` store that the server no longer lists, whose rows are
     /// kept: deleting all of them is more than `max-delete-share`, or local writes of it wait.
     case collectionKept(store: String, url: String, rows: Int, reason: String)
+    /// A full listing found nothing, where the remote answers a name it does not know (a
+    /// mistyped Parse class) the same way as an empty collection: `hint` says what to check.
+    /// Not `ok` while it lasts, since a typo would otherwise sync nothing and say ok.
+    case nothingListed(hint: String)
 
     public var description: String {
         switch self {
@@ -55,6 +59,8 @@ public enum ReplicaGap: Sendable, Equatable, CustomStringConvertible {
             "\(count) record\(count == 1 ? "" : "s") the remote lists \(count == 1 ? "is" : "are") missing from the replica (removed outside Ferry?); the next pass reads every record again"
         case .collectionKept(let store, let url, let rows, let reason):
             "collection \(url) is no longer on the server; its \(rows) row\(rows == 1 ? " stays" : "s stay") in table \(store) (\(reason))"
+        case .nothingListed(let hint):
+            "the remote listed no records: \(hint)"
         }
     }
 
@@ -63,7 +69,7 @@ public enum ReplicaGap: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .sweepSkipped, .sweepRefused, .paginationEndedEarly, .listingMoved, .listedRecordsMissing: true
         case .recordsSkipped(_, _, let rereadAll): rereadAll
-        case .firstSyncUnfinished, .localChangesNotPushed, .collectionKept: false
+        case .firstSyncUnfinished, .localChangesNotPushed, .collectionKept, .nothingListed: false
         }
     }
 

@@ -66,7 +66,7 @@ struct PassJournal {
     }
 
     func cancelled(afterPages pages: Int) {
-        logger.notice("store \(store): pass cancelled after \(pages) pages")
+        logger.notice("store \(store): pass cancelled after \(pages) page\(pages == 1 ? "" : "s")")
     }
 
     func failed(_ error: SyncError, afterPages pages: Int) {

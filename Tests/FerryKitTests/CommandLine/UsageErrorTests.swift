@@ -12,7 +12,7 @@ struct UsageErrorTests {
         return (outcome.status, outcome.output, outcome.errors)
     }
 
-    @Test(arguments: [["sync", "--bogus"], ["nosuch"], ["status", "--json", "extra", "args"], ["changes", "--limit", "many"]])
+    @Test(arguments: [["sync", "--bogus"], ["nosuch"], ["reload", "extra", "args"], ["synx", "--config", "f"], ["changes", "--limit", "many"], ["changes", "--since", "-5"]])
     func aUsageErrorIsOneLineAndExit64(_ arguments: [String]) throws {
         let result = try Self.run(arguments)
         #expect(result.status == 64)
@@ -21,6 +21,19 @@ struct UsageErrorTests {
         #expect(lines.count == 1, "\(result.err)")
         #expect(lines.first?.hasPrefix("ferry: ") == true)
         #expect(lines.first?.hasSuffix("(see ferry --help)") == true)
+    }
+
+    /// A mistyped command is named with the nearest one, whatever follows it (`ferry synx
+    /// --config f` said "Unknown option '--config'").
+    @Test func aMistypedCommandGetsDidYouMean() throws {
+        let result = try Self.run(["synx", "--config", "f"])
+        #expect(result.status == 64 && result.err.contains("did you mean sync?"), "\(result.err)")
+        let names = ["sync", "push", "status", "check-config"]
+        #expect(SubcommandTypo.message(arguments: ["stauts"], subcommands: names)?.contains("did you mean status?") == true)
+        #expect(SubcommandTypo.message(arguments: ["zzzzzz"], subcommands: names)?.contains("commands: sync, push") == true)
+        #expect(SubcommandTypo.message(arguments: ["status", "x"], subcommands: names) == nil)
+        #expect(SubcommandTypo.message(arguments: ["--version"], subcommands: names) == nil)
+        #expect(SubcommandTypo.message(arguments: [], subcommands: names) == nil)
     }
 
     @Test func helpAndVersionStillExit0() throws {

@@ -49,6 +49,31 @@ import Testing
         }
     }
 
+    /// One store's missing credential fails that store alone when read as ferryd and
+    /// `ferry sync` read (``StoreProblemHandling/setStoreApart``): the others are there, the
+    /// refused one is named with its problem. `ferry check-config` still refuses the file.
+    @Test func aMissingCredentialSetsItsStoreApart() throws {
+        try withDirectory { directory in
+            try write(Self.secretValue + "\n", to: directory + "/good-key", mode: 0o400)
+            let text = config("credential:good-key") + "\n\n" + config("credential:missing-key").replacingOccurrences(of: "[store quotes]", with: "[store other]")
+                + "\n\n[ferry]\nlog-level = debug\n"
+            let environment = ["CREDENTIALS_DIRECTORY": directory]
+            #expect(throws: ConfigurationErrors.self) {
+                try ConfigurationLoader.parse(text: text, file: directory + "/f.conf", environment: environment)
+            }
+            let configuration = try ConfigurationLoader.parse(text: text, file: directory + "/f.conf", environment: environment, storeProblems: .setStoreApart)
+            #expect(configuration.stores.map(\.name) == ["quotes"])
+            #expect(configuration.refusedStores.map(\.name) == ["other"])
+            #expect(configuration.refusedStores.first?.problems.problems.first?.key == "rest-api-key")
+            #expect(configuration.problems(ofStores: ["quotes"]) == nil)
+            #expect(configuration.problems(ofStores: []) != nil && configuration.problems(ofStores: ["other"]) != nil)
+            // A problem outside any store's section still refuses the file whole.
+            #expect(throws: ConfigurationErrors.self) {
+                try ConfigurationLoader.parse(text: text + "log-levle = debug\n", file: directory + "/f.conf", environment: environment, storeProblems: .setStoreApart)
+            }
+        }
+    }
+
     @Test func credential_isReadFromCredentialsDirectory() throws {
         try withDirectory { directory in
             try write(Self.secretValue + "\n", to: directory + "/parse-rest-key", mode: 0o400)

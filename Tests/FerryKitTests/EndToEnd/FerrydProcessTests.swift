@@ -97,11 +97,16 @@ final class FerrydProcessTests {
         try waitFor("notes synced") { (try? rows("notes")) == 40 }
 
         // A broken file: reload fails, the daemon keeps running on the old configuration.
-        try "[store broken]\nkind = nope\n".write(toFile: configPath, atomically: true, encoding: .utf8)
+        try "[ferry]\nmax-concurrent-passes = nope\n".write(toFile: configPath, atomically: true, encoding: .utf8)
         let refused = try Shell.outcome(Self.binary("ferry"), ["reload", "--pid", "\(daemon.processIdentifier)", "--runtime-directory", runtime])
         #expect(refused.status == FerryExitCode.configuration.rawValue, "a refused reload exits as an invalid configuration: \(refused.errors)")
         #expect(refused.errors.contains("nope"), "names the problem: \(refused.errors)")
         #expect(daemon.isRunning)
+        // `ferry status` shows what runs, and says the file on disk is refused (it exited 78).
+        let status = try Shell.outcome(Self.binary("ferry"), ["status", "--config", configPath, "--runtime-directory", runtime])
+        #expect(status.status == 0, "\(status.errors)")
+        #expect(status.output.contains("quotes") && status.output.contains("notes"), "\(status.output)")
+        #expect(status.errors.contains("last good configuration") && status.errors.contains("nope"), "\(status.errors)")
 
         // Without --pid, the pid file ferryd wrote leads to it.
         try configuration(stores: ["quotes", "notes"]).write(toFile: configPath, atomically: true, encoding: .utf8)
@@ -127,6 +132,58 @@ final class FerrydProcessTests {
 }
 
 extension FerrydProcessTests {
+    /// A missing credential of one store fails that store alone: ferryd starts and syncs the
+    /// other, `ferry status` shows it failing with its problem, the metrics name it, `ferry
+    /// sync good` succeeds and `ferry sync` syncs the good one and exits 78. (ferryd refused
+    /// to start, exit 78, and `ferry sync good` exited 78 for the other's credential.)
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary("ferryd")), "build ferryd first: swift build"))
+    func oneStoresMissingCredentialFailsThatStoreAlone() throws {
+        try seed("Quotes", count: 30)
+        let configPath = directory.url.path + "/ferry.conf"
+        let port = try Shell.freePort()
+        let text = configuration(stores: ["quotes", "notes"]).replacingOccurrences(of: "[ferry]\n", with: "[ferry]\nmetrics-listen = 127.0.0.1:\(port)\n")
+        // notes names a key file that is not there.
+        let broken = text.components(separatedBy: "[store notes]")
+        try (broken[0] + "[store notes]" + broken[1].replacingOccurrences(of: "/rest-key", with: "/missing-key")).write(toFile: configPath, atomically: true, encoding: .utf8)
+        try "rest-secret".write(toFile: directory.url.path + "/rest-key", atomically: true, encoding: .utf8)
+        chmod(directory.url.path + "/rest-key", 0o600)
+        let runtime = directory.url.path + "/run"
+        let daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: Self.binary("ferryd"))
+        daemon.arguments = ["--config", configPath]
+        var environment = ProcessInfo.processInfo.environment
+        environment["RUNTIME_DIRECTORY"] = runtime
+        environment.removeValue(forKey: "NOTIFY_SOCKET")
+        environment.removeValue(forKey: "JOURNAL_STREAM")
+        daemon.environment = environment
+        let stderr = Pipe()
+        daemon.standardError = stderr
+        try daemon.run()
+        defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+        try waitFor("quotes synced") { (try? rows("quotes")) == 30 }
+        #expect(daemon.isRunning)
+        let metrics = try Shell.outcome("/usr/bin/curl", ["-s", "http://127.0.0.1:\(port)/metrics"])
+        #expect(metrics.output.contains("ferry_store_refused{store=\"notes\"} 1"), "\(metrics.output.prefix(400))")
+        let status = try Shell.outcome(Self.binary("ferry"), ["status", "--config", configPath, "--runtime-directory", runtime, "--json"])
+        let notes = try #require(status.output.split(separator: "\n").first { $0.contains("\"store\":\"notes\"") })
+        #expect(notes.contains("\"state\":\"failing\"") && notes.contains("rest-api-key"), "\(notes)")
+        // `ferry status STORE` shows that store alone; a name it does not know is a usage error.
+        let one = try Shell.outcome(Self.binary("ferry"), ["status", "--config", configPath, "--runtime-directory", runtime, "--json", "notes"])
+        #expect(one.output.split(separator: "\n").count == 1 && one.output.contains("\"store\":\"notes\""), "\(one.output)")
+        let unknown = try Shell.outcome(Self.binary("ferry"), ["status", "--config", configPath, "--runtime-directory", runtime, "nope"])
+        #expect(unknown.status == FerryExitCode.usage.rawValue, "\(unknown.errors)")
+        kill(daemon.processIdentifier, SIGTERM)
+        try waitFor("exit", timeout: 5) { !daemon.isRunning }
+        let log = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(log.contains("store notes: not synced"), "\(log)")
+
+        let good = try Shell.outcome(Self.binary("ferry"), ["sync", "--config", configPath, "quotes"])
+        #expect(good.status == 0, "\(good.errors)")
+        let all = try Shell.outcome(Self.binary("ferry"), ["sync", "--config", configPath])
+        #expect(all.status == FerryExitCode.configuration.rawValue, "\(all.errors)")
+        #expect(all.output.contains("quotes") && all.errors.contains("missing-key"), "\(all.output) \(all.errors)")
+    }
+
     /// A local write pushed by ferryd on its own: the store's interval is an hour, so only
     /// ferryd's watch for local commits can have sent it.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary("ferryd")), "build ferryd first: swift build"))

@@ -91,6 +91,8 @@ public final class DaemonMetrics: Sendable {
         var startDelay: [PassTrigger: PrometheusExposition.Histogram] = [:]
         /// Requests the listeners turned away before a route, by why.
         var listenerRefused: [ListenerRefusal: UInt64] = [:]
+        /// Stores the configuration names but leaves out for problems of their own sections.
+        var refused: Set<String> = []
     }
 
     private let state = Mutex(State())
@@ -214,10 +216,16 @@ public final class DaemonMetrics: Sendable {
         state.withLock { $0.listenerRefused[refusal, default: 0] += 1 }
     }
 
+    /// The stores left out of the running configuration for problems of their own sections
+    /// (``RefusedStore``), at start and at each reload: `ferry_store_refused` names them.
+    public func refuse(stores: Set<String>) {
+        state.withLock { $0.refused = stores }
+    }
+
     /// The exposition a scrape answers with.
     public func render(at now: Date = Date()) -> String {
-        let (stores, activity, startDelay, refused) = state.withLock { state in
-            (state.stores.sorted { $0.key < $1.key }, state.activity, state.startDelay, state.listenerRefused)
+        let (stores, activity, startDelay, listenerRefused, refusedStores) = state.withLock { state in
+            (state.stores.sorted { $0.key < $1.key }, state.activity, state.startDelay, state.listenerRefused, state.refused.sorted())
         }
         var out = PrometheusExposition()
         out.family("ferry_build_info", .gauge, help: "Ferry's version; always 1.") { $0.add([("version", version)], 1) }
@@ -225,6 +233,10 @@ public final class DaemonMetrics: Sendable {
             $0.add([], started.timeIntervalSince1970)
         }
         out.family("ferry_stores", .gauge, help: "Stores in the running configuration.") { $0.add([], Double(stores.count)) }
+        out.family("ferry_store_refused", .gauge,
+                   help: "1 for each store the configuration names but ferryd does not sync, for problems in its own section (ferry check-config lists them).") { samples in
+            for name in refusedStores { samples.add([("store", name)], 1) }
+        }
         out.family("ferry_passes_running", .gauge, help: "Passes running now.") { $0.add([], Double(activity.running)) }
         out.family("ferry_passes_waiting", .gauge, help: "Passes due and waiting for a free slot.") { $0.add([], Double(activity.waiting)) }
         out.family("ferry_pass_start_delay_seconds", .histogram,
@@ -235,7 +247,7 @@ public final class DaemonMetrics: Sendable {
         }
         out.family("ferry_listener_refused_total", .counter,
                    help: "Requests ferryd's listeners turned away before reading them as a route, by reason.") { samples in
-            for refusal in ListenerRefusal.allCases { samples.add([("reason", refusal.rawValue)], Double(refused[refusal] ?? 0)) }
+            for refusal in ListenerRefusal.allCases { samples.add([("reason", refusal.rawValue)], Double(listenerRefused[refusal] ?? 0)) }
         }
         let replica = Self.fileSize(databasePath)
         let wal = Self.fileSize(databasePath + "-wal")

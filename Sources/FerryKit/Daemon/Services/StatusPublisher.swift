@@ -25,6 +25,10 @@ final class StatusPublisher {
     }
 
     var line: StatusLine
+    /// Stores the configuration names but the daemon does not sync, for problems of their own
+    /// sections (``RefusedStore``): published with the failures the replica does not hold,
+    /// so `ferry status` (which reads no secret, and so cannot see a missing one) says they fail.
+    var refused: [String: UnrecordedFailures.Failure] = [:]
     private let outputs: Outputs
     private let runtimeDirectory: String
     private let logger: Logger
@@ -63,7 +67,7 @@ final class StatusPublisher {
             outputs.status(status)
             lastStatus = status
         }
-        publishUnrecordedFailures(snapshot.unrecordedFailures)
+        publishUnrecordedFailures(snapshot.unrecordedFailures.merging(refused) { _, refusal in refusal })
     }
 
     /// Publishes the schedule for `ferry status` if it changed, at most once a second.

@@ -32,6 +32,23 @@ import FerryTestSupport
         #expect(pass.finalCursor.flatMap(ParseCursor.init(stored:)) == newest)
     }
 
+    /// Parse answers a class it does not know (`class = Quotez`) with no objects, as it does an
+    /// empty class: the pass says so as a gap (not `ok`, exit 2), naming `class =`; a class
+    /// with objects has no such gap. (A typo synced 0 records, ok, exit 0.)
+    @Test func aClassWithNoObjectsIsNotOK() throws {
+        let server = try ParseTestServer.start()
+        try server.admin("seed", ["class": "Quote", "count": 5, "seed": 4])
+        let typo = try server.sync(server.store(className: "Quotez"))
+        #expect(typo.error == nil && typo.records.isEmpty)
+        guard case .nothingListed(let hint)? = typo.outcome?.gaps.first else {
+            Issue.record("no gap for an empty listing: \(String(describing: typo.outcome))")
+            return
+        }
+        #expect(hint.contains("Quotez") && hint.contains("class ="))
+        let real = try server.sync(server.store())
+        #expect(real.records.count == 5 && real.outcome?.gaps.isEmpty == true)
+    }
+
     @Test func incrementalSyncReturnsExactlyTheChanges() throws {
         let server = try ParseTestServer.start()
         try server.admin("seed", ["class": "Quote", "count": 600, "seed": 2])

@@ -44,6 +44,10 @@ public final class ParseSource: RemoteSource {
     private let errorContext: HTTPStatusClassifier.Context
     /// The store's `where` (``ParseOptions/filter``), joined to every read's own condition.
     private let filter: String?
+    private let className: String
+    /// A listing from no cursor found no object at all: Parse answers a class it does not
+    /// know (a typo in `class =`) just so, with an empty result.
+    private var listedNothing = false
 
     /// A source for one pass of `context.store`, whose options were checked at load time.
     init(_ context: RemoteSourceContext, options: ParseOptions) {
@@ -56,6 +60,7 @@ public final class ParseSource: RemoteSource {
         pageSize = options.pageSize
         lookback = options.lookback
         filter = options.filter
+        className = options.className
         loader = HTTPPageLoader(configuration: store.session, query: store.query, retry: ReadRetry(maxRetries: store.session.readRetries))
         loader.reportRetries(to: logger, store: store.name)
         changeScanner = JSONRecordScanner(layout: .init(recordsPath: "results", idPath: "objectId", versionPath: "updatedAt",
@@ -183,6 +188,7 @@ public final class ParseSource: RemoteSource {
             }
         }
         let total = firstPage ? scanned.fields["count"]?.text.flatMap { Int64($0) } : nil
+        if firstPage, after == nil, filter == nil, total == 0, scanned.records.isEmpty { listedNothing = true }
         let morePages = scanned.records.count >= pageSize && last != after
         // Pipelining: the next request starts before this page is handed over.
         if morePages {
@@ -206,7 +212,7 @@ public final class ParseSource: RemoteSource {
         }
         if case .done = state, !loader.isCancelled {
             // A sink that cancelled us inside didProduce also lands here with the loader cancelled.
-            sink.source(self, didFinishWith: SourceOutcome(listingComplete: false, requests: loader.requestCount))
+            sink.source(self, didFinishWith: SourceOutcome(listingComplete: false, requests: loader.requestCount, gaps: ownGaps))
         }
     }
 
@@ -254,7 +260,7 @@ public final class ParseSource: RemoteSource {
             return
         }
         if case .done = state, !loader.isCancelled {
-            sink.source(self, didFinishWith: SourceOutcome(listingComplete: false, requests: loader.requestCount))
+            sink.source(self, didFinishWith: SourceOutcome(listingComplete: false, requests: loader.requestCount, gaps: ownGaps))
         }
     }
 
@@ -267,7 +273,7 @@ public final class ParseSource: RemoteSource {
             logger.warning("store \(store.name): reconciliation listing failed; no sweep this pass", metadata: ["store": "\(store.name)", "error": "\(error)"])
             state = .done
             sink.source(self, didFinishWith: SourceOutcome(listingComplete: false, requests: loader.requestCount,
-                                                           gaps: [.sweepSkipped(reason: "the objectId listing failed: \(error.message)")]))
+                                                           gaps: [.sweepSkipped(reason: "the objectId listing failed: \(error.message)")] + ownGaps))
             return
         case .success(let checked): scanned = checked.1
         }
@@ -288,8 +294,17 @@ public final class ParseSource: RemoteSource {
             return
         }
         if complete, case .done = state, !loader.isCancelled {
-            sink.source(self, didFinishWith: SourceOutcome(listingComplete: true, requests: loader.requestCount))
+            sink.source(self, didFinishWith: SourceOutcome(listingComplete: true, requests: loader.requestCount, gaps: ownGaps))
         }
+    }
+
+    /// What this pass's reads show of the class: nothing in it, which a mistyped class looks
+    /// like too.
+    private var ownGaps: [ReplicaGap] {
+        guard listedNothing else { return [] }
+        logger.warning("store \(store.name): class \(className) holds no objects; Parse answers a class it does not know the same way, so check class = in the store's section",
+                       metadata: ["store": "\(store.name)"])
+        return [.nothingListed(hint: "class \(className) holds no objects, and Parse answers a class it does not know the same way (check class = in the store's section)")]
     }
 
     /// A usable page, or the error it stands for.
