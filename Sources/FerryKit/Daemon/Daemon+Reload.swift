@@ -22,6 +22,7 @@ extension Daemon {
             logWarnings(loaded)
             schedulerEnvironment?.storeNames = Set(loaded.stores.map(\.name))
             scheduler.apply(running)
+            forgetPassWaiters(keeping: Set(running.stores.map(\.name)))
             scheduler.resyncAll()
             publishReload(.ok, message: "reloaded: \(loaded.stores.count) store(s)", directory: runtime)
             logger.info("reloaded: \(loaded.stores.count) store(s), resyncing all", metadata: MessageID.reload.metadata)
@@ -53,7 +54,8 @@ extension Daemon {
 
     /// Binds what `global` asks for (only what changed is rebound).
     func serveListeners(_ global: GlobalConfiguration) {
-        listeners.serve(metrics: global.metricsListen, notify: global.notifyListen, control: nil)
+        listeners.serve(metrics: global.metricsListen, notify: global.notifyListen,
+                        control: PassAnswer.socketPath(runtimeDirectory: configuration.global.runtimeDirectory))
         status.line.metricsProblem = listeners.problem
     }
 
