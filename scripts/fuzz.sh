@@ -44,7 +44,7 @@ root=$(pwd)
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(json multistatus card config)
+[[ ${#targets[@]} -eq 0 ]] && targets=(json multistatus card config notify)
 scratch=.build-fuzz
 
 echo "=== fuzz build (swift build --scratch-path $scratch, -sanitize=fuzzer,address)"
