@@ -47,7 +47,7 @@ if [[ ${1:-} == --build-only ]]; then build_only=1; shift; fi
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(json multistatus card config)
+[[ ${#targets[@]} -eq 0 ]] && targets=(json multistatus card config notify)
 scratch=.build-fuzz
 
 echo "=== fuzz build (swift build --scratch-path $scratch, -sanitize=fuzzer,address)"

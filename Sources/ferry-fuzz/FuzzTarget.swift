@@ -15,6 +15,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case card
     /// ConfigurationLoader.parse on a whole configuration file.
     case config
+    /// The listener's request path: routing, and every notification scheme's verification.
+    case notify
 
     /// The target named by `FUZZ_TARGET`; an unknown or missing name stops the process with
     /// the list, since fuzzing the wrong parser for ten minutes helps nobody.
@@ -35,6 +37,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .multistatus: MultistatusFuzzer.run(data)
         case .card: CardFieldFuzzer.run(data)
         case .config: ConfigurationFuzzer.run(data)
+        case .notify: NotificationFuzzer.run(data)
         }
     }
 }

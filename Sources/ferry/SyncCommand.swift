@@ -20,8 +20,42 @@ struct SyncCommand: ParsableCommand {
     @Flag(help: "Sweep records deleted on the remote now, even when the store's last sweep is younger than its reconcile-interval.")
     var sweep = false
 
+    @Flag(help: "Ask the running ferryd for a pass of each store now and wait for it, instead of syncing in this process (for scripts and hooks; ferryd's user or root).")
+    var now = false
+
+    @Option(help: "With --now: seconds to wait for each pass.")
+    var timeout = 600
+
+    func validate() throws {
+        if now, stores.isEmpty { throw ValidationError("--now needs the stores to sync, as in ferry sync --now contacts") }
+        if now, sweep { throw ValidationError("--sweep syncs in this process; ferryd sweeps on its reconcile-interval") }
+    }
+
     func run() throws {
+        if now { return try askDaemon() }
         try runOneShot(options, stores: stores, verbose: verbose) { $0.sweepNow = sweep }
+    }
+
+    /// One pass of each store through ferryd's control socket, in turn; the worst exit code.
+    private func askDaemon() throws {
+        let directory = GlobalConfiguration.defaultRuntimeDirectory(environment: options.environment)
+        let socket = PassAnswer.socketPath(runtimeDirectory: directory)
+        var worst = FerryExitCode.success
+        for store in stores {
+            do {
+                let answer = try DaemonPassRequest.run(store: store, socketPath: socket, timeout: .seconds(timeout))
+                if answer.exitCode == .success || answer.exitCode == .incomplete {
+                    print(answer.message)
+                } else {
+                    FileHandle.standardError.write(Data("ferry: \(answer.message)\n".utf8))
+                }
+                if worst == .success || (worst == .incomplete && answer.exitCode != .success) { worst = answer.exitCode }
+            } catch {
+                FileHandle.standardError.write(Data("ferry: \(error)\n".utf8))
+                throw ExitCode(error.exitCode.rawValue)
+            }
+        }
+        if worst != .success { throw ExitCode(worst.rawValue) }
     }
 }
 

@@ -22,6 +22,7 @@ extension Daemon {
             logWarnings(loaded)
             schedulerEnvironment?.storeNames = Set(loaded.stores.map(\.name))
             scheduler.apply(running)
+            forgetPassWaiters(keeping: Set(running.stores.map(\.name)))
             scheduler.resyncAll()
             let refused = loaded.refusedStores.isEmpty ? ""
                 : "; not syncing \(loaded.refusedStores.map(\.name).joined(separator: ", ")), whose section has problems:\n"
@@ -60,7 +61,8 @@ extension Daemon {
 
     /// Binds what `global` asks for (only what changed is rebound).
     func serveListeners(_ global: GlobalConfiguration) {
-        listeners.serve(metrics: global.metricsListen, notify: global.notifyListen, control: nil)
+        listeners.serve(metrics: global.metricsListen, notify: global.notifyListen,
+                        control: PassAnswer.socketPath(runtimeDirectory: configuration.global.runtimeDirectory))
         status.line.metricsProblem = listeners.problem
     }
 

@@ -61,6 +61,7 @@ extension Daemon {
         pruner.stop()
         watchdog.stop()
         heartbeats?.cancel()
+        for respond in passWaiters.removeAll() { respond(PassAnswer.refusal(503, "ferryd is stopping; the pass was not run", code: .interrupted)) }
         listeners.stop()
         PublishedSchedule.withdraw(directory: configuration.global.runtimeDirectory)
         ReloadAcknowledgement.removePIDFile(directory: configuration.global.runtimeDirectory)

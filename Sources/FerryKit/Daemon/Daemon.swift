@@ -58,6 +58,8 @@ public final class Daemon: @unchecked Sendable {
     let watchdog: WatchdogService
     var heartbeats: DaemonHeartbeats?
     var timers: [RepeatingTimer] = []
+    /// `ferry sync --now` requests waiting for their pass to end.
+    var passWaiters = PassWaiters<@Sendable (ListenerAnswer) -> Void>()
 
     /// The least time between two refreshes that a pass's end asks for (``RefreshPacing``).
     static let statusRefreshGap = Duration.seconds(1)
@@ -173,6 +175,7 @@ public final class Daemon: @unchecked Sendable {
         }
         let next = scheduler.nextPass(of: store)
         metrics.passFinished(store, outcome, next: next.map { ($0.at, $0.failures) })
+        answerPassWaiters(store, outcome)
         heartbeats?.passFinished(store, outcome)
         if case .failure(let error) = outcome, error.kind != .cancelled, error.kind != .busy, next?.failures == 1 {
             refreshStatus()

@@ -197,7 +197,8 @@ public final class Scheduler {
     }
 
     /// A person or script asked for a pass of `name` (`ferry sync --now`): as a notification,
-    /// but on-demand (it outranks scheduled and notified passes, and revalidates).
+    /// but on-demand (it outranks scheduled and notified passes, and revalidates), and a store
+    /// backing off is tried now, though never before its remote's Retry-After.
     @discardableResult
     public func requested(_ name: String) -> PassAsk {
         ask(name, trigger: .onDemand)
@@ -211,7 +212,8 @@ public final class Scheduler {
             outcome = schedule.rerunRequested && schedule.rerunTrigger >= trigger ? .coalesced : .queuedAfterRunning
             schedule.rerunTrigger = schedule.rerunRequested ? max(schedule.rerunTrigger, trigger) : trigger
             schedule.rerunRequested = true
-        } else if schedule.consecutiveFailures > 0 || (schedule.notBefore.map { $0 > now } ?? false) {
+        } else if trigger != .onDemand, schedule.consecutiveFailures > 0 || (schedule.notBefore.map { $0 > now } ?? false) {
+            // A person asking is let through (not before a Retry-After, which ``StoreSchedule/startsAt`` keeps).
             return .backingOff
         } else if schedule.nextDue > now {
             schedule.nextDue = now
@@ -553,6 +555,11 @@ public final class Scheduler {
                 cause: schedule.isFailing ? schedule.lastError.map(cause(of:)) : nil)
         }
         return entries
+    }
+
+    /// Whether a pass of `store` runs now.
+    public func isRunning(_ store: String) -> Bool {
+        schedules[store]?.running != nil
     }
 
     /// When `store` is next due and why, for tests and status (nil: unknown store).

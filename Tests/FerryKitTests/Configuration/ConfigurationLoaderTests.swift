@@ -178,7 +178,7 @@ import Testing
         let expected: [ConfigurationProblem] = [
             .init(file: Self.file, line: 1, key: "stray", message: "key outside any section (start the file with [ferry] or [store NAME])"),
             .init(file: Self.file, line: 4, key: "max-concurrent-passes", message: "expected a whole number, got 'lots'"),
-            .init(file: Self.file, line: 5, key: "color", message: "unknown key in [ferry] (known: backoff-initial, backoff-max, backoff-permanent, ca-file, connect-timeout, database, heartbeat-interval, heartbeat-url, keep-changes, log-level, low-speed-limit, low-speed-time, max-concurrent-passes, max-response-size, metrics-listen, read-retries, stuck-pass-timeout, total-timeout)"),
+            .init(file: Self.file, line: 5, key: "color", message: "unknown key in [ferry] (known: backoff-initial, backoff-max, backoff-permanent, ca-file, connect-timeout, database, heartbeat-interval, heartbeat-url, keep-changes, log-level, low-speed-limit, low-speed-time, max-concurrent-passes, max-response-size, metrics-listen, notify-listen, notify-public-url, read-retries, stuck-pass-timeout, total-timeout)"),
             .init(file: Self.file, line: 6, key: "database", message: "duplicate key (already set on line 3)"),
             .init(file: Self.file, line: 7, message: "unknown section '[network]' (expected [ferry] or [store NAME])"),
             .init(file: Self.file, line: 9, message: "invalid store name 'Bad-Name': use lowercase letters, digits and '_', starting with a letter, at most 63 characters"),

@@ -160,6 +160,9 @@ private final class RequestHandler: ChannelInboundHandler {
             state = .readingBody(head, body)
         case (.end, .readingBody(let head, let body)):
             state = .answering
+            // Whole in time: what follows is the handler's to bound (a pass a person waits for
+            // takes as long as it takes; every other route answers at once).
+            deadline?.cancel()
             let request = NotificationRequest(method: head.method.rawValue, target: head.uri,
                                               headers: head.headers.map { ($0.name, $0.value) }, body: body)
             let loop = context.eventLoop
