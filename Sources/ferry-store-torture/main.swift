@@ -34,6 +34,9 @@ do {
     // Bulk mode: big WAL between checkpoints, so kills also land mid-checkpoint and with a long WAL.
     try replica.setBulkMode(true)
     var k = (try replica.syncState(of: "t")?.cursor).flatMap { Int($0) }.map { $0 + 1 } ?? 0
+    // Tells the test that start-up is over, so it can aim its kill at the batches: on a loaded
+    // machine start-up alone can outlast any fixed delay.
+    FileHandle.standardOutput.write(Data("ready\n".utf8))
     while true {
         _ = try replica.apply(batch(k), to: "t")
         k += 1

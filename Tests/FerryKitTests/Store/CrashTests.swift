@@ -43,18 +43,26 @@ struct CrashTests {
         var generator = SystemRandomNumberGenerator()
         var kills = 0
         var maxCursor = -1
-        // Six rounds on fresh files keep each file small, so checking stays fast; the first kill
-        // of a round can land while the file is being created and migrated.
+        // Six rounds on fresh files keep each file small, so checking stays fast. The first kill
+        // of a round lands at a random moment, often while the file is being created and
+        // migrated; the others a random moment after the victim says its start-up is over, so
+        // they hit batches however slow the machine is.
         for _ in 0..<6 {
             let directory = try TemporaryDirectory()
             let path = directory.path("replica.db")
             var lastCursor = -1
-            for _ in 0..<10 {
+            for attempt in 0..<10 {
                 let process = Process()
+                let output = Pipe()
                 process.executableURL = URL(fileURLWithPath: torture)
                 process.arguments = [path]
+                process.standardOutput = output
                 process.standardError = FileHandle.standardError
                 try process.run()
+                if attempt > 0 {
+                    // Blocks until "ready" (or end of file, if the victim died: checked below).
+                    _ = output.fileHandleForReading.availableData
+                }
                 usleep(UInt32.random(in: 2_000...120_000, using: &generator))
                 #expect(process.isRunning, "torture exited on its own (status \(process.terminationStatus))")
                 kill(process.processIdentifier, SIGKILL)
