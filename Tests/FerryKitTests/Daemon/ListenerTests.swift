@@ -80,6 +80,20 @@ struct ListenerTests {
         #expect(request.body == Array("hello".utf8))
     }
 
+    @Test func aClientThatAsksToContinueGetsToSendItsBody() throws {
+        let seen = Mutex<[UInt8]>([])
+        let listener = try Self.listener { request in
+            seen.withLock { $0 = request.body }
+            return ListenerAnswer(202, "accepted\n")
+        }
+        defer { listener.stop() }
+        let body = String(repeating: "x", count: 2000)
+        let (status, _) = try Self.curl(["-X", "POST", "-H", "Expect: 100-continue", "--expect100-timeout", "5", "--data-binary", body,
+                                         "http://127.0.0.1:\(listener.port)/notify/s"])
+        #expect(status == "202")
+        #expect(seen.withLock { $0 }.count == 2000)
+    }
+
     @Test func aPortInUseIsATypedError() throws {
         let listener = try Self.listener()
         defer { listener.stop() }
