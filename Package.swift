@@ -24,13 +24,15 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // OpenSSL's libcrypto, which libcurl already links: HMAC-SHA256 for webhook signatures.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // libical (Debian's libical-dev): RFC 5545 recurrence and time zones for the calendar
         // time-range filter a server that refuses calendar-query needs.
         .systemLibrary(name: "CICal", providers: [.apt(["libical-dev"])]),
         .target(
             name: "FerryKit",
             dependencies: [
-                "CCurl", "CSQLite", "CSystemd", "CICal",
+                "CCurl", "CSQLite", "CSystemd", "CICal", "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

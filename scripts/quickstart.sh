@@ -14,7 +14,7 @@ if ! command -v swift >/dev/null; then
 fi
 
 echo "== apt build dependencies"
-ensure_apt_packages libcurl4-openssl-dev libsqlite3-dev libsystemd-dev libical-dev sqlite3 pkg-config
+ensure_apt_packages libcurl4-openssl-dev libsqlite3-dev libssl-dev libsystemd-dev libical-dev sqlite3 pkg-config
 
 # Only the two programs a person runs: the benchmark, fuzz and torture executables are for
 # the tests, and building them too costs minutes.

@@ -95,7 +95,7 @@ cap() {
 }
 
 phase "dependencies: apt"
-if ensure_apt_packages libcurl4-openssl-dev libsqlite3-dev libsystemd-dev libical-dev pkg-config \
+if ensure_apt_packages libcurl4-openssl-dev libsqlite3-dev libssl-dev libsystemd-dev libical-dev pkg-config \
         systemd-container sqlite3 python3-venv curl openssl git nginx-light prometheus \
         davical postgresql-15 php-sabre-dav php-sqlite3 sogo memcached libical-dev \
         debhelper lintian fakeroot; then

@@ -1,26 +1,9 @@
 import Testing
 @testable import FerryKit
 
-/// SHA-256 and HMAC-SHA256 against the standards' own vectors (FIPS 180-4's examples,
-/// RFC 4231), and the encodings signatures travel in.
+/// HMAC-SHA256 against RFC 4231's vectors, and the encodings signatures travel in.
 @Suite("HMAC-SHA256")
 struct HMACSHA256Tests {
-    @Test(arguments: [
-        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
-        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
-        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
-    ])
-    func sha256OfTheStandardsExamples(_ message: String, _ digest: String) {
-        #expect(SignatureEncoding.hex(SHA256.hash(Array(message.utf8))) == digest)
-    }
-
-    @Test func sha256OfAMillionAs_fedInPieces() {
-        var hasher = SHA256()
-        let piece = [UInt8](repeating: UInt8(ascii: "a"), count: 1000)
-        for _ in 0..<1000 { hasher.update(piece) }
-        #expect(SignatureEncoding.hex(hasher.finalize()) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
-    }
-
     @Test func hmacOfRFC4231Cases() {
         // Case 1: a 20-byte key.
         #expect(SignatureEncoding.hex(HMACSHA256.authenticationCode(key: [UInt8](repeating: 0x0b, count: 20), message: Array("Hi There".utf8)))
@@ -38,6 +21,7 @@ struct HMACSHA256Tests {
         #expect(HMACSHA256.constantTimeEquals([1, 2, 3], [1, 2, 3]))
         #expect(!HMACSHA256.constantTimeEquals([1, 2, 3], [1, 2, 4]))
         #expect(!HMACSHA256.constantTimeEquals([1, 2, 3], [1, 2]))
+        #expect(HMACSHA256.constantTimeEquals([], []))
     }
 
     @Test(arguments: [[], [0], [0, 1], [0, 1, 2], [255, 254, 253, 252]] as [[UInt8]])
