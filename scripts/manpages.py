@@ -6,9 +6,10 @@
 ferry(1): `ferry --help` and every subcommand's `--help` (a section FERRY NAME for each entry of
 the help's SUBCOMMANDS list); ferryd(1): `ferryd --help`; both with an EXIT STATUS section made
 from the exit statuses their help text lists ("Exit statuses: 0 ...; 64 ..." or "Exit codes: 0
-..., 1 ..."), and the build fails when that text is missing or does not parse. ferry.conf(5): the
-comments of etc/ferry/ferry.conf, the file the package ships as /etc/ferry/ferry.conf, so the
-manual and the file never disagree. Used by the package (debian/rules) and `make build`.
+..., 1 ..."), and the build fails when that text is missing or does not parse. ferry.conf(5): what the
+comments of etc/ferry/ferry.conf say of each key, the file the package ships as /etc/ferry/ferry.conf, so the
+manual and the file never disagree: one entry per key the configuration reader takes (`ferry
+check-config --list-keys`), by section, and the build fails for a key the file does not describe. Used by the package (debian/rules) and `make build`.
 Checked by Tests/System/package-test.sh (subcommands once each, EXIT STATUS, no groff warnings).
 """
 import os
@@ -136,19 +137,99 @@ def subcommand_names(binary):
     return names
 
 
-def conf_page():
-    """ferry.conf(5): every comment block of the shipped file, in order, with the settings it
-    documents; commented-out example sections as examples."""
+SETTING = re.compile(r"^#{0,2}\s?([a-z][a-z0-9-]*(?:\.[A-Za-z0-9_.-]+)?) = ?(.*)$")
+TABLE_ROW = re.compile(r"^#\s{3}([a-z][a-z0-9.-]*[a-z0-9])\s{2,}(\S.*)$")
+DEFAULT_ROW = re.compile(r"^#\s{3}([a-z][a-z0-9.-]*[a-z0-9]) = (\S+)\s{2,}(\S.*)$")
+TABLE_MORE = re.compile(r"^#\s{5,}(\S.*)$")
+
+
+def conf_descriptions(lines):
+    """What the shipped file says of each key: a table row (`#   key   what it does`, with its
+    indented continuation lines), else the comment block above the key's first setting line
+    (past the setting lines that share it), else the first comment line that names it; and
+    the value its first setting line shows (the default, where it is commented out)."""
+    said, shown = {}, {}
+    for number, line in enumerate(lines):
+        # The table of the keys every store takes: `#   key = default   what it does`.
+        row = DEFAULT_ROW.match(line)
+        if row and row.group(1) not in said:
+            text = [row.group(3)]
+            for more in lines[number + 1:]:
+                cont = TABLE_MORE.match(more)
+                if not cont or DEFAULT_ROW.match(more) or TABLE_ROW.match(more):
+                    break
+                text.append(cont.group(1))
+            said[row.group(1)] = " ".join(text)
+            shown[row.group(1)] = row.group(2)
+    for number, line in enumerate(lines):
+        row = TABLE_ROW.match(line)
+        if row and row.group(1) not in said:
+            text = [row.group(2)]
+            for more in lines[number + 1:]:
+                cont = TABLE_MORE.match(more)
+                if not cont or TABLE_ROW.match(more):
+                    break
+                text.append(cont.group(1))
+            said[row.group(1)] = " ".join(text)
+    for number, line in enumerate(lines):
+        setting = SETTING.match(line)
+        if not setting or line.startswith("#   "):
+            continue
+        key = setting.group(1)
+        shown.setdefault(key, setting.group(2))
+        if key in said:
+            continue
+        block, back = [], number - 1
+        while back >= 0 and SETTING.match(lines[back]) and not lines[back].startswith("#   "):
+            back -= 1
+        # A plain comment block only: an indented one is another key's table.
+        while (back >= 0 and lines[back].startswith("#") and not SETTING.match(lines[back]) and not lines[back].startswith("#[")
+               and not re.match(r"^#{1,2}\s{2,}", lines[back])):
+            block.insert(0, lines[back].lstrip("#").strip())
+            back -= 1
+        if block:
+            said[key] = " ".join(block)
+    return said, shown
+
+
+def conf_page(binary):
+    """ferry.conf(5): one entry per key the configuration reader takes (`ferry check-config
+    --list-keys`, from its key tables), by section, each with what the shipped file says of
+    it and the value it shows; the build fails for a key the file does not describe."""
     with open(os.path.join(ROOT, "etc", "ferry", "ferry.conf"), encoding="utf-8") as f:
         lines = f.read().split("\n")
+    said, shown = conf_descriptions(lines)
+    listed = subprocess.run([binary, "check-config", "--list-keys"], capture_output=True, text=True, check=True).stdout
+    keys = [row.split("\t", 1) for row in listed.strip("\n").split("\n") if "\t" in row]
     body = [".SH DESCRIPTION",
             "ferryd(1) and ferry(1) read /etc/ferry/ferry.conf (or /etc/ferry/NAME.conf for the instance "
             "ferryd@NAME). It has one [ferry] section and a [store NAME] section per store; each key is written "
-            "KEY = VALUE. What follows is the shipped file, whose comments document every key and its default.",
-            ".SH \"THE SHIPPED FILE\"", ".nf"]
-    body.append(roff("\n".join(lines).rstrip("\n")))
-    body += [".fi", ".SH FILES", "/etc/ferry/ferry.conf, /etc/ferry/credentials/ (secrets for LoadCredential=), "
-             "/var/lib/ferry/ferry.db (the replica)", ".SH \"SEE ALSO\"", "ferry(1), ferryd(1), systemd.exec(5)"]
+            "KEY = VALUE on a line of its own, and a line starting with # or ; is a comment. Durations are written "
+            "250ms, 30s, 5m, 2h, 1d (or combined: 1h30m); sizes in bytes or 512KiB, 256MiB, 1MB. Unknown keys, "
+            "unknown sections and repeated keys are errors: ferry check-config lists every problem with file, "
+            "line and key. A problem in one store's section fails that store alone; any other refuses the file.",
+            "Secrets are never written inline: credential:NAME (systemd LoadCredential=NAME:PATH) or file:PATH "
+            "(a file only its owner may read)."]
+    missing, section = [], None
+    for where, key in keys:
+        if where != section:
+            section = where
+            body.append(".SH \"%s\"" % roff(where.upper()))
+        text = said.get(key)
+        if text is None:
+            mention = next((l.lstrip("#").strip() for l in lines if l.startswith("#") and re.search(r"(?<![a-z-])%s(?![a-z-])" % re.escape(key), l)), None)
+            if mention is None:
+                missing.append(key)
+                continue
+            text = mention
+        value = shown.get(key)
+        body += [".TP", "\\fB%s\\fR = %s" % (roff(key), roff(value) if value else "VALUE")]
+        body += [roff(text)]
+    if missing:
+        sys.exit("manpages.py: etc/ferry/ferry.conf does not describe %s" % ", ".join(missing))
+    body += [".SH FILES", "/etc/ferry/ferry.conf, /etc/ferry/credentials/ (secrets for LoadCredential=), "
+             "/var/lib/ferry/ferry.db (the replica); the shipped file has a commented example of every kind",
+             ".SH \"SEE ALSO\"", "ferry(1), ferryd(1), systemd.exec(5)"]
     return page("ferry.conf", "5", "configuration of the Ferry sync daemon", body)
 
 
@@ -158,7 +239,7 @@ def main():
     ferry, ferryd = os.path.join(bindir, "ferry"), os.path.join(bindir, "ferryd")
     pages = {"ferry.1": command_page(ferry, "ferry", subcommand_names(ferry)),
              "ferryd.1": command_page(ferryd, "ferryd"),
-             "ferry.conf.5": conf_page()}
+             "ferry.conf.5": conf_page(ferry)}
     for file, text in pages.items():
         with open(os.path.join(outdir, file), "w", encoding="utf-8") as f:
             f.write(text)

@@ -17,7 +17,7 @@ struct ChangesCommand: ParsableCommand {
     @Flag(help: "Keep waiting for new changes.")
     var follow = false
 
-    @Option(help: "Only changes of this store.")
+    @Option(help: "Only changes of this store.", completion: storeNames)
     var store: String?
 
     func validate() throws {

@@ -25,7 +25,15 @@ struct CheckConfigCommand: ParsableCommand {
     @Flag(help: "Check the secrets as the service reads them (its unit's LoadCredential= and User=) whatever the file.")
     var service = false
 
+    @Flag(help: .hidden)
+    var listKeys = false
+
     func run() throws {
+        if listKeys {
+            // For the ferry.conf(5) generator: every key the reader takes, by section.
+            for row in ConfigurationKeys.table { print("\(row.section)\t\(row.key)") }
+            return
+        }
         let environment: [String: String]
         do { environment = try instance.environment() } catch { throw fail(error) }
         let path = file ?? config ?? ConfigurationLoader.defaultPath(environment: environment)

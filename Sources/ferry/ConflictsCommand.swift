@@ -20,7 +20,7 @@ struct ListConflicts: ParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
 
-    @Option(help: "Only conflicts of this store.")
+    @Option(help: "Only conflicts of this store.", completion: storeNames)
     var store: String?
 
     @Flag(help: "Also list conflicts a policy or a person resolved.")
@@ -46,7 +46,8 @@ struct ListConflicts: ParsableCommand {
                 return
             }
             for conflict in conflicts {
-                let state = conflict.resolution.map { "resolved: \($0)" + (conflict.resolved == nil ? " (to be carried out)" : "") } ?? "held"
+                let state = conflict.resolution.map { "resolved: \($0)" + (conflict.resolved == nil ? " (to be carried out)" : "") }
+                    ?? "held; resolve with: \(ConflictLine.resolveCommand(conflict.conflictID))"
                 print("#\(conflict.conflictID) store \(conflict.store) record \(conflict.id.debugDescription): local \(conflict.localOperation.description), remote \(conflict.remoteBody == nil ? "deleted" : "changed (version \(conflict.remoteVersion ?? "?"))"); \(state)")
             }
         } catch let exit as ExitCode {

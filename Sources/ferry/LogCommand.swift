@@ -33,10 +33,20 @@ struct LogCommand: ParsableCommand {
         do { chosen = try instance.chosen() } catch { throw fail(error) }
         let environment = chosen?.environment(ProcessInfo.processInfo.environment) ?? ProcessInfo.processInfo.environment
         let unit = chosen?.unit ?? "ferryd"
-        if let store, let configuration = try? ConfigurationLoader.load(path: config ?? ConfigurationLoader.defaultPath(environment: environment), environment: environment),
-           configuration.store(named: store) == nil {
-            FileHandle.standardError.write(Data("ferry: no store named '\(store)' in the configuration (stores: \(configuration.stores.map(\.name).joined(separator: ", ")))\n".utf8))
-            throw ExitCode(FerryExitCode.usage.rawValue)
+        // A store removed from the configuration still has its journal; a name neither the
+        // configuration nor the replica knows is a typo.
+        if let store, let configuration = try? ConfigurationLoader.load(path: config ?? ConfigurationLoader.defaultPath(environment: environment),
+                                                                        environment: environment, secrets: .referencesOnly, storeProblems: .setStoreApart),
+           configuration.store(named: store) == nil, !configuration.refusedStores.contains(where: { $0.name == store }) {
+            let recorded = (try? ReplicaDatabase.openReadOnly(path: configuration.global.databasePath)).map { database in
+                defer { database.close() }
+                return (try? database.storeNames()) ?? []
+            }
+            if let recorded, !recorded.contains(store) {
+                let known = Set(configuration.stores.map(\.name) + recorded).sorted()
+                FileHandle.standardError.write(Data("ferry: no store named '\(store)' in the configuration or the replica (stores: \(known.joined(separator: ", ")))\n".utf8))
+                throw ExitCode(FerryExitCode.usage.rawValue)
+            }
         }
         var arguments = ["-u", unit, "--no-pager", "-n", "\(lines)"]
         if let store { arguments.append("FERRY_STORE=\(store)") }

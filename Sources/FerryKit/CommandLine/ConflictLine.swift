@@ -5,6 +5,11 @@ import Foundation
 /// remote), policy, resolution (null while held), resolved. Every key is always there, `null`
 /// when it has no value, so a reader never tells "absent" from "null".
 public struct ConflictLine: Encodable {
+    /// The command that resolves held conflict `id`, as `ferry conflicts` prints it beside it.
+    public static func resolveCommand(_ id: Int64) -> String {
+        "ferry conflicts resolve \(id) --keep local|remote|both"
+    }
+
     var conflictID: Int64
     var store: String
     var id: String

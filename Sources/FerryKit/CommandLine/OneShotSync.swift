@@ -14,6 +14,9 @@ public final class OneShotSync {
         public var isCancelled: Bool
         /// The pass ended with a failure (its bar must not say done).
         public var isFailed = false
+        /// Rate limited, and passed again once this is over: the bar counts it down instead
+        /// of saying failed.
+        public var retryIn: Duration?
         /// How long this store's pass has run (or ran): its own time, not the command's, so
         /// its rate is records over the time it took.
         public var elapsed: Duration
@@ -128,7 +131,18 @@ public final class OneShotSync {
             for (store, _) in limited {
                 logger.notice("store \(store): rate limited; the server asked to wait \(ConfigurationUnits.format(delay)): passing it again then (ferry sync waits up to \(ConfigurationUnits.format(rateLimitWait)) in all)")
             }
-            Thread.sleep(forTimeInterval: delay.seconds)
+            // The bars count the wait down rather than saying failed.
+            let until = ContinuousClock.now + delay
+            while case let left = until - ContinuousClock.now, left > .zero {
+                progress(lastProgress.map { item in
+                    guard limited.contains(where: { $0.store == item.store }) else { return item }
+                    var waiting = item
+                    waiting.isFailed = false
+                    waiting.retryIn = left
+                    return waiting
+                })
+                Thread.sleep(forTimeInterval: min(left, refresh).seconds)
+            }
             waited += delay
             let again = passes(of: stores.filter { store in limited.contains { $0.store == store.name } }, tokens: tokens, refresh: refresh, progress: progress)
             results = results.map { old in again.first { $0.store == old.store } ?? old }
@@ -137,6 +151,8 @@ public final class OneShotSync {
         return expandingResults + results
     }
 
+    /// The progress of the last passes as last shown, for the bars of a rate-limit wait.
+    private var lastProgress: [Progress] = []
     /// Set when SIGINT cancelled the passes: no retry follows.
     private var interrupted = false
     /// The deferred integrity check ran beside the first passes; a retry does not run it again.
@@ -197,7 +213,8 @@ public final class OneShotSync {
             progress(snapshot())
             _ = finished.wait(timeout: .now() + refresh.seconds)
         }
-        progress(snapshot())
+        lastProgress = snapshot()
+        progress(lastProgress)
         interrupt.cancel()
         signal(SIGINT, SIG_DFL)
         if operations.contains(where: \.isCancelled) { interrupted = true }

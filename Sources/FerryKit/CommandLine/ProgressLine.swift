@@ -21,7 +21,9 @@ public enum ProgressLine {
             let remaining = Double(max(0, total - progress.completedUnits)) / rate
             line += ", ETA \(formatDuration(remaining))"
         }
-        if item.isCancelled { line += ", cancelled" } else if item.isFailed { line += ", failed" } else if item.isFinished { line += ", done" } else if !item.isRunning { line += ", waiting" }
+        if let retry = item.retryIn {
+            line += ", rate limited: again in \(Int(retry.seconds.rounded(.up)))s"
+        } else if item.isCancelled { line += ", cancelled" } else if item.isFailed { line += ", failed" } else if item.isFinished { line += ", done" } else if !item.isRunning { line += ", waiting" }
         return line
     }
 

@@ -48,6 +48,9 @@ struct SecretResolver {
                 let denied = errno == EACCES
                 let unit = environment["INVOCATION_ID"] != nil ? "the unit has no LoadCredential= lines ($CREDENTIALS_DIRECTORY is not set)"
                     : "$CREDENTIALS_DIRECTORY is not set (ferry runs outside the unit)"
+                if denied, let notRoot = notRootAdvice(name: name, path: fallback) {
+                    return .failure(.init(notRoot))
+                }
                 if denied {
                     return .failure(.init("credential:\(name): \(ReplicaPathDiagnosis.user()) may not read \(fallback), and \(unit): "
                         + "give it to the service with LoadCredential=\(name):\(fallback) in a drop-in (systemctl edit ferryd), "
@@ -58,6 +61,7 @@ struct SecretResolver {
             }
             return read(path: fallback, source: "credential \(name) (\(fallback))", checkMode: true, origin: origin).mapError { problem in
                 guard access(fallback, R_OK) != 0 else { return problem }
+                if let notRoot = notRootAdvice(name: name, path: fallback) { return SecretProblem(notRoot) }
                 return SecretProblem(problem.message + "; give it to the service with LoadCredential=\(name):\(fallback) in a drop-in "
                     + "(systemctl edit ferryd), then systemctl restart ferryd")
             }
@@ -78,6 +82,19 @@ struct SecretResolver {
         }
         return .failure(.init("inline secrets are refused; write credential:NAME (systemd LoadCredential=) "
             + "or file:/path/to/secret (a file readable only by its owner)"))
+    }
+
+    /// For a person outside the unit who is not root: the credential files are root's, and the
+    /// unit's `LoadCredential=` line may well be there already, so the cause to name is who
+    /// runs the command (it said to add a line that was there). Nil as root or inside a unit.
+    private func notRootAdvice(name: String, path: String) -> String? {
+        Self.notRootAdvice(name: name, path: path, uid: getuid(), environment: environment)
+    }
+
+    static func notRootAdvice(name: String, path: String, uid: uid_t, environment: [String: String]) -> String? {
+        guard uid != 0, environment["INVOCATION_ID"] == nil else { return nil }
+        return "credential:\(name): \(ReplicaPathDiagnosis.user()) may not read \(path), which is root's: run this command as root "
+            + "(sudo) to read the credentials as the service gets them (ferryd reads it through LoadCredential=\(name):\(path))"
     }
 
     private func read(path: String, source: String, checkMode: Bool, origin: SecretOrigin) -> Result<Secret, SecretProblem> {

@@ -26,8 +26,19 @@ struct StoreOptionReader {
         self.url = url
         self.section = section
         self.secrets = secrets
-        self.entries = Dictionary(entries.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        self.entries = Dictionary(entries.map { (Self.canonical($0.key), $0) }, uniquingKeysWith: { first, _ in first })
         self.values = values
+    }
+
+    /// Other spellings of a key, read as the documented one (Parse stores took `lookback`, JSON
+    /// stores `look-back`, for one setting); problems still name the key as written.
+    static let aliases = ["lookback": "look-back"]
+
+    /// `key` with an alias in its last part replaced by the documented spelling.
+    static func canonical(_ key: String) -> String {
+        let parts = key.split(separator: ".", omittingEmptySubsequences: false)
+        guard let last = parts.last, let documented = aliases[String(last)] else { return key }
+        return (parts.dropLast().map(String.init) + [documented]).joined(separator: ".")
     }
 
     /// A reader of the keys under `prefix` (`changes.url` read as `url`), for a part of the

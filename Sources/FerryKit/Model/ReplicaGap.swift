@@ -53,7 +53,8 @@ public enum ReplicaGap: Sendable, Equatable, CustomStringConvertible {
         case .localChangesNotPushed(let queued, let held, let refused, let reason):
             ([queued > 0 ? "\(queued) local write\(queued == 1 ? "" : "s") not pushed yet" : nil,
               held > 0 ? "\(held) local change\(held == 1 ? "" : "s") held in conflict (ferry conflicts)" : nil,
-              refused > 0 ? "\(refused) local change\(refused == 1 ? "" : "s") refused by the remote" + (reason.map { ": \($0)" } ?? "") : nil]
+              refused > 0 ? "\(refused) local change\(refused == 1 ? "" : "s") refused by the remote" + (reason.map { ": \($0)" } ?? "")
+                + " (the journal has each refusal, MESSAGE_ID=\(MessageID.pushRefused.rawValue); a corrected write of the record sends it again)" : nil]
                 as [String?]).compactMap { $0 }.joined(separator: "; ")
         case .listedRecordsMissing(let count):
             "\(count) record\(count == 1 ? "" : "s") the remote lists \(count == 1 ? "is" : "are") missing from the replica (removed outside Ferry?); the next pass reads every record again"

@@ -72,6 +72,9 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
     /// ``url``, which the journal keeps in a field of its own) and the position.
     public var description: String {
         var text = "store \(store): \(message)"
+        // The replica's failure is not the remote's: its URL (kept in ``url`` for the journal)
+        // would only send a person looking at the remote.
+        if case .store = kind { return text }
         if !url.isEmpty { text += " (\(url.shortenedForDisplay)" + (position.isEmpty ? ")" : ", \(position))") }
         return text
     }
@@ -95,7 +98,10 @@ extension SyncError {
     /// A replica failure during a pass, keeping its kind (`.store(.full)`) and its words.
     public init(_ error: StoreError, store: String, url: String = "") {
         // A record the policy refuses is the record's fault, not the replica's.
-        self.init(error.kind == .badRecord ? .badRecord : .store(error.kind), store: store, url: url, message: error.description)
+        // The store is named once, by the pass's error.
+        var unnamed = error
+        if unnamed.store == store { unnamed.store = nil }
+        self.init(error.kind == .badRecord ? .badRecord : .store(error.kind), store: store, url: url, message: unnamed.description)
     }
 }
 

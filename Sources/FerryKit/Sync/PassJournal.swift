@@ -59,8 +59,9 @@ struct PassJournal {
         case .success(let report): finished(report)
         case .failure(let failure) where failure.kind == .cancelled: cancelled(afterPages: pages)
         // Not the store's failure: another process is syncing it, which the wait for it said
-        // at notice level (and `ferry sync` prints as its error line).
-        case .failure(let failure) where failure.kind == .busy: logger.info("\(failure)")
+        // at notice level, ferryd's scheduler says with its next try, and `ferry sync` prints
+        // as its error line: one line per retry, not two.
+        case .failure(let failure) where failure.kind == .busy: break
         case .failure(let failure): failed(failure, afterPages: pages)
         }
     }

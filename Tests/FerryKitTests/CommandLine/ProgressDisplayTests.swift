@@ -47,4 +47,13 @@ import Testing
         item.isFailed = true
         #expect(ProgressLine.render(item).hasSuffix(", failed"))
     }
+
+    /// While `ferry sync` waits out a 429 before passing the store again, its bar counts the
+    /// wait down (it said failed).
+    @Test func aRateLimitWaitIsCountedDownNotFailed() {
+        var item = OneShotSync.Progress(store: "tasks", progress: OperationProgress(), isRunning: false, isFinished: true,
+                                        isCancelled: false, elapsed: .seconds(1))
+        item.retryIn = .milliseconds(11_200)
+        #expect(ProgressLine.render(item).hasSuffix(", rate limited: again in 12s"))
+    }
 }

@@ -21,6 +21,17 @@ import Testing
         try ConfigurationLoader.parse(text: text, file: Self.file, environment: environment)
     }
 
+    /// One setting, one documented key (`look-back`) for every kind; `lookback`, which Parse
+    /// stores took, is read as the same key by every kind.
+    @Test func lookBackIsOneKeyInBothSpellings() throws {
+        for key in ["look-back", "lookback"] {
+            #expect(problems("[store items]\nkind = json\nurl = https://api.example.com/items\n\(key) = 2s\n").isEmpty, "\(key)")
+            // Parse reads it under either spelling: a value out of range is reported as written.
+            let reported = problems("[store q]\nkind = parse\nurl = https://p.example.com/parse\nclass = Quote\n\(key) = 2d\n")
+            #expect(reported.contains { $0.key == key && $0.message == "must be at most 1d, got '2d'" }, "\(reported)")
+        }
+    }
+
     @Test func minimalStore_getsEveryDefault() throws {
         let configuration = try parse("""
             [store items]

@@ -1,4 +1,4 @@
-import FerryKit
+@testable import FerryKit
 import FerryTestSupport
 import Foundation
 import Testing
@@ -203,5 +203,16 @@ import Testing
                 try ConfigurationLoader.parse(text: config("inline-value"), file: directory + "/f.conf", environment: [:], secrets: .referencesOnly)
             }
         }
+    }
+}
+
+/// A person who is not root, outside the unit, is told that is why a credential file is out of
+/// reach (it was told to add a `LoadCredential=` line the unit already had).
+@Suite struct NotRootCredentialTests {
+    @Test func theCauseNamedIsWhoRunsTheCommand() throws {
+        let advice = try #require(SecretResolver.notRootAdvice(name: "parse-key", path: "/etc/ferry/credentials/parse-key", uid: 1000, environment: [:]))
+        #expect(advice.contains("as root") && !advice.contains("add LoadCredential"))
+        #expect(SecretResolver.notRootAdvice(name: "k", path: "/p", uid: 0, environment: [:]) == nil)
+        #expect(SecretResolver.notRootAdvice(name: "k", path: "/p", uid: 1000, environment: ["INVOCATION_ID": "x"]) == nil)
     }
 }

@@ -32,6 +32,13 @@ struct FullDiskTests {
                 #expect(error.kind == .full, "\(error)")
                 #expect(error.store == "items")
                 #expect(error.description.contains(path))
+                // What a person reads: the store once, the file system to free space on, no
+                // statement, no SQLite code, no remote URL (it named the store twice and
+                // ended `in COMMIT [SQLite 13]`, with no hint).
+                let pass = SyncError(error, store: "items", url: "https://api.example.com/x?filter=a%20b").description
+                #expect(pass.contains("df -h \(mountPoint)"), "\(pass)")
+                #expect(pass.components(separatedBy: "items").count == 2, "\(pass)")
+                #expect(!pass.contains("[SQLite") && !pass.contains("COMMIT") && !pass.contains("%20"), "\(pass)")
                 failedBatch = k
                 break
             }

@@ -31,17 +31,24 @@ enum HTTPStatusClassifier {
         var credentialsConfigured: Bool
         /// Values that must never appear in an error, even if a server echoes them.
         var secrets: [String]
+        /// Where the credentials were read from (``Secret/source``: "credential dav-pass",
+        /// "file /etc/ferry/key"), never what they hold: a refusal names what to check.
+        var credentialSources: [String]
 
-        init(store: String, credentialsConfigured: Bool, secrets: [String] = []) {
+        init(store: String, credentialsConfigured: Bool, secrets: [String] = [], credentialSources: [String] = []) {
             self.store = store
             self.credentialsConfigured = credentialsConfigured
             self.secrets = secrets
+            self.credentialSources = credentialSources
         }
 
         /// The context of `store`'s requests: its kind's credentials and its secret headers.
         init(_ store: StoreConfiguration) {
             let secrets = store.secrets
-            self.init(store: store.name, credentialsConfigured: !secrets.isEmpty || store.oauth2 != nil, secrets: secrets.map(\.value))
+            var sources: [String] = []
+            for secret in secrets where !sources.contains(secret.source) { sources.append(secret.source) }
+            self.init(store: store.name, credentialsConfigured: !secrets.isEmpty || store.oauth2 != nil, secrets: secrets.map(\.value),
+                      credentialSources: sources)
         }
     }
 
@@ -83,7 +90,9 @@ enum HTTPStatusClassifier {
         case 401 where context.credentialsConfigured && credentialsWithheld:
             return make(.unauthorized, "the remote asks for credentials (HTTP 401) at the URL a redirect led to; it is on another origin, so the store's credentials were not sent (set url = to it if it is the same service)")
         case 401 where context.credentialsConfigured:
-            return make(.unauthorized, "the remote refused the credentials (HTTP 401)\(said)")
+            let sources = context.credentialSources.isEmpty ? ""
+                : "; they were read from \(context.credentialSources.joined(separator: ", ")): check that secret, and username = where the store sets one"
+            return make(.unauthorized, "the remote refused the credentials (HTTP 401)\(said)\(sources)")
         case 401:
             return make(.unauthorized, "the remote asks for credentials (HTTP 401) and the store configures none (add username and password, bearer-token or a key)")
         case 403:

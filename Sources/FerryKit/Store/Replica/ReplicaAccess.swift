@@ -14,7 +14,11 @@ public enum ReplicaAccessError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .missing(let path):
-            "no database at \(path) yet: run `ferry sync` or start ferryd first"
+            // The service's replica is ferryd's to make: root's `ferry sync` of another file
+            // that sets no database is refused rather than writing into it.
+            path.hasPrefix("/var/lib/ferry/")
+                ? "no database at \(path) yet: it is the service's replica, which ferryd makes (systemctl start ferryd); for a replica of your own, set database = in your file"
+                : "no database at \(path) yet: run `ferry sync` or start ferryd first"
         case .denied(let path, let reason):
             "permission denied reading \(path): \(reason)"
         }

@@ -71,7 +71,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         }
         var message = error.message
         if error.systemErrno != 0 { message += " (errno \(error.systemErrno): \(String(cString: strerror(error.systemErrno))))" }
-        if let sql = error.sql { message += " in `\(sql.prefix(120))`" }
+        // Which statement met a full disk says nothing a person can act on.
+        if let sql = error.sql, kind != .full { message += " in `\(sql.prefix(120))`" }
         self.init(kind, path: path, store: store, recordID: recordID, sqliteCode: error.extendedCode, message: message)
     }
 
@@ -81,6 +82,11 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         if let recordID { text += ", record \(recordID.debugDescription)" }
         if let position { text += " at position \(position)" }
         text += ": \(message)"
+        if kind == .full {
+            // What to do, where: the directory's file system, not SQLite's code.
+            let directory = (path as NSString).deletingLastPathComponent
+            return text + "; free space on the file system that holds \(directory.isEmpty ? "." : directory) (df -h \(directory.isEmpty ? "." : directory))"
+        }
         if let sqliteCode { text += " [SQLite \(sqliteCode)]" }
         return text
     }

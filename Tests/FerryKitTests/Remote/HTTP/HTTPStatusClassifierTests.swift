@@ -72,6 +72,17 @@ import FerryTestSupport
                                                  url: "u", target: .derivedURL, context: context)
         #expect(refused.message == "the remote refused the credentials (HTTP 401): bad token <redacted> for this client")
     }
+
+    /// A refusal names where the credentials came from (a 401 named neither the user nor the
+    /// credential reference), never what they hold.
+    @Test func aRefusalNamesTheCredentialReference() {
+        let context = HTTPStatusClassifier.Context(store: "s", credentialsConfigured: true, secrets: ["tok-123"],
+                                                   credentialSources: ["credential dav-pass"])
+        let refused = HTTPStatusClassifier.error(status: 401, headers: HTTPHeaders(), body: Data(), url: "u", target: .derivedURL, context: context)
+        #expect(refused.kind == .unauthorized)
+        #expect(refused.message.contains("credential dav-pass") && refused.message.contains("username ="))
+        #expect(!refused.description.contains("tok-123"))
+    }
 }
 
 @Suite struct ErrorBodySnippetTests {

@@ -399,7 +399,7 @@ extension StoreKind {
         name: "json",
         optionKeys: Set(["records-path", "id-field", "version-field", "pagination", "updated-param", "page-size-param",
                          "total-path", "page-size", "username", "has-more-path", "total-pages-path", "first-page", "deleted-when", "delta-link", "sync-token",
-                         "request-body", "since-param", "since-format", "since-timezone", "look-back"])
+                         "request-body", "since-param", "since-format", "since-timezone", "look-back", "lookback"])
             .union(JSONPushTemplates.keys).union(JSONFeed.optionKeys),
         secretKeys: ["bearer-token", "password"], reportsDeletions: false, versionComparison: .ordered,
         urlSchemes: ["http", "https", "file"], fetchesByID: false, localBody: .jsonObject, pushes: true,

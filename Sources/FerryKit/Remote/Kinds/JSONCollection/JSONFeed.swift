@@ -77,7 +77,7 @@ public struct JSONFeed: Sendable, Equatable {
     /// The keys a feed takes, after its prefix.
     static func keys(for role: Role) -> [String] {
         ["url", "records-path", "pagination", "page-size", "page-size-param", "has-more-path", "total-pages-path", "first-page",
-         "total-path", "id-field", "version-field", "updated-param", "since-param", "since-format", "since-timezone", "look-back"]
+         "total-path", "id-field", "version-field", "updated-param", "since-param", "since-format", "since-timezone", "look-back", "lookback"]
             + (role == .changes ? ["record", "deleted-when", "order", "start"] : [])
     }
 

@@ -78,7 +78,7 @@ public struct ParseOptions: StoreOptions, Equatable {
         if key == nil, reader.text("master-key") == nil, reader.text("rest-api-key") == nil {
             reader.problem("rest-api-key", "store '\(reader.store)' needs rest-api-key = credential:NAME (or master-key)")
         }
-        let lookback = reader.duration("lookback", default: Self.defaultLookback, allowZero: true, atMost: .seconds(86_400))
+        let lookback = reader.duration("look-back", default: Self.defaultLookback, allowZero: true, atMost: .seconds(86_400))
         // Parse serves at most 1,000 objects a request; a larger page-size is clamped to that.
         let pageSize = reader.integer("page-size", default: 1000, in: 1...100_000)
         var objectIDs: ObjectIDs? = .server
@@ -116,7 +116,7 @@ extension StoreKind {
     /// Parse Server REST: `GET /classes/<Class>`, incremental by updatedAt and objectId,
     /// deletions found by reconciling the full objectId listing.
     public static let parse = StoreKind(
-        name: "parse", optionKeys: ["application-id", "class", "lookback", "page-size", "object-ids", "where"],
+        name: "parse", optionKeys: ["application-id", "class", "look-back", "lookback", "page-size", "object-ids", "where"],
         secretKeys: ["rest-api-key", "master-key"], reportsDeletions: false, versionComparison: .ordered, fetchesByID: true,
         localBody: .jsonObject, pushes: true, readOptions: { ParseOptions(reading: &$0) })
 }

@@ -91,6 +91,15 @@ struct DAVDiscoveryServerTests {
         #expect(candidates == [server.addressBookURL])
         #expect(!report.isUsable)
         #expect(report.lines.contains("    " + server.addressBookURL))
+        // Every labelled line's value starts in one column (principal, homes and collections
+        // started in three).
+        let labels = ["answered at", "principal", "address book home", "calendar home", "address book", "calendar", "unusable"]
+        let columns = Set(report.lines.compactMap { line -> Int? in
+            guard let label = labels.first(where: { line.hasPrefix("  " + $0 + " ") }) else { return nil }
+            let rest = line.dropFirst(2 + label.count)
+            return 2 + label.count + rest.prefix { $0 == " " }.count
+        })
+        #expect(columns.count == 1, "\(report.lines)")
     }
 
     @Test func aWrongPasswordIsACredentialsErrorNamingTheStep() throws {

@@ -75,13 +75,13 @@ public struct DiscoveryReport: Sendable {
     public var lines: [String] {
         var lines = ["store \(store) (\(kind))"]
         if let account {
-            if account.contextURL != account.startURL { lines.append("  answered at  \(account.contextURL)") }
-            if let principal = account.principalURL { lines.append("  principal    \(principal)") }
-            for home in account.addressBookHomes { lines.append("  address book home  \(home)") }
-            for home in account.calendarHomes { lines.append("  calendar home      \(home)") }
+            if account.contextURL != account.startURL { lines.append(Self.labelled("answered at", account.contextURL)) }
+            if let principal = account.principalURL { lines.append(Self.labelled("principal", principal)) }
+            for home in account.addressBookHomes { lines.append(Self.labelled("address book home", home)) }
+            for home in account.calendarHomes { lines.append(Self.labelled("calendar home", home)) }
             if account.collections.isEmpty { lines.append("  no address books or calendars") }
-            for collection in account.collections { lines.append("  " + Self.describe(collection)) }
-            for unusable in account.unusable { lines.append("  unusable     \(unusable.url): \(unusable.reason)") }
+            for collection in account.collections { lines.append(Self.describe(collection)) }
+            for unusable in account.unusable { lines.append(Self.labelled("unusable", "\(unusable.url): \(unusable.reason)")) }
         }
         switch verdict {
         case .syncsCollection(let url):
@@ -105,9 +105,17 @@ public struct DiscoveryReport: Sendable {
         return lines
     }
 
+    /// The widest label and the gap after it: every value of the report starts in one column.
+    static let labelWidth = "address book home".count + 2
+
+    /// `label` and `value` on an indented line, the value in the report's value column.
+    static func labelled(_ label: String, _ value: String) -> String {
+        "  " + label.padding(toLength: labelWidth, withPad: " ", startingAt: 0) + value
+    }
+
     /// One collection on one line: kind, URL, name, colour, components, sync-collection.
     static func describe(_ collection: DiscoveredCollection) -> String {
-        var text = (collection.content == .addressBook ? "address book " : "calendar     ") + " " + collection.url
+        var text = labelled(collection.content == .addressBook ? "address book" : "calendar", collection.url)
         if let name = collection.displayName { text += " \"\(name)\"" }
         if let color = collection.color { text += " \(color)" }
         if !collection.components.isEmpty { text += " " + collection.components.joined(separator: ",") }
