@@ -128,7 +128,7 @@ else
 fi
 
 phase "build: swift build --build-tests"
-if timeout "$(cap 12)" swift build --build-tests; then
+if timeout "$(cap 18)" swift build --build-tests; then
     ok "build"
 else
     bad "build"
