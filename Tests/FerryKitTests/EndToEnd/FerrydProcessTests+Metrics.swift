@@ -5,8 +5,8 @@ import FerryTestSupport
 
 extension FerrydProcessTests {
     /// Starts `executable` (ferryd, or what execs it) as outside systemd: its runtime directory
-    /// in the test's, no notify socket or journal, stderr discarded.
-    func launch(_ executable: String, _ arguments: [String], runtime: String) throws -> Process {
+    /// in the test's, no notify socket or journal, stderr discarded unless a pipe is given.
+    func launch(_ executable: String, _ arguments: [String], runtime: String, standardError: Pipe? = nil) throws -> Process {
         let daemon = Process()
         daemon.executableURL = URL(fileURLWithPath: executable)
         daemon.arguments = arguments
@@ -15,7 +15,7 @@ extension FerrydProcessTests {
         environment.removeValue(forKey: "NOTIFY_SOCKET")
         environment.removeValue(forKey: "JOURNAL_STREAM")
         daemon.environment = environment
-        daemon.standardError = FileHandle.nullDevice
+        if let standardError { daemon.standardError = standardError } else { daemon.standardError = FileHandle.nullDevice }
         try daemon.run()
         return daemon
     }

@@ -75,17 +75,8 @@ final class FerrydProcessTests {
         chmod(directory.url.path + "/rest-key", 0o600)
         let runtime = directory.url.path + "/run"
 
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: Self.binary("ferryd"))
-        daemon.arguments = ["--config", configPath]
-        var environment = ProcessInfo.processInfo.environment
-        environment["RUNTIME_DIRECTORY"] = runtime
-        environment.removeValue(forKey: "NOTIFY_SOCKET")
-        environment.removeValue(forKey: "JOURNAL_STREAM")
-        daemon.environment = environment
         let stderr = Pipe()
-        daemon.standardError = stderr
-        try daemon.run()
+        let daemon = try launch(Self.binary("ferryd"), ["--config", configPath], runtime: runtime, standardError: stderr)
         defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
 
         try waitFor("quotes synced") { (try? rows("quotes")) == 250 }
@@ -148,17 +139,8 @@ extension FerrydProcessTests {
         try "rest-secret".write(toFile: directory.url.path + "/rest-key", atomically: true, encoding: .utf8)
         chmod(directory.url.path + "/rest-key", 0o600)
         let runtime = directory.url.path + "/run"
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: Self.binary("ferryd"))
-        daemon.arguments = ["--config", configPath]
-        var environment = ProcessInfo.processInfo.environment
-        environment["RUNTIME_DIRECTORY"] = runtime
-        environment.removeValue(forKey: "NOTIFY_SOCKET")
-        environment.removeValue(forKey: "JOURNAL_STREAM")
-        daemon.environment = environment
         let stderr = Pipe()
-        daemon.standardError = stderr
-        try daemon.run()
+        let daemon = try launch(Self.binary("ferryd"), ["--config", configPath], runtime: runtime, standardError: stderr)
         defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
         try waitFor("quotes synced") { (try? rows("quotes")) == 30 }
         #expect(daemon.isRunning)
@@ -193,16 +175,7 @@ extension FerrydProcessTests {
         try configuration(stores: ["quotes"], push: true).write(toFile: configPath, atomically: true, encoding: .utf8)
         try "rest-secret".write(toFile: directory.url.path + "/rest-key", atomically: true, encoding: .utf8)
         chmod(directory.url.path + "/rest-key", 0o600)
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: Self.binary("ferryd"))
-        daemon.arguments = ["--config", configPath]
-        var environment = ProcessInfo.processInfo.environment
-        environment["RUNTIME_DIRECTORY"] = directory.url.path + "/run"
-        environment.removeValue(forKey: "NOTIFY_SOCKET")
-        environment.removeValue(forKey: "JOURNAL_STREAM")
-        daemon.environment = environment
-        daemon.standardError = FileHandle.nullDevice
-        try daemon.run()
+        let daemon = try launch(Self.binary("ferryd"), ["--config", configPath], runtime: directory.url.path + "/run")
         defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
         try waitFor("quotes synced") { (try? rows("quotes")) == 20 }
 
