@@ -7,7 +7,8 @@
 #
 #   bash scripts/explore-two-way.sh MINUTES [LOG-DIRECTORY]
 #
-# Environment: FERRY_TWO_WAY_SECONDS (each case's time per run, default 60),
+# Environment: FERRY_TWO_WAY_SECONDS (each case's time per run, default 60), FERRY_TWO_WAY_GENERATOR
+# (interleaved, the default: any write at any time; or ordered),
 # FERRY_TWO_WAY_SERVERS and FERRY_TWO_WAY_POLICIES (comma-separated, to narrow the cases),
 # FERRY_VENV (where the Python servers are, default ~/.cache/ferry/venv).
 #

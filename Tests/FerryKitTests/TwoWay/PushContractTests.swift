@@ -153,6 +153,18 @@ struct PushContractTests {
         }
     }
 
+    /// Found by the model driver once writes interleaved (json digest, hold, seed 696259): a
+    /// create whose answer was lost, the row changed, and the next send's answer lost too. That
+    /// send recorded the new body as the one sent, while the API, keeping the key, holds what the
+    /// first send made; the third send's answer (that record) then read as this very body, and
+    /// the change was lost.
+    @Test(arguments: Kind.installed)
+    func aCreateChangedBetweenTwoLostAnswersKeepsTheChange(_ kind: Kind) throws {
+        try Self.run(kind, policy: .hold) { _ in
+            [.localInsert(key: "a", value: "v1"), .lostAnswer, .localUpdate(key: "a", value: "v2"), .lostAnswer, .settle(seed: 1)]
+        }
+    }
+
     /// The first case the model driver found: a create whose answer was lost on a reused
     /// connection was sent again by libcurl itself (Parse: two objects; JSON: a false conflict).
     @Test(arguments: Kind.installed)

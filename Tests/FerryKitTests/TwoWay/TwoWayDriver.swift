@@ -10,9 +10,11 @@ import FerryTestSupport
 /// answers lost after the server applied the write (``lossy_proxy.py``), `ferry push` killed
 /// with SIGKILL, two `ferry push` processes at once, and local writes made again after any of
 /// those. Every round ends with held conflicts resolved by a random choice and passes until
-/// nothing is left, then checks: the server and the replica hold what the model says (nothing
-/// local lost, nothing created twice, no row without a record), every conflict the model
-/// expects was recorded once, and none other.
+/// nothing is left, then checks, record by record: the server holds one of the end states the
+/// model allows for the record's writes and the round's passes (``TwoWayModel/allowed(start:events:policy:choice:)``:
+/// nothing local lost, nothing created twice, each conflict recorded as often as that end
+/// state met one), the replica holds what the server holds, and no row is left without a
+/// record.
 ///
 /// Steps are values, so a failing run replays from its seed and shrinks to fewer steps.
 final class TwoWayDriver {
@@ -79,8 +81,8 @@ final class TwoWayDriver {
     private let writer: SQLiteConnection
     /// The model's view: what the last settled round left.
     private var settled: [String: [String]] = [:]
-    private var local: [String: TwoWayModel.Local] = [:]
-    private var other: [String: TwoWayModel.Other] = [:]
+    /// The round so far: each record's writes, and the passes, in order (nil key: a pass).
+    private var timeline: [(key: String?, event: TwoWayModel.Event)] = []
     private var conflictsBefore = 0
     /// What the run did, for its report line.
     private(set) var stepsRun = 0
@@ -168,51 +170,54 @@ final class TwoWayDriver {
         switch step {
         case .localInsert(let key, let value):
             try writer.execute("INSERT INTO \(quoted(remote.table))(body) VALUES (\(literal(remote.body(key: key, value: value))))")
-            fold(key, .create(value))
+            record(key, .local(.create(value)))
         case .localUpdate(let key, let value):
-            // Skipped when a shrunk sequence no longer has the record.
-            guard let (id, body) = try row(key) else { return }
+            // Skipped when the replica has no row holding the key (deleted, or a shrunk sequence
+            // never made it), or several, or when keep-both copied it this round.
+            guard let (id, body) = try row(key), try !copiedThisRound(key) else { return }
             try writer.execute("UPDATE \(quoted(remote.table)) SET body = \(literal(remote.replacingValue(in: body, with: value))) WHERE id = \(literal(id))")
-            fold(key, .update(value))
+            record(key, .local(.update(value)))
         case .localDelete(let key):
-            guard let (id, _) = try row(key) else { return }
+            guard let (id, _) = try row(key), try !copiedThisRound(key) else { return }
             try writer.execute("DELETE FROM \(quoted(remote.table)) WHERE id = \(literal(id))")
-            fold(key, .delete)
+            record(key, .local(.delete))
         case .otherCreate(let key, let value):
             try remote.otherCreate(key: key, value: value)
-            other[key] = other[key].map { $0.then(.create(value)) } ?? .create(value)
+            record(key, .other(.create(value)))
         case .otherUpdate(let key, let value):
-            // Only a record the server has: one the round started with and the other client did
-            // not delete, or one it made this round.
-            guard other[key] == nil ? settled[key]?.count == 1 : other[key] != .delete else { return }
-            try remote.otherUpdate(key: key, value: value)
-            other[key] = other[key].map { $0.then(.update(value)) } ?? .update(value)
+            // Only the one record the server holds under the key now, never a key with copies.
+            guard (settled[key]?.count ?? 0) <= 1, try !copiedThisRound(key), try remote.otherUpdate(key: key, value: value) else { return }
+            record(key, .other(.update(value)))
         case .otherDelete(let key):
-            guard other[key] == nil ? settled[key]?.count == 1 : other[key] != .delete else { return }
-            try remote.otherDelete(key: key)
-            other[key] = other[key].map { $0.then(.delete) } ?? .delete
+            guard (settled[key]?.count ?? 0) <= 1, try !copiedThisRound(key), try remote.otherDelete(key: key) else { return }
+            record(key, .other(.delete))
         case .lostAnswers(let seed):
             _ = try proxy.control("/__proxy/lose?rate=0.5&seed=\(seed)", method: "POST")
             _ = try? pass()
             _ = try proxy.control("/__proxy/lose?rate=0", method: "POST")
+            record(nil, .pass)
         case .lostAnswer:
             _ = try proxy.control("/__proxy/lose?writes=1", method: "POST")
             _ = try? pass()
             _ = try proxy.control("/__proxy/lose?writes=0", method: "POST")
+            record(nil, .pass)
         case .lostAnswerAfter(let writes):
             _ = try proxy.control("/__proxy/lose?writes=1&after=\(writes)", method: "POST")
             _ = try? pass()
             _ = try proxy.control("/__proxy/lose?writes=0", method: "POST")
+            record(nil, .pass)
         case .killedPush(let milliseconds):
             let push = try ferry(["push", "-c", configuration])
             usleep(UInt32(milliseconds) * 1000)
             kill(push.processIdentifier, SIGKILL)
             push.waitUntilExit()
             kills += 1
+            record(nil, .pass)
         case .twoPushes:
             let pushes = try (0..<2).map { _ in try ferry(["push", "-c", configuration]) }
             for push in pushes { push.waitUntilExit() }
             doublePushes += 1
+            record(nil, .pass)
             for push in pushes where ![0, 2].contains(push.terminationStatus) {
                 throw Failure(step: 0, message: "ferry push beside another exited \(push.terminationStatus)")
             }
@@ -220,16 +225,17 @@ final class TwoWayDriver {
             let refused = remote.refusedBody(key: key, value: value)
             if refused == nil { _ = try proxy.control("/__proxy/refuse?writes=1&status=409", method: "POST") }
             try writer.execute("INSERT INTO \(quoted(remote.table))(body) VALUES (\(literal(refused ?? remote.body(key: key, value: value))))")
-            fold(key, .create(value))
+            record(key, .local(.create(value)))
             let report = try pass()
+            record(nil, .pass)
             let outbox = try database.write { try $0.outboxSummary(of: remote.table) }
             guard report.push.refused == 1, outbox.refused == 1, outbox.lastRefusal?.isEmpty == false, !report.isComplete else {
                 throw Failure(step: 0, message: "a refused insert: \(report.summary), \(outbox), gaps \(report.gaps)")
             }
         case .localRewrite(let key, let value):
-            guard let (id, _) = try row(key) else { return }
+            guard let (id, _) = try row(key), try !copiedThisRound(key) else { return }
             try writer.execute("UPDATE \(quoted(remote.table)) SET body = \(literal(remote.body(key: key, value: value))) WHERE id = \(literal(id))")
-            fold(key, .update(value))
+            record(key, .local(.update(value)))
         case .settle(let seed):
             try settle(seed: seed)
         }
@@ -244,12 +250,23 @@ final class TwoWayDriver {
         print("two-way trace   queue \(queue.map { "\($0.id) \($0.operation) sent \($0.sent != nil)" })")
     }
 
-    private func fold(_ key: String, _ write: TwoWayModel.Local) {
-        if let earlier = local[key] {
-            local[key] = earlier.then(write)
-        } else {
-            local[key] = write
+    private func record(_ key: String?, _ event: TwoWayModel.Event) {
+        timeline.append((key, event))
+    }
+
+    /// The keys of conflicts recorded this round (since the last settle's check), newest first.
+    private func conflictKeysThisRound() throws -> [String] {
+        let conflicts = try database.write { try $0.conflicts(of: remote.table, all: true, limit: 100_000) }
+        return conflicts.dropLast(conflictsBefore).compactMap { conflict in
+            (conflict.localBody ?? conflict.remoteBody).flatMap(remote.keyAndValue(of:))?.key ?? "#\(conflict.conflictID)"
         }
+    }
+
+    /// Whether keep-both may have copied the key's record this round: a write by key could
+    /// then meet the copy, which is another record.
+    private func copiedThisRound(_ key: String) throws -> Bool {
+        guard policy == .keepBoth else { return false }
+        return try conflictKeysThisRound().contains(key)
     }
 
     /// The live row holding `key`, when exactly one does.
@@ -308,37 +325,51 @@ final class TwoWayDriver {
                 if !report.isComplete { Thread.sleep(forTimeInterval: Double(Self.sendSettle) / 2) }
             }
         }
-        let expected = TwoWayModel.settle(start: settled, local: local, other: other, policy: policy, chosen: chosen)
-        try check(expected)
+        // Every end state the model allows, record by record: each record's writes and every
+        // pass of the round, which may have synced it or not.
+        var allowed: [String: Set<TwoWayModel.RecordOutcome>] = [:]
+        for key in Set(timeline.compactMap(\.key)) {
+            let events = timeline.filter { $0.key == nil || $0.key == key }.map(\.event)
+            let start = settled[key].flatMap { $0.count == 1 ? $0[0] : nil }
+            allowed[key] = TwoWayModel.allowed(start: start, events: events, policy: policy, choice: chosen[key])
+        }
+        settled = try check(allowed)
         settles += 1
-        conflictsChecked += expected.conflicts.count
-        settled = expected.records
-        local = [:]
-        other = [:]
+        timeline = []
     }
 
-    private func check(_ expected: TwoWayModel.Outcome) throws {
+    /// Checks the settled round against what the model allows; returns the records it left.
+    private func check(_ allowed: [String: Set<TwoWayModel.RecordOutcome>]) throws -> [String: [String]] {
         var problems: [String] = []
+        let recorded = try conflictKeysThisRound()
+        conflictsBefore += recorded.count
+        conflictsChecked += recorded.count
+        let conflicts = Dictionary(recorded.map { ($0, 1) }, uniquingKeysWith: +)
+        func compare(_ found: [String: [String]], _ side: String) {
+            for key in Set(found.keys).union(settled.keys).union(allowed.keys).union(conflicts.keys).sorted() {
+                let outcome = TwoWayModel.RecordOutcome(values: found[key] ?? [], conflicts: conflicts[key] ?? 0)
+                if let allowed = allowed[key] {
+                    if !allowed.contains(outcome) {
+                        problems.append("\(side) holds \(key): \(outcome) (allowed: \(allowed.map(\.description).sorted().joined(separator: " | ")))")
+                    }
+                } else if outcome != TwoWayModel.RecordOutcome(values: settled[key] ?? [], conflicts: 0) {
+                    problems.append("\(side) holds \(key): \(outcome), untouched this round (expected \(settled[key] ?? []))")
+                }
+            }
+        }
         let onServer = try remote.records()
-        if onServer != expected.records { problems.append("server holds \(differences(onServer, expected.records))") }
+        compare(onServer, "server")
         let rows = try database.write { try $0.liveBodies(of: remote.table) }
         let replica = remote.grouped(rows.values)
-        if replica != expected.records { problems.append("replica holds \(differences(replica, expected.records))") }
+        if replica != onServer { problems.append("replica holds \(differences(replica, onServer)) (against the server's)") }
         let placeholders = rows.keys.filter { $0.hasPrefix("local-") }
         if !placeholders.isEmpty { problems.append("placeholder rows \(placeholders.sorted())") }
         let outbox = try database.write { try $0.outboxSummary(of: remote.table) }
         if !outbox.isEmpty { problems.append("outbox not empty: \(outbox)") }
         let pending = try database.write { try $0.pendingRecordIDs(of: remote.table) }
         if !pending.isEmpty { problems.append("pending records \(pending)") }
-        let conflicts = try database.write { try $0.conflicts(of: remote.table, all: true, limit: 100_000) }
-        let recorded = conflicts.dropLast(conflictsBefore).compactMap { conflict in
-            (conflict.localBody ?? conflict.remoteBody).flatMap(remote.keyAndValue(of:))?.key ?? "#\(conflict.conflictID)"
-        }
-        conflictsBefore = conflicts.count
-        if recorded.sorted() != expected.conflicts.sorted() {
-            problems.append("conflicts recorded \(recorded.sorted()), expected \(expected.conflicts.sorted())")
-        }
         if !problems.isEmpty { throw Failure(step: 0, message: problems.joined(separator: "; ")) }
+        return onServer
     }
 
     private func differences(_ found: [String: [String]], _ expected: [String: [String]]) -> String {
@@ -347,6 +378,79 @@ final class TwoWayDriver {
     }
 
     // MARK: - Generating steps
+
+    /// How a round's steps are drawn.
+    enum Generator: String, CaseIterable, Sendable {
+        /// ``steps(rounds:seed:collides:)``: on a record both sides write, local writes first,
+        /// and after a fault each side writes only records the other left alone.
+        case ordered
+        /// ``interleavedSteps(rounds:seed:collides:)``: any write of either side at any time.
+        case interleaved
+
+        func steps(rounds: Int, seed: UInt64, collides: Bool) -> [Step] {
+            switch self {
+            case .ordered: TwoWayDriver.steps(rounds: rounds, seed: seed, collides: collides)
+            case .interleaved: TwoWayDriver.interleavedSteps(rounds: rounds, seed: seed, collides: collides)
+            }
+        }
+    }
+
+    /// Rounds of random steps from `seed`, each ending in a settle, where either side writes
+    /// any record at any time, between faults: the other client writes records the replica
+    /// wrote this round, before, between and after its passes, which is where real clients
+    /// collide and where timing decides (the model's allowed end states). A third of the
+    /// writes go to records written this round already, so the sides meet.
+    static func interleavedSteps(rounds: Int, seed: UInt64, collides: Bool) -> [Step] {
+        var random = SeededGenerator(seed: seed)
+        var steps: [Step] = []
+        var known: [String] = []
+        var fresh = 0
+        func value() -> String {
+            fresh += 1
+            return "v\(fresh)"
+        }
+        func pick(_ keys: [String]) -> String { keys[Int(random.next() % UInt64(keys.count))] }
+        for round in 0..<rounds {
+            var made: [String] = []
+            var insertedHere: [String] = []
+            var touched: [String] = []
+            for _ in 0..<(2 + Int(random.next() % 7)) {
+                let keys = known + made
+                func target() -> String {
+                    let key = !touched.isEmpty && random.next() % 3 == 0 ? pick(touched) : pick(keys)
+                    touched.append(key)
+                    return key
+                }
+                switch keys.isEmpty ? random.next() % 2 : random.next() % 11 {
+                case 0:
+                    let key = "l\(round)-\(fresh)"
+                    steps.append(.localInsert(key: key, value: value()))
+                    made.append(key)
+                    insertedHere.append(key)
+                    touched.append(key)
+                case 1:
+                    let key = "r\(round)-\(fresh)"
+                    steps.append(.otherCreate(key: key, value: value()))
+                    made.append(key)
+                    touched.append(key)
+                case 2, 3: steps.append(.localUpdate(key: target(), value: value()))
+                case 4: steps.append(.localDelete(key: target()))
+                case 5, 6: steps.append(.otherUpdate(key: target(), value: value()))
+                case 7: steps.append(.otherDelete(key: target()))
+                case 8: steps.append(.lostAnswers(seed: Int(random.next() % 10_000)))
+                case 9: steps.append(.killedPush(milliseconds: Int(random.next() % 400)))
+                default: steps.append(.twoPushes)
+                }
+            }
+            // A create on both sides under one key (a vCard's UID names the member).
+            if collides, let key = insertedHere.last, random.next() % 3 == 0 {
+                steps.append(.otherCreate(key: key, value: value()))
+            }
+            steps.append(.settle(seed: Int(random.next() % 10_000)))
+            for key in made where !known.contains(key) { known.append(key) }
+        }
+        return steps
+    }
 
     /// Rounds of random steps from `seed`, each ending in a settle. Steps name records by key;
     /// one whose record is gone by then (deleted, or a key keep-both copied) is skipped when

@@ -6,15 +6,16 @@ import FerryKit
 ///
 /// A record is named by its key (a field every kind's body carries, kept by keep-both's copies)
 /// and holds one value; every write writes a value never written before. A round starts with
-/// the replica equal to the remote and nothing queued; on a record both sides write in a round,
-/// the other client writes before any pass of the round and local writes come first (a record
-/// only one side writes may be written between any passes and faults); held conflicts are
-/// resolved before the round settles. Within those rules
-/// the outcome is independent of how passes and faults interleave, which is what lets a
-/// randomized driver compare a real run with it. Pure: no I/O.
+/// the replica equal to the remote and nothing queued; held conflicts are resolved before the
+/// round settles. ``settle(start:local:other:policy:chosen:)`` is the outcome of a round whose
+/// writes meet in one order (on a record both sides write, the other client writes before any
+/// pass and local writes come first), independent of how passes and faults interleave;
+/// ``allowed(start:events:policy:choice:)`` is every outcome of a round in any order, where
+/// which pass got through before which write decides, and it is what the driver checks.
+/// Pure: no I/O.
 enum TwoWayModel {
     /// A local write as the outbox folds it.
-    enum Local: Equatable, CustomStringConvertible {
+    enum Local: Hashable, CustomStringConvertible {
         case create(String)
         case update(String)
         case delete
@@ -42,7 +43,7 @@ enum TwoWayModel {
     }
 
     /// Another client's write, folded the same way.
-    enum Other: Equatable, CustomStringConvertible {
+    enum Other: Hashable, CustomStringConvertible {
         /// A record the replica does not have yet (or a collision with a local create's key).
         case create(String)
         case update(String)

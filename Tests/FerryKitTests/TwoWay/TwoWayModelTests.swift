@@ -51,6 +51,9 @@ struct TwoWayModelTests {
     static var rounds: Int? { environment["FERRY_TWO_WAY_ROUNDS"].flatMap { Int($0) } }
     static var seconds: Int { environment["FERRY_TWO_WAY_SECONDS"].flatMap { Int($0) } ?? 10 }
     static var seed: UInt64? { environment["FERRY_TWO_WAY_SEED"].flatMap { UInt64($0) } }
+    /// How exploring draws steps: `FERRY_TWO_WAY_GENERATOR` (`interleaved` by default: any write
+    /// at any time; `ordered`: the rounds the corpus's first seeds were found with).
+    static var generator: TwoWayDriver.Generator { environment["FERRY_TWO_WAY_GENERATOR"].flatMap(TwoWayDriver.Generator.init) ?? .interleaved }
     /// Fresh seeds (or the one `FERRY_TWO_WAY_SEED` names) rather than the corpus.
     static var exploring: Bool { environment["FERRY_TWO_WAY_EXPLORE"] == "1" || seed != nil }
     static var ferryBuilt: Bool { FileManager.default.isExecutableFile(atPath: TwoWayDriver.ferry) }
@@ -69,7 +72,7 @@ struct TwoWayModelTests {
     @Test(.enabled(if: ferryBuilt, "ferry not built (swift build)"), .enabled(if: !exploring, "exploring fresh seeds"),
           arguments: corpus)
     func theSeedCorpusMatchesTheModel(_ entry: TwoWaySeedCorpus.Entry) throws {
-        try Self.run(entry.server, entry.policy, seed: entry.seed, rounds: entry.rounds, until: nil)
+        try Self.run(entry.server, entry.policy, seed: entry.seed, rounds: entry.rounds, generator: entry.generator, until: nil)
     }
 
     @Test func theSeedCorpusReads() throws {
@@ -84,24 +87,28 @@ struct TwoWayModelTests {
         #expect(throws: TwoWaySeedCorpus.Malformed.self) { try TwoWaySeedCorpus.parse("# fine\njson keep-all 12 3\n") }
         #expect(try TwoWaySeedCorpus.parse("# a comment\n\njson-digest keep-both 453972 61 # a keep-both copy made twice\n")
                 == [.init(server: .jsonDigest, policy: .keepBoth, seed: 453_972, rounds: 61, line: 3)])
+        #expect(try TwoWaySeedCorpus.parse("json hold 5 3 interleaved").first?.generator == .interleaved)
+        #expect(throws: TwoWaySeedCorpus.Malformed.self) { try TwoWaySeedCorpus.parse("json hold 5 3 shuffled\n") }
     }
 
     @Test(.enabled(if: ferryBuilt, "ferry not built (swift build)"), .enabled(if: exploring, "replaying the seed corpus"),
           arguments: Server.selected, selectedPolicies)
     func freshSeedsMatchTheModel(_ server: Server, _ policy: ConflictPolicy) throws {
         let seed = Self.seed ?? UInt64.random(in: 1...999_999)
-        try Self.run(server, policy, seed: seed, rounds: Self.rounds, until: Self.rounds == nil ? ContinuousClock.now + .seconds(Self.seconds) : nil)
+        try Self.run(server, policy, seed: seed, rounds: Self.rounds, generator: Self.generator,
+                     until: Self.rounds == nil ? ContinuousClock.now + .seconds(Self.seconds) : nil)
     }
 
     /// Runs `rounds` rounds from `seed` (or rounds until `deadline`), prints what the run did on
     /// one line (`two-way run:` and its figures, for the exploring script to add up), and on a
     /// failure records the seed, its corpus line and the shortest failing sequence.
-    static func run(_ server: Server, _ policy: ConflictPolicy, seed: UInt64, rounds: Int?, until deadline: ContinuousClock.Instant?) throws {
+    static func run(_ server: Server, _ policy: ConflictPolicy, seed: UInt64, rounds: Int?, generator: TwoWayDriver.Generator,
+                    until deadline: ContinuousClock.Instant?) throws {
         let remote = try server.start()
         defer { remote.stop() }
         // Rounds are generated one after another from the seed, so a run cut short by time is
         // a prefix of a longer one: a seed replays whatever the budget was.
-        let steps = TwoWayDriver.steps(rounds: rounds ?? 2_000, seed: seed, collides: remote.collides)
+        let steps = generator.steps(rounds: rounds ?? 2_000, seed: seed, collides: remote.collides)
         let driver = try TwoWayDriver(remote: remote, policy: policy)
         let started = ContinuousClock.now
         var failed: TwoWayDriver.Failure?
@@ -109,12 +116,12 @@ struct TwoWayModelTests {
             defer { driver.close() }
             do { try driver.run(steps, until: deadline) } catch let failure as TwoWayDriver.Failure { failed = failure }
             let elapsed = (ContinuousClock.now - started).components.seconds
-            print("two-way run: server=\(server.rawValue) policy=\(policy.rawValue) seed=\(seed) seconds=\(elapsed) \(driver.figures) "
+            print("two-way run: server=\(server.rawValue) policy=\(policy.rawValue) seed=\(seed) generator=\(generator.rawValue) seconds=\(elapsed) \(driver.figures) "
                   + "result=\(failed == nil ? "pass" : "fail")")
         }
         guard let failure = failed else { return }
         // The round that failed, counted from one: a replay of that many rounds fails too.
-        let line = TwoWaySeedCorpus.Entry(server: server, policy: policy, seed: seed, rounds: driver.settles + 1, line: 0).corpusLine
+        let line = TwoWaySeedCorpus.Entry(server: server, policy: policy, seed: seed, rounds: driver.settles + 1, generator: generator, line: 0).corpusLine
         let shortest = try shrink(steps, failingAt: failure.step, server: server, policy: policy)
         Issue.record("""
             \(server) \(policy), seed \(seed) (FERRY_TWO_WAY_SEED=\(seed)): \(failure)
@@ -157,6 +164,35 @@ struct TwoWayModelTests {
             }
         }
         return (best, failure)
+    }
+
+    /// Where timing decides, the model allows each outcome a pass that did or did not get
+    /// through could leave, and no other.
+    @Test func theModelAllowsWhatTimingMayDecide() {
+        typealias Outcome = TwoWayModel.RecordOutcome
+        // The other client writes after a local write and a pass: pushed before (the other
+        // overwrites it, no conflict), or not (a conflict, decided by the policy).
+        let racing: [TwoWayModel.Event] = [.local(.update("L")), .pass, .other(.update("R"))]
+        #expect(TwoWayModel.allowed(start: "S", events: racing, policy: .remoteWins, choice: nil)
+                == [Outcome(values: ["R"], conflicts: 0), Outcome(values: ["R"], conflicts: 1)])
+        #expect(TwoWayModel.allowed(start: "S", events: racing, policy: .localWins, choice: nil)
+                == [Outcome(values: ["R"], conflicts: 0), Outcome(values: ["L"], conflicts: 1)])
+        #expect(TwoWayModel.allowed(start: "S", events: racing, policy: .keepBoth, choice: nil)
+                == [Outcome(values: ["R"], conflicts: 0), Outcome(values: ["L", "R"], conflicts: 1)])
+        // Without a pass between, only the conflict.
+        #expect(TwoWayModel.allowed(start: "S", events: [.local(.update("L")), .other(.update("R"))], policy: .hold, choice: .rebaseLocal)
+                == [Outcome(values: ["L"], conflicts: 1)])
+        // The other client first and a pass before the local write: the local write may be
+        // made on the remote's change (no conflict) or not.
+        #expect(TwoWayModel.allowed(start: "S", events: [.other(.update("R")), .pass, .local(.update("L"))], policy: .remoteWins, choice: nil)
+                == [Outcome(values: ["L"], conflicts: 0), Outcome(values: ["R"], conflicts: 1)])
+        // local-wins after two remote writes each met: two conflicts, or one.
+        let twice: [TwoWayModel.Event] = [.local(.update("L1")), .other(.update("R1")), .pass, .local(.update("L2")), .other(.update("R2"))]
+        #expect(TwoWayModel.allowed(start: "S", events: twice, policy: .localWins, choice: nil).contains(Outcome(values: ["L2"], conflicts: 2)))
+        #expect(TwoWayModel.allowed(start: "S", events: twice, policy: .localWins, choice: nil).allSatisfy { $0.conflicts >= 1 })
+        // Both deleted: nothing to decide, whatever the timing.
+        #expect(TwoWayModel.allowed(start: "S", events: [.local(.delete), .pass, .other(.delete)], policy: .keepBoth, choice: nil)
+                == [Outcome(values: [], conflicts: 0)])
     }
 
     /// The model itself, row by row, as its doc reads.

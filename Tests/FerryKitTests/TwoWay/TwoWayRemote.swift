@@ -31,8 +31,11 @@ protocol TwoWayRemote: AnyObject {
     func keyAndValue(of body: String) -> (key: String, value: String)?
 
     func otherCreate(key: String, value: String) throws
-    func otherUpdate(key: String, value: String) throws
-    func otherDelete(key: String) throws
+    /// Writes the one record holding `key`; false (nothing written) when the server holds none
+    /// or several (keep-both's copies) at this moment.
+    @discardableResult func otherUpdate(key: String, value: String) throws -> Bool
+    /// Deletes the one record holding `key`; false as ``otherUpdate(key:value:)``.
+    @discardableResult func otherDelete(key: String) throws -> Bool
     /// Key → values of every record the server holds (copies share a key).
     func records() throws -> [String: [String]]
     func stop()
@@ -117,11 +120,19 @@ final class DAVTwoWayRemote: TwoWayRemote {
 
     func otherCreate(key: String, value: String) throws { try server.put(member(key), body(key: key, value: value), contentType: contentType) }
 
-    func otherUpdate(key: String, value: String) throws {
-        try server.put(member(key), replacingValue(in: try server.get(member(key)), with: value), contentType: contentType)
+    /// A copy keep-both made has a UID (and a member) of its own: the member named by the key is
+    /// the record itself.
+    func otherUpdate(key: String, value: String) throws -> Bool {
+        guard let body = try? server.get(member(key)) else { return false }
+        try server.put(member(key), replacingValue(in: body, with: value), contentType: contentType)
+        return true
     }
 
-    func otherDelete(key: String) throws { try server.delete(member(key)) }
+    func otherDelete(key: String) throws -> Bool {
+        guard (try? server.get(member(key))) != nil else { return false }
+        try server.delete(member(key))
+        return true
+    }
 
     /// Read by a pull into a replica of its own, straight from the server: the DAV servers
     /// differ in how they list, and Ferry's pull is what the pull contract suite proves.
@@ -184,12 +195,18 @@ final class ParseTwoWayRemote: TwoWayRemote {
 
     func otherCreate(key: String, value: String) throws { _ = try curl("POST", "/classes/Quote", body(key: key, value: value)) }
 
-    func otherUpdate(key: String, value: String) throws {
-        for id in try objectIDs(key) { _ = try curl("PUT", "/classes/Quote/\(id)", #"{"text":"\#(value)"}"#) }
+    func otherUpdate(key: String, value: String) throws -> Bool {
+        let ids = try objectIDs(key)
+        guard ids.count == 1 else { return false }
+        _ = try curl("PUT", "/classes/Quote/\(ids[0])", #"{"text":"\#(value)"}"#)
+        return true
     }
 
-    func otherDelete(key: String) throws {
-        for id in try objectIDs(key) { _ = try curl("DELETE", "/classes/Quote/\(id)") }
+    func otherDelete(key: String) throws -> Bool {
+        let ids = try objectIDs(key)
+        guard ids.count == 1 else { return false }
+        _ = try curl("DELETE", "/classes/Quote/\(ids[0])")
+        return true
     }
 
     func records() throws -> [String: [String]] {
@@ -265,12 +282,18 @@ final class JSONTwoWayRemote: TwoWayRemote {
 
     func otherCreate(key: String, value: String) throws { try curl("POST", "/items", body(key: key, value: value)) }
 
-    func otherUpdate(key: String, value: String) throws {
-        for id in try ids(key) { try curl("PATCH", "/items/\(id)", #"{"name":"\#(value)"}"#) }
+    func otherUpdate(key: String, value: String) throws -> Bool {
+        let ids = try ids(key)
+        guard ids.count == 1 else { return false }
+        try curl("PATCH", "/items/\(ids[0])", #"{"name":"\#(value)"}"#)
+        return true
     }
 
-    func otherDelete(key: String) throws {
-        for id in try ids(key) { try curl("DELETE", "/items/\(id)") }
+    func otherDelete(key: String) throws -> Bool {
+        let ids = try ids(key)
+        guard ids.count == 1 else { return false }
+        try curl("DELETE", "/items/\(ids[0])")
+        return true
     }
 
     func records() throws -> [String: [String]] {

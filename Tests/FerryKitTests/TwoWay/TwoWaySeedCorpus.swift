@@ -9,20 +9,22 @@ import FerryTestSupport
 /// seeds are for exploring (`scripts/explore-two-way.sh`), and a seed that fails there is
 /// added here with the line its failure prints.
 ///
-/// A line is `server policy seed rounds`, then optionally `# why`; blank lines and lines that
-/// start with `#` say nothing.
+/// A line is `server policy seed rounds [generator]` (``TwoWayDriver/Generator``, `ordered`
+/// when left out: the seeds found before writes could interleave), then optionally `# why`;
+/// blank lines and lines that start with `#` say nothing.
 struct TwoWaySeedCorpus {
     struct Entry: Sendable, Equatable, CustomTestStringConvertible {
         var server: TwoWayModelTests.Server
         var policy: ConflictPolicy
         var seed: UInt64
         var rounds: Int
+        var generator: TwoWayDriver.Generator = .ordered
         /// The line's number in the file.
         var line: Int
 
-        var testDescription: String { "\(server.rawValue) \(policy.rawValue) seed \(seed), \(rounds) rounds" }
+        var testDescription: String { "\(server.rawValue) \(policy.rawValue) seed \(seed), \(rounds) \(generator.rawValue) rounds" }
         /// The line that replays this run.
-        var corpusLine: String { "\(server.rawValue) \(policy.rawValue) \(seed) \(rounds)" }
+        var corpusLine: String { "\(server.rawValue) \(policy.rawValue) \(seed) \(rounds) \(generator.rawValue)" }
     }
 
     /// A line that does not read, with its number and what is wrong.
@@ -43,7 +45,7 @@ struct TwoWaySeedCorpus {
             guard !words.isEmpty else { continue }
             let number = index + 1
             func malformed(_ problem: String) -> Malformed { Malformed(line: number, text: String(raw), problem: problem) }
-            guard words.count == 4 else { throw malformed("expected `server policy seed rounds`") }
+            guard words.count == 4 || words.count == 5 else { throw malformed("expected `server policy seed rounds [generator]`") }
             guard let server = TwoWayModelTests.Server(rawValue: words[0]) else {
                 throw malformed("no server \(words[0]) (\(TwoWayModelTests.Server.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
@@ -52,7 +54,11 @@ struct TwoWaySeedCorpus {
             }
             guard let seed = UInt64(words[2]) else { throw malformed("the seed is not a number") }
             guard let rounds = Int(words[3]), rounds > 0 else { throw malformed("the rounds are not a positive number") }
-            entries.append(Entry(server: server, policy: policy, seed: seed, rounds: rounds, line: number))
+            let generator = words.count == 5 ? TwoWayDriver.Generator(rawValue: words[4]) : .ordered
+            guard let generator else {
+                throw malformed("no generator \(words[4]) (\(TwoWayDriver.Generator.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            entries.append(Entry(server: server, policy: policy, seed: seed, rounds: rounds, generator: generator, line: number))
         }
         return entries
     }

@@ -56,7 +56,13 @@ final class JSONCollectionWriter: RemoteWriter {
         guard let body = change.body else { return undoCreate(change, template: template) }
         guard let local = JSONValue.object(parsing: body) else { return walk.finish(change, .refused("the local body is not a JSON object")) }
         let sent = JSONValue.encode(local.filter { $0.key != options.idField })
-        switch walk.willSendCreate(change, body: String(decoding: sent, as: UTF8.self)) {
+        // An API that keeps the key answers every later send with the record the first that
+        // landed made: the body recorded stays the first send's, and the answer is compared
+        // with it (``changedSinceEarlierSend``). Recording this send's instead, a row changed
+        // after a send whose answer was lost, then sent again with its answer lost too, would
+        // take the earlier record for its own and lose the change.
+        let recorded = change.sent == nil ? nil : change.baseBody
+        switch walk.willSendCreate(change, body: recorded ?? String(decoding: sent, as: UTF8.self)) {
         case .send: break
         case .skipped: return walk.finish(change, .accepted(nil))
         case .stopped: return
