@@ -2,7 +2,7 @@
 # Runs `swift test` (already built) as several processes at once, each over a share of the
 # suites, and fails when any of them fails.
 #
-#   bash scripts/swift-test-shards.sh SHARDS LOGDIR [SKIP-REGEX]
+#   bash scripts/swift-test-shards.sh SHARDS LOGDIR [SKIP-REGEX [ALONE-REGEX]]
 #
 # Why: most of Ferry's tests wait — for a Radicale answer, a run loop, a server's backoff — on a
 # thread of Swift's cooperative pool, which has one thread per core. On a two-core machine two
@@ -13,21 +13,28 @@
 # so several of them would only queue. Suites (not single tests) are dealt out round-robin in name order, so the shared servers a
 # suite starts (DAVServer.shared) are started once per process that needs them. Each shard's
 # output goes to LOGDIR/shard-N.log and is printed whole when all have ended, in order, so a
-# failure reads as one block. SKIP-REGEX leaves out suites whose name matches it.
+# failure reads as one block. SKIP-REGEX leaves out suites whose name matches it; each suite
+# matching ALONE-REGEX gets a process of its own besides the SHARDS (a long suite that would
+# otherwise decide when its shard ends).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-shards=${1:?usage: swift-test-shards.sh SHARDS LOGDIR [SKIP-REGEX]}
-logs=${2:?usage: swift-test-shards.sh SHARDS LOGDIR [SKIP-REGEX]}
+shards=${1:?usage: swift-test-shards.sh SHARDS LOGDIR [SKIP-REGEX [ALONE-REGEX]]}
+logs=${2:?usage: swift-test-shards.sh SHARDS LOGDIR [SKIP-REGEX [ALONE-REGEX]]}
 skip=${3:-'^$'}
+alone=${4:-'^$'}
 mkdir -p "$logs"
 
 list=$(swift test list --skip-build 2>"$logs/list.err") || { cat "$logs/list.err"; exit 1; }
 binary="$(swift build --show-bin-path)/FerryPackageTests.xctest"
 [[ -x "$binary" ]] || { echo "error: no test binary at $binary (swift build --build-tests first)" >&2; exit 1; }
-mapfile -t suites < <(grep -E '^[A-Za-z0-9_]+\.[A-Za-z0-9_.]+/' <<<"$list" | cut -d/ -f1 | sort -u |
-                      grep -Ev "^[A-Za-z0-9_]+\.($skip)\$")
-if [[ ${#suites[@]} -eq 0 ]]; then
+mapfile -t all < <(grep -E '^[A-Za-z0-9_]+\.[A-Za-z0-9_.]+/' <<<"$list" | cut -d/ -f1 | sort -u |
+                   grep -Ev "^[A-Za-z0-9_]+\.($skip)\$")
+suites=() solos=()
+for suite in "${all[@]}"; do
+    if [[ "$suite" =~ ^[A-Za-z0-9_]+\.($alone)$ ]]; then solos+=("$suite"); else suites+=("$suite"); fi
+done
+if [[ ${#all[@]} -eq 0 ]]; then
     echo "error: swift test list named no suites" >&2
     exit 1
 fi
@@ -39,8 +46,12 @@ for i in "${!suites[@]}"; do
     name=${suites[$i]//./\\.}
     patterns[$shard]+="${patterns[$shard]:+|}$name"
 done
+for suite in "${solos[@]}"; do
+    patterns[$shards]=${suite//./\\.}
+    shards=$(( shards + 1 ))
+done
 
-echo "${#suites[@]} suites in $shards processes"
+echo "${#all[@]} suites in $shards processes (${#solos[@]} alone)"
 pids=()
 for (( shard = 0; shard < shards; shard++ )); do
     NO_COLOR=1 "$binary" --testing-library swift-testing --filter "^(${patterns[$shard]})/" >"$logs/shard-$shard.log" 2>&1 &

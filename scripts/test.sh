@@ -3,9 +3,9 @@
 #
 #   bash scripts/test.sh
 #
-# Phases: dependencies (apt packages, pip packages in a venv), build, swift test in four
-# processes (all suites but the two-way model's; scripts/swift-test-shards.sh), the two-way
-# model driver and the push contract suite on every server, the two crash loops side by side
+# Phases: dependencies (apt packages, pip packages in a venv), build, swift test in six
+# processes (scripts/swift-test-shards.sh; the two-way model's seed corpus and the push
+# contract on every server each in one of them), the two crash loops side by side
 # (Tests/Reliability/crash_loop.py, push_crash_loop.py), the daemon suite
 # (Tests/Reliability/daemon_suite.py), a stock Prometheus scraping ferryd
 # (Tests/System/prometheus_scrape.py), the shipped alert rules and dashboard against it
@@ -178,30 +178,23 @@ wait_for_build() {  # RC-FILE CAP (as cap prints it): waits for a background bui
     return 124
 }
 
-phase "unit and integration tests: swift test, in 4 processes (scripts/swift-test-shards.sh)"
-# The two-way model and the push contract run in the next phase, with their own cap.
-if timeout "$(cap 12)" bash scripts/swift-test-shards.sh "${FERRY_TEST_SHARDS:-4}" "$logs/shards" \
+phase "swift test: every suite, in 6 processes (scripts/swift-test-shards.sh)"
+# Four processes share the unit and integration suites; the two-way model and the push
+# contract, the longest, have one each. The two-way model replays its seed corpus
+# (Tests/TwoWay/seeds.txt: every seed that ever failed, and a fixed seed for every server and
+# policy) for its fixed rounds of local and remote writes with lost answers, killed pushes and
+# two pushers, checked against TwoWayModel's allowed end states after each round, on the Parse
+# and JSON test servers, Radicale, Xandikos, DAViCal and sabre/dav; the push contract runs its
+# fixed sequences for every kind that pushes. Deterministic: fresh seeds are explored by
+# scripts/explore-two-way.sh MINUTES, not here.
+if timeout "$(cap 16)" bash scripts/swift-test-shards.sh "${FERRY_TEST_SHARDS:-4}" "$logs/shards" '^$' \
         'TwoWayModelTests|PushContractTests' >"$logs/swift-test.log" 2>&1; then
-    tail -6 "$logs/swift-test.log"
+    sed -n '/^--- shards:/,$p' "$logs/swift-test.log"
     ok "swift test"
 else
     cat "$logs/swift-test.log"
     bad "swift test"
     remember "swift test" "$logs/swift-test.log"
-fi
-
-phase "two-way sync against the model, and the push contract (every server)"
-# The seed corpus (Tests/TwoWay/seeds.txt: every seed that ever failed, and a fixed seed for
-# every server and policy) replayed for its fixed rounds of local and remote writes with lost
-# answers, killed pushes and two pushers, checked against TwoWayModel after each round, on the
-# Parse and JSON test servers, Radicale, Xandikos, DAViCal and sabre/dav; then the push
-# contract's fixed sequences for every kind that pushes. Deterministic: fresh seeds are
-# explored by scripts/explore-two-way.sh MINUTES, not here.
-if timeout "$(cap 10)" swift test --skip-build --filter 'TwoWayModelTests|PushContractTests' 2>&1 | tee "$logs/two-way.log"; then
-    ok "two-way model and push contract"
-else
-    bad "two-way model and push contract"
-    remember "two-way model and push contract" "$logs/two-way.log"
 fi
 
 phase "reliability: the crash loops, both at once (Tests/Reliability/crash_loop.py, push_crash_loop.py)"
