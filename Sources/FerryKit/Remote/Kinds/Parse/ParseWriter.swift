@@ -94,6 +94,10 @@ final class ParseWriter: RemoteWriter {
                     // that send made is the base, so it is neither a conflict nor sent twice.
                     let landed = theirs.flatMap { Self.landedSend(of: change, remote: $0) }
                     if let landed { base = landed }
+                    // An earlier send whose answer was lost may still be at work on the server:
+                    // sending now records this body as the one sent, and that send landing after
+                    // it would read as another writer's change. It stays queued until settled.
+                    if theirs == nil, change.sendMayStillLand() { continue }
                     switch ParseFieldMerge.update(base: base, local: local, remote: theirs) {
                     case .conflict: decided[position] = .conflict(remote: remote)
                     case .update(let fields) where fields.isEmpty: decided[position] = .accepted(remote)
