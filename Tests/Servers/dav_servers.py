@@ -305,13 +305,20 @@ def start_xandikos(root, port, args, cleanups):
     # Let Xandikos create its default layout once, then load the files and commit once.
     init = subprocess.Popen([tool("xandikos"), "--defaults", "-d", root, "-l", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child_setup())
+    book = os.path.join(root, "user", "contacts", "addressbook")
+    cal = os.path.join(root, "user", "calendars", "calendar")
     try:
         wait_listening(port, init)
+        # Listening is not the end of its start-up: on a loaded machine the default
+        # collections' git repositories came a moment later, after the kill.
+        deadline = time.monotonic() + 60
+        while not all(os.path.exists(os.path.join(d, ".git")) for d in (book, cal)):
+            if time.monotonic() > deadline or init.poll() is not None:
+                raise SystemExit("xandikos --defaults made no default collections in %s" % root)
+            time.sleep(0.05)
     finally:
         init.kill()
         init.wait()
-    book = os.path.join(root, "user", "contacts", "addressbook")
-    cal = os.path.join(root, "user", "calendars", "calendar")
     write_items(book, args.cards, 0, "card")
     write_items(cal, 0, args.events, "event")
     git_commit(book)
