@@ -14,8 +14,8 @@
 # suite starts (DAVServer.shared) are started once per process that needs them. Each shard's
 # output goes to LOGDIR/shard-N.log and is printed whole when all have ended, in order, so a
 # failure reads as one block. SKIP-REGEX leaves out suites whose name matches it; each suite
-# matching ALONE-REGEX gets a process of its own besides the SHARDS (a long suite that would
-# otherwise decide when its shard ends).
+# matching ALONE-REGEX gets two processes of its own besides the SHARDS (a long suite that
+# would otherwise decide when its shard ends).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,15 +46,33 @@ for i in "${!suites[@]}"; do
     name=${suites[$i]//./\\.}
     patterns[$shard]+="${patterns[$shard]:+|}$name"
 done
+# A suite alone is split in two by its test functions (every other one), so its longest
+# test, not the suite's sum, decides when it is done.
 for suite in "${solos[@]}"; do
-    patterns[$shards]=${suite//./\\.}
-    shards=$(( shards + 1 ))
+    mapfile -t functions < <(grep -F "$suite/" <<<"$list" | cut -d/ -f2 | sed 's/(.*//' | sort -u)
+    escaped=${suite//./\\.}
+    halves=("" "")
+    for i in "${!functions[@]}"; do
+        half=$(( i % 2 ))
+        halves[$half]+="${halves[$half]:+|}${functions[$i]}"
+    done
+    for half in 0 1; do
+        [[ -n "${halves[$half]}" ]] || continue
+        patterns[$shards]="$escaped/(${halves[$half]})\\("
+        shards=$(( shards + 1 ))
+    done
 done
 
-echo "${#all[@]} suites in $shards processes (${#solos[@]} alone)"
+echo "${#all[@]} suites in $shards processes (${#solos[@]} alone, each in two)"
+if [[ -n "${FERRY_SHARDS_DRY_RUN:-}" ]]; then  # print each process's filter, run nothing
+    for (( shard = 0; shard < shards; shard++ )); do echo "$shard: ${patterns[$shard]}"; done
+    exit 0
+fi
 pids=()
 for (( shard = 0; shard < shards; shard++ )); do
-    NO_COLOR=1 "$binary" --testing-library swift-testing --filter "^(${patterns[$shard]})/" >"$logs/shard-$shard.log" 2>&1 &
+    pattern=${patterns[$shard]}
+    [[ "$pattern" == */* ]] || pattern="($pattern)/"
+    NO_COLOR=1 "$binary" --testing-library swift-testing --filter "^$pattern" >"$logs/shard-$shard.log" 2>&1 &
     pids+=($!)
 done
 status=0

@@ -3,9 +3,9 @@
 #
 #   bash scripts/test.sh
 #
-# Phases: dependencies (apt packages, pip packages in a venv), build, swift test in six
+# Phases: dependencies (apt packages, pip packages in a venv), build, swift test in eight
 # processes (scripts/swift-test-shards.sh; the two-way model's seed corpus and the push
-# contract on every server each in one of them), the two crash loops side by side
+# contract on every server two each), the two crash loops side by side
 # (Tests/Reliability/crash_loop.py, push_crash_loop.py), the daemon suite
 # (Tests/Reliability/daemon_suite.py), a stock Prometheus scraping ferryd
 # (Tests/System/prometheus_scrape.py), the shipped alert rules and dashboard against it
@@ -178,9 +178,9 @@ wait_for_build() {  # RC-FILE CAP (as cap prints it): waits for a background bui
     return 124
 }
 
-phase "swift test: every suite, in 6 processes (scripts/swift-test-shards.sh)"
+phase "swift test: every suite, in 8 processes (scripts/swift-test-shards.sh)"
 # Four processes share the unit and integration suites; the two-way model and the push
-# contract, the longest, have one each. The two-way model replays its seed corpus
+# contract, the longest, have two each (their test functions split between them). The two-way model replays its seed corpus
 # (Tests/TwoWay/seeds.txt: every seed that ever failed, and a fixed seed for every server and
 # policy) for its fixed rounds of local and remote writes with lost answers, killed pushes and
 # two pushers, checked against TwoWayModel's allowed end states after each round, on the Parse
