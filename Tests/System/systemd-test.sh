@@ -255,7 +255,12 @@ result() { box sh -c "sed -n 's/^result=//p' $STATE_FILE" 2>/dev/null | tr -d '\
 before=$(generation)
 store_section authors Author | write_config
 install_config
-check "systemctl reload (store added) succeeds" box systemctl reload ferryd
+reload_or_say_why() {  # systemctl reload, and on failure what the unit's journal says of it
+    box systemctl reload ferryd && return 0
+    box journalctl -u ferryd --no-pager -o cat -n 15 | tr -d '\r' | sed 's/^/  | /'
+    return 1
+}
+check "systemctl reload (store added) succeeds" reload_or_say_why
 after=$(generation)
 check "reload acknowledged before systemctl returned (generation ${before:-?} -> ${after:-?})" \
     test -n "$before" -a -n "$after" -a "${after:-0}" -gt "${before:-0}"

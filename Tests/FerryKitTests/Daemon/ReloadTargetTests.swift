@@ -75,6 +75,13 @@ import Testing
             == .notFerryd(pid: 1, reason: "pid 1 is the init process"))
         #expect(ReloadTarget.verdict(pid: 42, identity: nil, recordedStart: nil, exists: false) == .daemonExited(pid: 42))
         #expect(ReloadTarget.verdict(pid: 42, identity: nil, recordedStart: nil, exists: true) == .unverifiable(pid: 42))
+        // The shipped unit hides ferryd's /proc entry from its own ExecReload=: systemd's
+        // $MAINPID is taken there, and nowhere else without a look.
+        #expect(ReloadTarget.verdict(pid: 42, identity: nil, recordedStart: nil, exists: true, namedBySystemd: true) == nil)
+        #expect(ReloadTarget.verdict(pid: 1, identity: nil, recordedStart: nil, exists: true, namedBySystemd: true) != nil)
+        #expect(ReloadTarget.verdict(pid: 42, identity: nil, recordedStart: nil, exists: false, namedBySystemd: true) == .daemonExited(pid: 42))
+        #expect(ReloadTarget.verdict(pid: 42, identity: ProcessFacts(name: "sleep", startTicks: 1), recordedStart: nil, exists: true,
+                                     namedBySystemd: true) != nil)
         #expect(ReloadTarget.verdict(pid: 42, identity: ProcessFacts(name: "sleep", startTicks: 500), recordedStart: nil, exists: true)
             == .notFerryd(pid: 42, reason: "it is sleep, not ferryd"))
         guard case .notFerryd? = ReloadTarget.verdict(pid: 42, identity: ferryd, recordedStart: 400, exists: true) else {

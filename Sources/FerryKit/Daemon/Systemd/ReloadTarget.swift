@@ -20,15 +20,19 @@ public enum ReloadTarget {
     }
 
     /// Whether `pid` may be signalled, from what `/proc` shows of it (`identity`, nil when it
-    /// shows nothing), the start time a pid file recorded, and whether the process exists at
-    /// all (`kill(pid, 0)` succeeded or failed with EPERM).
+    /// shows nothing), the start time a pid file recorded, whether the process exists at all
+    /// (`kill(pid, 0)` succeeded or failed with EPERM), and whether systemd itself named it
+    /// (`namedBySystemd`: `$MAINPID` in a unit's `ExecReload=`).
     public static func verdict(pid: Int32, identity: ProcessFacts?, recordedStart: UInt64?, exists: Bool,
-                               expectedName: String = daemonName) -> ReloadError? {
+                               namedBySystemd: Bool = false, expectedName: String = daemonName) -> ReloadError? {
         // PID 1 is the init system (or a container's only process, which ferry reload does not
         // reach by pid); 0 and negative pids name process groups or every process.
         guard pid > 1 else { return .notFerryd(pid: pid, reason: pid == 1 ? "pid 1 is the init process" : "not a process id") }
         guard exists else { return .daemonExited(pid: pid) }
-        guard let identity else { return .unverifiable(pid: pid) }
+        // The shipped unit's ProtectProc=invisible and ProcSubset=pid hide ferryd's /proc entry
+        // even from its own ExecReload=; there systemd's $MAINPID is the unit's main process,
+        // which systemd tracks itself, and is taken as it is.
+        guard let identity else { return namedBySystemd ? nil : .unverifiable(pid: pid) }
         guard identity.name == expectedName else { return .notFerryd(pid: pid, reason: "it is \(identity.name), not \(expectedName)") }
         if let recordedStart, recordedStart != identity.startTicks {
             return .notFerryd(pid: pid, reason: "it started after the ferryd that wrote the pid file (the pid was reused)")
@@ -56,7 +60,10 @@ public enum ReloadTarget {
         }
         let identity = pid > 1 ? ProcessFacts.read(pid: pid, proc: proc) : nil
         let exists = pid > 1 && (kill(pid, 0) == 0 || errno == EPERM)
-        guard let refusal = verdict(pid: pid, identity: identity, recordedStart: recordedStart, exists: exists, expectedName: expectedName) else {
+        // systemd sets INVOCATION_ID for the processes it runs for a unit, ExecReload= too.
+        let namedBySystemd = source == .mainPID && environment["INVOCATION_ID"] != nil
+        guard let refusal = verdict(pid: pid, identity: identity, recordedStart: recordedStart, exists: exists,
+                                    namedBySystemd: namedBySystemd, expectedName: expectedName) else {
             return pid
         }
         if case .pidFile(let path) = source {
