@@ -215,18 +215,9 @@ final class RawConnection {
     private var closed = false
 
     init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw ShellError.failed("connect: \(errno)") }
-        // A bound on every read, so a test cannot hang on a server that never answers.
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        // Every read bounded, so a test cannot hang on a server that never answers.
+        guard let fd = LoopbackSocket.connect(port: port) else { throw ShellError.failed("connect: \(errno)") }
+        self.fd = fd
     }
 
     func send(_ text: String) {
