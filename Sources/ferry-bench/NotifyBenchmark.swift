@@ -118,47 +118,56 @@ struct NotifyBenchmark: ParsableCommand {
         var sentAt: ContinuousClock.Instant
     }
 
+    /// Threads that send with the benchmark.
+    static let senders = 4
+
+    /// Calls `send` with 0..<requests, each at its time on an even schedule over `seconds`
+    /// from `startingIn` on, spread over ``senders`` threads (so one slow answer does not hold
+    /// the schedule up); the group is done when every call returned.
+    static func paced(requests: Int, over seconds: Double, startingIn delay: Duration,
+                      _ send: @escaping @Sendable (Int) -> Void) -> DispatchGroup {
+        let start = ContinuousClock.now + delay
+        let group = DispatchGroup()
+        for sender in 0..<senders {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                for index in stride(from: sender, to: requests, by: senders) {
+                    let wait = start + .seconds(Double(index) * seconds / Double(requests)) - ContinuousClock.now
+                    if wait > .zero { usleep(UInt32(wait.seconds * 1e6)) }
+                    send(index)
+                }
+            }
+        }
+        return group
+    }
+
     private func latency(names: [String], parse: TestServer, port: Int, database: String, pid: Int32) throws {
         let total = rate * seconds
         let pending = Mutex<[Pending]>([])
         let latencies = Mutex<[Double]>([])
         let sendFailures = Atomic<Int>(0)
         let created = Mutex<[String: Int]>([:])
-        let start = ContinuousClock.now + .milliseconds(200)
-        let senders = 4
-        let group = DispatchGroup()
         let secret = Array(Self.secret.utf8)
         let parsePort = parse.port
-        for sender in 0..<senders {
-            group.enter()
-            Thread.detachNewThread {
-                defer { group.leave() }
-                var tick = sender
-                while tick < total {
-                    let due = start + .seconds(Double(tick) / Double(rate))
-                    let wait = due - ContinuousClock.now
-                    if wait > .zero { usleep(UInt32(wait.seconds * 1e6)) }
-                    let store = names[tick % names.count]
-                    let made = LoopbackPost.send(port: parsePort, path: "/__admin/mutate", headers: [("Content-Type", "application/json")],
-                                                 body: Array(#"{"class":"\#(store.uppercased())","create":1}"#.utf8))
-                    guard made == 200 else {
-                        sendFailures.wrappingAdd(1, ordering: .relaxed)
-                        tick += senders
-                        continue
-                    }
-                    let expected = created.withLock { counts in
-                        counts[store, default: 0] += 1
-                        return counts[store]!
-                    }
-                    let body = Array(#"{"store":"\#(store)","tick":\#(tick)}"#.utf8)
-                    let signature = "sha256=" + SignatureEncoding.hex(HMACSHA256.authenticationCode(key: secret, message: body))
-                    let sentAt = ContinuousClock.now
-                    pending.withLock { $0.append(Pending(store: store, expected: expected, sentAt: sentAt)) }
-                    let status = LoopbackPost.send(port: port, path: "/notify/\(store)", headers: [("X-Hub-Signature-256", signature)], body: body)
-                    if status != 202 { sendFailures.wrappingAdd(1, ordering: .relaxed) }
-                    tick += senders
-                }
+        let group = Self.paced(requests: total, over: Double(seconds), startingIn: .milliseconds(200)) { tick in
+            let store = names[tick % names.count]
+            let made = LoopbackPost.send(port: parsePort, path: "/__admin/mutate", headers: [("Content-Type", "application/json")],
+                                         body: Array(#"{"class":"\#(store.uppercased())","create":1}"#.utf8))
+            guard made == 200 else {
+                sendFailures.wrappingAdd(1, ordering: .relaxed)
+                return
             }
+            let expected = created.withLock { counts in
+                counts[store, default: 0] += 1
+                return counts[store]!
+            }
+            let body = Array(#"{"store":"\#(store)","tick":\#(tick)}"#.utf8)
+            let signature = "sha256=" + SignatureEncoding.hex(HMACSHA256.authenticationCode(key: secret, message: body))
+            let sentAt = ContinuousClock.now
+            pending.withLock { $0.append(Pending(store: store, expected: expected, sentAt: sentAt)) }
+            let status = LoopbackPost.send(port: port, path: "/notify/\(store)", headers: [("X-Hub-Signature-256", signature)], body: body)
+            if status != 202 { sendFailures.wrappingAdd(1, ordering: .relaxed) }
         }
         // The poller: each pending change's row count, until it is there or 30 s passed.
         var handle: OpaquePointer?
@@ -225,36 +234,21 @@ struct NotifyBenchmark: ParsableCommand {
         let totalRequests = floodUnsigned + floodSigned
         let answers = Mutex<[Int: Int]>([:])
         let signedAnswers = Mutex<[Int: Int]>([:])
-        let start = ContinuousClock.now + .milliseconds(100)
-        let senders = 4
-        let group = DispatchGroup()
         let secret = Array(Self.secret.utf8)
         let signedEvery = max(1, totalRequests / max(floodSigned, 1))
-        let floodSeconds = self.floodSeconds
-        for sender in 0..<senders {
-            group.enter()
-            Thread.detachNewThread {
-                defer { group.leave() }
-                var index = sender
-                var generator = SystemRandomNumberGenerator()
-                while index < totalRequests {
-                    let due = start + .seconds(Double(index) * Double(floodSeconds) / Double(totalRequests))
-                    let wait = due - ContinuousClock.now
-                    if wait > .zero { usleep(UInt32(wait.seconds * 1e6)) }
-                    let store = names[Int.random(in: 0..<names.count, using: &generator)]
-                    let body = Array(#"{"flood":\#(index)}"#.utf8)
-                    if index % signedEvery == 0 {
-                        let signature = "sha256=" + SignatureEncoding.hex(HMACSHA256.authenticationCode(key: secret, message: body))
-                        let status = LoopbackPost.send(port: port, path: "/notify/\(store)", headers: [("X-Hub-Signature-256", signature)], body: body) ?? 0
-                        signedAnswers.withLock { $0[status, default: 0] += 1 }
-                    } else {
-                        // Half unsigned, half with a forged signature.
-                        let headers = index % 2 == 0 ? [] : [("X-Hub-Signature-256", "sha256=" + String(repeating: "ab", count: 32))]
-                        let status = LoopbackPost.send(port: port, path: "/notify/\(store)", headers: headers, body: body) ?? 0
-                        answers.withLock { $0[status, default: 0] += 1 }
-                    }
-                    index += senders
-                }
+        let group = Self.paced(requests: totalRequests, over: Double(floodSeconds), startingIn: .milliseconds(100)) { index in
+            var generator = SystemRandomNumberGenerator()
+            let store = names[Int.random(in: 0..<names.count, using: &generator)]
+            let body = Array(#"{"flood":\#(index)}"#.utf8)
+            if index % signedEvery == 0 {
+                let signature = "sha256=" + SignatureEncoding.hex(HMACSHA256.authenticationCode(key: secret, message: body))
+                let status = LoopbackPost.send(port: port, path: "/notify/\(store)", headers: [("X-Hub-Signature-256", signature)], body: body) ?? 0
+                signedAnswers.withLock { $0[status, default: 0] += 1 }
+            } else {
+                // Half unsigned, half with a forged signature.
+                let headers = index % 2 == 0 ? [] : [("X-Hub-Signature-256", "sha256=" + String(repeating: "ab", count: 32))]
+                let status = LoopbackPost.send(port: port, path: "/notify/\(store)", headers: headers, body: body) ?? 0
+                answers.withLock { $0[status, default: 0] += 1 }
             }
         }
         var rssPeak = rssBefore
@@ -269,7 +263,7 @@ struct NotifyBenchmark: ParsableCommand {
         var delta: [(String, Double)] = []
         for (le, count) in delayAfter { delta.append((le, count - (delayBefore.first { $0.0 == le }?.1 ?? 0))) }
         let scheduledPasses = delta.last?.1 ?? 0
-        print(String(format: "flood: %d requests (%d signed) in %.1f s from %d threads", totalRequests, floodSigned, floodTook, senders))
+        print(String(format: "flood: %d requests (%d signed) in %.1f s from %d threads", totalRequests, floodSigned, floodTook, Self.senders))
         print("  unsigned/forged answers by status: \(answers.withLock { $0 }.sorted { $0.key < $1.key }); signed: \(signedAnswers.withLock { $0 }.sorted { $0.key < $1.key })")
         print(String(format: "  ferryd RSS: %.1f MB before, %.1f MB peak during, %.1f MB after", rssBefore, rssPeak, rssAfter))
         let summary = delta.filter { ["0.5", "1", "2", "5", "+Inf"].contains($0.0) }.map { "≤\($0.0) s: \(Int($0.1))" }.joined(separator: ", ")
