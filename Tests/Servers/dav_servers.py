@@ -223,19 +223,104 @@ def show_log(path, lines=40):
     sys.stderr.write(f"--- last lines of {os.path.basename(path)}:\n" + "".join(tail))
 
 
+def listening_inodes(port):
+    """The inodes of the sockets listening on 127.0.0.1:port (or any address), from /proc/net."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    local, state, inode = fields[1], fields[3], fields[9]
+                    if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                        inodes.add(inode)
+        except OSError:
+            continue
+    return inodes
+
+
+def process_tree(pid):
+    """pid and every process below it (php -S and SOGo may listen from a child)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, []))
+    return tree
+
+
+def owns_listener(port, process):
+    """Whether the socket listening on `port` is held by `process` or a child of it.
+
+    The port was free when free_port() asked, but another test's server (the suites run in
+    several processes at once) can bind it before ours does: ours then fails to bind while a
+    connection to the port succeeds and the tests talk to the wrong server. None when /proc
+    does not say (another user's process): the connection alone has to do."""
+    inodes = listening_inodes(port)
+    if not inodes:
+        return None
+    for pid in process_tree(process.pid):
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                except OSError:
+                    continue
+                if target.startswith("socket:[") and target[8:-1] in inodes:
+                    return True
+        except PermissionError:
+            return None
+        except OSError:
+            continue
+    return False
+
+
+class PortTaken(Exception):
+    """Another process listens on the port our server was to bind: start it on another one."""
+
+
+def on_port(command, old, new):
+    """`command` with its listening port `old` replaced by `new` (as `-p N` or `HOST:N`)."""
+    return [str(new) if arg == str(old) else
+            arg[:-len(str(old))] + str(new) if arg.endswith(f":{old}") else arg for arg in command]
+
+
 def wait_listening(port, process, timeout=60, log=None):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if process.poll() is not None:
+            if listening_inodes(port):
+                raise PortTaken(port)  # it could not bind: another process listens there
             sys.stderr.write("server exited early\n")
             if log:
                 show_log(log)
             sys.exit(1)
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
+                pass
         except OSError:
             time.sleep(0.1)
+            continue
+        owner = owns_listener(port, process)
+        if owner is False:
+            # Ours may still be binding (and about to fail): say so only when it gave up.
+            if process.poll() is None and time.time() + 1 < deadline:
+                time.sleep(0.2)
+                continue
+            process.terminate()
+            process.wait()
+            raise PortTaken(port)
+        return
     sys.stderr.write("server did not start listening\n")
     if log:
         show_log(log)
@@ -303,12 +388,15 @@ def start_radicale(root, port, args, cleanups):
 
 def start_xandikos(root, port, args, cleanups):
     # Let Xandikos create its default layout once, then load the files and commit once.
-    init = subprocess.Popen([tool("xandikos"), "--defaults", "-d", root, "-l", "127.0.0.1", "-p", str(port)],
+    # On a port of its own: the real server's port stays unused between the two, where another
+    # test's server starting at that moment could take it.
+    init_port = free_port()
+    init = subprocess.Popen([tool("xandikos"), "--defaults", "-d", root, "-l", "127.0.0.1", "-p", str(init_port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child_setup())
     book = os.path.join(root, "user", "contacts", "addressbook")
     cal = os.path.join(root, "user", "calendars", "calendar")
     try:
-        wait_listening(port, init)
+        wait_listening(init_port, init)
         # Listening is not the end of its start-up: on a loaded machine the default
         # collections' git repositories came a moment later, after the kill.
         deadline = time.monotonic() + 60
@@ -628,14 +716,25 @@ def main():
     signal.signal(signal.SIGINT, on_signal)
     try:
         launch = SERVERS[args.server](root, port, args, cleanups)
-        if launch.log:
-            with open(launch.log, "w") as log:
-                process = subprocess.Popen(launch.command, stdout=log, stderr=log, env=launch.env, cwd=root,
+        command = launch.command
+        for attempt in range(4):
+            if launch.log:
+                with open(launch.log, "w") as log:
+                    process = subprocess.Popen(command, stdout=log, stderr=log, env=launch.env, cwd=root,
+                                               preexec_fn=child_setup(launch.death_signal, user=launch.user))
+            else:
+                process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=sys.stderr, env=launch.env,
                                            preexec_fn=child_setup(launch.death_signal, user=launch.user))
-        else:
-            process = subprocess.Popen(launch.command, stdout=subprocess.DEVNULL, stderr=sys.stderr, env=launch.env,
-                                       preexec_fn=child_setup(launch.death_signal, user=launch.user))
-        wait_listening(port, process, log=launch.log)
+            try:
+                wait_listening(port, process, log=launch.log)
+                break
+            except PortTaken:
+                if attempt == 3:
+                    sys.stderr.write(f"{args.server}: every port tried was taken by another process first\n")
+                    sys.exit(1)
+                moved = free_port()
+                sys.stderr.write(f"{args.server}: port {port} was taken by another process; starting on {moved}\n")
+                command, port = on_port(command, port, moved), moved
         if launch.ready:
             launch.ready(port)
         proxied = args.no_sync_collection or args.truncate_sync or args.query
