@@ -70,8 +70,10 @@ takes `since=<updated_at>` (only items with updated_at > since).
   GET    /items?page=P&per_page=K  like /link
   GET    /items/<id>               the item, with its ETag; 404 when missing
   POST   /items                    creates an item from the JSON object (its id is assigned);
-                                   201 with the item. An Idempotency-Key seen before answers 200
-                                   with the item that key created, creating nothing.
+                                   201 with the item. An Idempotency-Key seen before answers its
+                                   first answer again (201, the item as it was created, even if it
+                                   was changed or deleted since) with Idempotent-Replayed: true,
+                                   creating nothing, as Stripe documents it.
   PATCH  /items/<id>               merges a JSON merge patch (RFC 7396); PUT replaces the object
   DELETE /items/<id>               204; 404 when missing
   PATCH, PUT and DELETE honour If-Match (412 when it is not the item's ETag); a body with a
@@ -192,15 +194,17 @@ class Handler(http_core.Handler):
         with LOCK:
             if len(parts) == 1 and self.command == "POST":
                 key = self.headers.get("Idempotency-Key")
-                if key and key in IDEMPOTENCY and IDEMPOTENCY[key] in ITEMS:
-                    item = ITEMS[IDEMPOTENCY[key]]
-                    return self.send(200, item, [("ETag", self.etag(item))])
+                if key and key in IDEMPOTENCY:
+                    # As Stripe documents it (and the IETF Idempotency-Key draft): the first
+                    # answer again, whatever happened to the item since, marked as a replay.
+                    status, first, etag = IDEMPOTENCY[key]
+                    return self.send(status, first, [("ETag", etag), ("Idempotent-Replayed", "true")])
                 i = new_id()
                 item = {k: v for k, v in body.items() if k not in ("id", "updated_at")}
                 item.update({"id": i, "updated_at": stamp()})
                 ITEMS[i] = item
                 if key:
-                    IDEMPOTENCY[key] = i
+                    IDEMPOTENCY[key] = (201, dict(item), self.etag(item))
                 return self.send(201, item, [("ETag", self.etag(item))])
             if len(parts) != 2 or not parts[1].isdigit():
                 return self.send(404, {"message": "Not Found"})

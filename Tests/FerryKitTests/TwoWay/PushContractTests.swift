@@ -165,6 +165,26 @@ struct PushContractTests {
         }
     }
 
+    /// Found by the model driver once writes interleaved (parse, remote-wins, seed 1002): a
+    /// create that landed with its answer lost, then changed by another client before the next
+    /// pass. A lookup by what was sent finds nothing, and the create must not be made again.
+    @Test(arguments: Kind.installed)
+    func aCreateThatLandedAndWasChangedByAnotherClientIsMadeOnce(_ kind: Kind) throws {
+        try Self.run(kind, policy: .remoteWins) { _ in
+            [.localInsert(key: "a", value: "v1"), .lostAnswer, .otherUpdate(key: "a", value: "r1"), .settle(seed: 1)]
+        }
+    }
+
+    /// Found by the model driver once writes interleaved (radicale, local-wins, seed 489908): a
+    /// create that landed with its answer lost, then deleted by another client before the next
+    /// pass. The member is missing when the next pass looks; making it again loses the delete.
+    @Test(arguments: Kind.installed)
+    func aCreateThatLandedAndWasDeletedByAnotherClientStaysDeleted(_ kind: Kind) throws {
+        try Self.run(kind, policy: .localWins) { _ in
+            [.localInsert(key: "a", value: "v1"), .lostAnswer, .otherDelete(key: "a"), .settle(seed: 1)]
+        }
+    }
+
     /// The first case the model driver found: a create whose answer was lost on a reused
     /// connection was sent again by libcurl itself (Parse: two objects; JSON: a false conflict).
     @Test(arguments: Kind.installed)

@@ -331,7 +331,8 @@ final class TwoWayDriver {
         for key in Set(timeline.compactMap(\.key)) {
             let events = timeline.filter { $0.key == nil || $0.key == key }.map(\.event)
             let start = settled[key].flatMap { $0.count == 1 ? $0[0] : nil }
-            allowed[key] = TwoWayModel.allowed(start: start, events: events, policy: policy, choice: chosen[key])
+            allowed[key] = TwoWayModel.allowed(start: start, events: events, policy: policy, choice: chosen[key],
+                                               tracesDeletions: remote.seesDeletionsOfUnlistedRecords)
         }
         settled = try check(allowed)
         settles += 1

@@ -14,7 +14,12 @@ import FerryKit
 ///   keep-both makes the local side a copy; hold keeps both until the settle's choice);
 /// - nothing queued, the replica takes the remote.
 /// The other client writes without conditions, so a push it follows is simply overwritten. The
-/// settle syncs until nothing is left. Pure: no I/O.
+/// settle syncs until nothing is left.
+///
+/// Where the remote keeps no trace of a record deleted before the replica listed it (Parse),
+/// a create may also land unacknowledged: the next pass finds it as sent (done), changed (a
+/// conflict, as any), or gone, and gone reads as never arrived: it is sent again, without a
+/// conflict, whatever the other client's delete meant. Pure: no I/O.
 extension TwoWayModel {
     /// One thing that happened to a record in a round, in order.
     enum Event: Equatable, CustomStringConvertible {
@@ -54,6 +59,8 @@ extension TwoWayModel {
         /// keep-both's copies of local sides.
         var copies: [String] = []
         var conflicts = 0
+        /// The queued create landed, the replica not knowing it (its answer lost).
+        var unacknowledged = false
 
         var localValue: String? {
             switch queued {
@@ -75,6 +82,19 @@ extension TwoWayModel {
         /// (local-wins pushing now or in a later pass).
         func synced(_ policy: ConflictPolicy) -> [Sync] {
             var next = self
+            if unacknowledged {
+                next.unacknowledged = false
+                if remote == nil {
+                    // Gone before the replica listed it: to the replica it never arrived.
+                    next.seen = remoteWrites
+                    next.push()
+                    return [next]
+                }
+                if remote == localValue, seen == remoteWrites {
+                    next.queued = nil
+                    return [next]
+                }
+            }
             guard queued != nil else {
                 next.seen = remoteWrites
                 return [next]
@@ -134,7 +154,11 @@ extension TwoWayModel {
     /// Every end state a correct sync may reach for one record that started the round as
     /// `start` (nil: no record), after `events`, under `policy`, a held conflict resolved by
     /// `choice`.
-    static func allowed(start: String?, events: [Event], policy: ConflictPolicy, choice: ConflictPlan.Resolution?) -> Set<RecordOutcome> {
+    ///
+    /// `tracesDeletions` false: the remote keeps no trace of a record deleted before the
+    /// replica listed it, so a create may land unacknowledged.
+    static func allowed(start: String?, events: [Event], policy: ConflictPolicy, choice: ConflictPlan.Resolution?,
+                        tracesDeletions: Bool = true) -> Set<RecordOutcome> {
         var states: Set<Sync> = [Sync(remote: start)]
         for event in events {
             var next: Set<Sync> = []
@@ -142,6 +166,11 @@ extension TwoWayModel {
                 switch event {
                 case .local(let write):
                     if let queued = state.queued { state.queued = queued.then(write) } else { state.queued = write }
+                    if state.unacknowledged, state.queued == nil {
+                        // A create undone here after it landed: what it made is deleted.
+                        state.queued = .delete
+                        state.unacknowledged = false
+                    }
                     next.insert(state)
                 case .other(let write):
                     switch write {
@@ -153,6 +182,14 @@ extension TwoWayModel {
                 case .pass:
                     next.insert(state)
                     next.formUnion(state.synced(policy))
+                    if !tracesDeletions, !state.held, !state.unacknowledged, case .create(let value)? = state.queued, state.seen == state.remoteWrites {
+                        var landed = state
+                        landed.remote = value
+                        landed.remoteWrites += 1
+                        landed.seen = landed.remoteWrites
+                        landed.unacknowledged = true
+                        next.insert(landed)
+                    }
                 }
             }
             states = next

@@ -193,6 +193,27 @@ struct TwoWayModelTests {
         // Both deleted: nothing to decide, whatever the timing.
         #expect(TwoWayModel.allowed(start: "S", events: [.local(.delete), .pass, .other(.delete)], policy: .keepBoth, choice: nil)
                 == [Outcome(values: [], conflicts: 0)])
+
+        // A create that landed and was deleted by the other client before the replica listed
+        // it: a conflict or the delete kept, where the remote keeps a trace; where it keeps
+        // none (Parse), also made again, since to the replica it never arrived.
+        let deleted: [TwoWayModel.Event] = [.local(.create("L")), .pass, .other(.delete)]
+        for policy in [ConflictPolicy.localWins, .remoteWins] {
+            let traced = TwoWayModel.allowed(start: nil, events: deleted, policy: policy, choice: nil)
+            let untraced = TwoWayModel.allowed(start: nil, events: deleted, policy: policy, choice: nil, tracesDeletions: false)
+            #expect(!traced.contains(Outcome(values: ["L"], conflicts: 0)), "\(policy): \(traced)")
+            #expect(untraced == traced.union([Outcome(values: ["L"], conflicts: 0)]), "\(policy): \(untraced)")
+        }
+        // Changed by the other client instead: it is found (by the id the client chose) and
+        // meets the change as a conflict, never made twice.
+        let changed: [TwoWayModel.Event] = [.local(.create("L")), .pass, .other(.update("R"))]
+        for policy in ConflictPolicy.allCases {
+            #expect(TwoWayModel.allowed(start: nil, events: changed, policy: policy, choice: nil, tracesDeletions: false)
+                    == TwoWayModel.allowed(start: nil, events: changed, policy: policy, choice: nil), "\(policy)")
+        }
+        // Undone here after it landed unacknowledged: what it made is deleted.
+        #expect(TwoWayModel.allowed(start: nil, events: [.local(.create("L")), .pass, .local(.delete)], policy: .remoteWins, choice: nil,
+                                    tracesDeletions: false) == [Outcome(values: [], conflicts: 0)])
     }
 
     /// The model itself, row by row, as its doc reads.
