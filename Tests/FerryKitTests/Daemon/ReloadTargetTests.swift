@@ -56,6 +56,34 @@ import Testing
         }
     }
 
+    /// Where `/proc` hides the process (the shipped unit's ProcSubset=pid), `$MAINPID` and
+    /// `INVOCATION_ID` are only environment variables any shell can set: the pid is taken only
+    /// when ferryd's own pid file and reload state in its runtime directory name it too.
+    @Test func aHiddenPIDNamedOnlyByTheEnvironmentIsNotSignalled() throws {
+        try ReloadAcknowledgementTests.withDirectory { directory in
+            let sleep = try startSleep()
+            defer { sleep.terminate(); sleep.waitUntilExit() }
+            let hidden = (directory as NSString).appendingPathComponent("empty-proc")
+            try FileManager.default.createDirectory(atPath: hidden, withIntermediateDirectories: true)
+            let pid = sleep.processIdentifier
+            let unit = ["MAINPID": "\(pid)", "INVOCATION_ID": "0123456789abcdef"]
+            func resolve(_ environment: [String: String]) throws(ReloadError) -> Int32 {
+                try ReloadTarget.resolve(explicit: nil, environment: environment, directory: directory, proc: hidden)
+            }
+            #expect(throws: ReloadError.unverifiable(pid: pid)) { try resolve(unit) }
+            // The pid file alone, or a reload state of another pid, is not enough.
+            try ReloadAcknowledgement.writePIDFile(directory: directory, pid: pid)
+            #expect(throws: ReloadError.unverifiable(pid: pid)) { try resolve(unit) }
+            try ReloadAcknowledgement.publish(generation: 0, result: .ok, message: "started", directory: directory, pid: pid + 1)
+            #expect(throws: ReloadError.unverifiable(pid: pid)) { try resolve(unit) }
+            try ReloadAcknowledgement.publish(generation: 0, result: .ok, message: "started", directory: directory, pid: pid)
+            #expect(try resolve(unit) == pid)
+            // Outside a unit the same files do not stand in for a look at the process.
+            #expect(throws: ReloadError.unverifiable(pid: pid)) { try resolve(["MAINPID": "\(pid)"]) }
+            #expect(sleep.isRunning)
+        }
+    }
+
     /// A running ferryd found by its pid file is the target, and a reload reaches it.
     @Test func theDaemonsOwnPIDFileLeadsToIt() throws {
         try ReloadAcknowledgementTests.withDirectory { directory in

@@ -4,8 +4,10 @@ import Foundation
 /// never whatever process now holds the pid of a ferryd that stopped.
 ///
 /// A pid comes from `--pid`, from `$MAINPID` (systemd's `ExecReload=`) or from the pid file a
-/// ferryd writes at start (its reload state records its start time, so a pid the kernel handed to another process
-/// since is told apart). The decision is ``verdict(pid:identity:recordedStart:exists:)``, a pure
+/// ferryd writes at start (its reload state records its start time, so a pid the kernel handed
+/// to another process since is told apart). Where `/proc` hides the process (the shipped
+/// unit's sandbox), `$MAINPID` is taken only inside a unit and only when ferryd's own pid file
+/// and reload state name the same pid. The decision is ``verdict(pid:identity:recordedStart:exists:)``, a pure
 /// function of what `/proc` shows; ``resolve(explicit:environment:directory:)`` reads the facts
 /// and removes a pid file that names no running ferryd.
 public enum ReloadTarget {
@@ -60,8 +62,11 @@ public enum ReloadTarget {
         }
         let identity = pid > 1 ? ProcessFacts.read(pid: pid, proc: proc) : nil
         let exists = pid > 1 && (kill(pid, 0) == 0 || errno == EPERM)
-        // systemd sets INVOCATION_ID for the processes it runs for a unit, ExecReload= too.
-        let namedBySystemd = source == .mainPID && environment["INVOCATION_ID"] != nil
+        // systemd sets INVOCATION_ID for the processes it runs for a unit, ExecReload= too. Both
+        // are only environment variables, which any shell can set: the pid is taken unseen only
+        // when the pid file and the reload state ferryd wrote at start in its runtime directory
+        // (writable by ferryd and root alone) name it as well.
+        let namedBySystemd = source == .mainPID && environment["INVOCATION_ID"] != nil && corroborated(pid, directory: directory)
         guard let refusal = verdict(pid: pid, identity: identity, recordedStart: recordedStart, exists: exists,
                                     namedBySystemd: namedBySystemd, expectedName: expectedName) else {
             return pid
@@ -78,5 +83,11 @@ public enum ReloadTarget {
             }
         }
         throw refusal
+    }
+
+    /// Whether the ferryd whose runtime directory is `directory` wrote `pid` as its own: its
+    /// pid file and its reload state both name it.
+    static func corroborated(_ pid: Int32, directory: String) -> Bool {
+        (try? ReloadAcknowledgement.readPIDFile(directory: directory)) == pid && ReloadAcknowledgement.readState(directory: directory)?.pid == pid
     }
 }
