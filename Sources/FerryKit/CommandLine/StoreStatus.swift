@@ -159,7 +159,7 @@ public struct StoreStatus: Sendable, Equatable, Codable {
         if let words = state.incomplete, !words.isEmpty { return words }
         var gaps: [ReplicaGap] = []
         if state.localWritesQueued + state.openConflicts + state.localWritesRefused > 0 {
-            gaps.append(.localChangesNotPushed(queued: state.localWritesQueued, held: state.openConflicts, refused: state.localWritesRefused, reason: nil))
+            gaps.append(.localChangesNotPushed(queued: state.localWritesQueued, held: state.openConflicts, refused: state.localWritesRefused, reason: state.lastRefusal))
         }
         if state.pendingRecords > 0 {
             gaps.append(.recordsSkipped(count: state.pendingRecords, sample: [], rereadAll: false))

@@ -205,6 +205,14 @@ struct ParsePushTests {
             return
         }
         #expect(reason?.contains("Invalid field name") == true)
+        // Status says why from the queue itself, also when no pull's words are recorded
+        // since (a push alone, between passes).
+        try other.execute("UPDATE ferry_sync_state SET incomplete = NULL")
+        let state = try #require(try setup.database.write { try $0.syncState(of: "quotes") })
+        let row = StoreStatus(store: "quotes", kind: "parse", state: state, now: Date())
+        #expect(row.state == "incomplete")
+        #expect(row.incomplete?.contains("refused by the remote: ") == true && row.incomplete?.contains("Invalid field name") == true,
+                "\(String(describing: row.incomplete))")
         // A new local write to the record queues it again.
         try other.execute("UPDATE quotes SET body = json_remove(body, '$.\"bad-name\"') WHERE id = '\(ids[0])'")
         let fixed = try setup.pass()

@@ -26,7 +26,9 @@ extension ReplicaDatabase {
                        (SELECT count(*) FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id WHERE s.name = ferry_sync_state.store AND o.state = \(OutboxState.queued.sql)),
                        (SELECT count(*) FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id WHERE s.name = ferry_sync_state.store AND o.state = \(OutboxState.refused.sql)),
                        (SELECT count(*) FROM ferry_conflicts c JOIN ferry_stores s ON s.store_id = c.store_id WHERE s.name = ferry_sync_state.store AND c.resolved IS NULL),
-                       (SELECT count(*) FROM ferry_pending_records p JOIN ferry_stores s ON s.store_id = p.store_id WHERE s.name = ferry_sync_state.store AND p.read_back)
+                       (SELECT count(*) FROM ferry_pending_records p JOIN ferry_stores s ON s.store_id = p.store_id WHERE s.name = ferry_sync_state.store AND p.read_back),
+                       (SELECT o.last_error FROM ferry_outbox o JOIN ferry_stores s ON s.store_id = o.store_id
+                        WHERE s.name = ferry_sync_state.store AND o.state = \(OutboxState.refused.sql) ORDER BY o.changed DESC LIMIT 1)
                 FROM ferry_sync_state \(clause)
                 """)
             if let store { try statement.bind(store, at: 1) }
@@ -46,6 +48,7 @@ extension ReplicaDatabase {
                 states[states.count - 1].localWritesRefused = Int(statement.int64(at: 14))
                 states[states.count - 1].openConflicts = Int(statement.int64(at: 15))
                 states[states.count - 1].createsToReadBack = Int(statement.int64(at: 16))
+                states[states.count - 1].lastRefusal = statement.string(at: 17)
             }
             statement.reset()
             for index in states.indices where states[index].recordCount < 0 {

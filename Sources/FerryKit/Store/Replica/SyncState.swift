@@ -31,6 +31,8 @@ public struct SyncState: Sendable, Equatable {
     public var localWritesQueued = 0
     /// Local writes the remote refused, kept with the reason.
     public var localWritesRefused = 0
+    /// The remote's words for the latest of those refusals (nil: none refused).
+    public var lastRefusal: String?
     /// Conflicts not resolved yet (held, or resolved by a person and not carried out yet).
     public var openConflicts = 0
 
