@@ -48,7 +48,13 @@ extension StoreSectionReader {
             if !scheme.isTimestamped {
                 values.problem(entry, "notify-tolerance is for stripe and hubspot, whose signatures carry a timestamp")
             } else if let value = values.duration(entry) {
-                tolerance = value
+                if value > NotificationConfiguration.longestTolerance {
+                    // A copied request is accepted as new for as long as this lasts, less the
+                    // replay guard's memory: the APIs themselves say 5 minutes.
+                    values.problem(entry, "notify-tolerance is at most 1h (Stripe and HubSpot advise 5m): a request copied off the wire passes for as long")
+                } else {
+                    tolerance = value
+                }
             }
         }
         guard let secret, scheme != .hmacSHA256 || header != nil else { return nil }

@@ -38,6 +38,8 @@ public struct NotificationConfiguration: Sendable, Equatable {
     /// How far a signed timestamp may be from now (`notify-tolerance`, 5 minutes as Stripe and
     /// HubSpot document it).
     public var tolerance: Duration = .seconds(300)
+    /// The most `notify-tolerance` may be.
+    static let longestTolerance = Duration.seconds(3600)
 
     public init(scheme: NotificationScheme, secret: Secret, header: String? = nil, tolerance: Duration = .seconds(300)) {
         self.scheme = scheme

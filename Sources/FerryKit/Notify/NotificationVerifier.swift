@@ -27,6 +27,9 @@ public enum NotificationRefusal: String, Sendable, Equatable, CaseIterable {
     case wrongSignature = "wrong_signature"
     /// Signed, but longer ago (or further ahead) than the tolerance: a replay.
     case staleTimestamp = "stale_timestamp"
+    /// Signed and fresh, but its signature was accepted before: a copy sent again within the
+    /// tolerance.
+    case replayed
 
     /// 401 when the request carries no credentials at all, 403 when they are wrong.
     public var status: Int { self == .missingSignature ? 401 : 403 }
@@ -75,6 +78,30 @@ public enum NotificationVerifier {
         }
     }
 
+    /// What tells `request` from a copy of it, for a scheme whose signature covers a
+    /// timestamp (Stripe, HubSpot): the signature the store's secret makes over the timestamp
+    /// and body, valid until the timestamp plus the tolerance. The header's own text is not
+    /// it: a copy may be reformatted (spaces, order, another `v1`) and still verify. Nil for the
+    /// others, whose signatures repeat for the same body and cannot tell a replay from a
+    /// redelivery.
+    public static func replayStamp(of request: NotificationRequest, _ settings: NotificationConfiguration, publicURL: String?) -> ReplayStamp? {
+        let key = Array(settings.secret.value.utf8)
+        switch settings.scheme {
+        case .stripe:
+            guard let header = request.header("Stripe-Signature"), let (timestamp, _) = stripeHeader(header),
+                  let seconds = Double(timestamp) else { return nil }
+            return ReplayStamp(signature: stripeSignature(timestamp: timestamp, body: request.body, key: key),
+                               expires: Date(timeIntervalSince1970: seconds + settings.tolerance.seconds))
+        case .hubspot:
+            guard let timestamp = request.header("X-HubSpot-Request-Timestamp"), timestamp.count <= 16,
+                  let milliseconds = Double(timestamp), let publicURL else { return nil }
+            return ReplayStamp(signature: hubspotSignature(request, timestamp: timestamp, publicURL: publicURL, key: key),
+                               expires: Date(timeIntervalSince1970: milliseconds / 1000 + settings.tolerance.seconds))
+        case .github, .shopify, .graph, .google, .hmacSHA256:
+            return nil
+        }
+    }
+
     private static func matches(_ sent: [UInt8], _ expected: [UInt8]) -> NotificationVerdict {
         HMACSHA256.constantTimeEquals(sent, expected) ? .trigger : .refused(.wrongSignature)
     }
@@ -103,12 +130,17 @@ public enum NotificationVerifier {
         return (timestamp, signatures)
     }
 
+    /// Stripe signs `timestamp.body`.
+    private static func stripeSignature(timestamp: String, body: [UInt8], key: [UInt8]) -> [UInt8] {
+        HMACSHA256.authenticationCode(key: key, message: Array(timestamp.utf8) + [UInt8(ascii: ".")] + body)
+    }
+
     private static func stripe(_ request: NotificationRequest, key: [UInt8], tolerance: Duration, now: Date) -> NotificationVerdict {
         guard let header = request.header("Stripe-Signature") else { return .refused(.missingSignature) }
         guard let (timestamp, signatures) = stripeHeader(header), let seconds = Double(timestamp) else {
             return .refused(.malformedSignature)
         }
-        let expected = HMACSHA256.authenticationCode(key: key, message: Array(timestamp.utf8) + [UInt8(ascii: ".")] + request.body)
+        let expected = stripeSignature(timestamp: timestamp, body: request.body, key: key)
         guard signatures.contains(where: { HMACSHA256.constantTimeEquals($0, expected) }) else { return .refused(.wrongSignature) }
         return isFresh(seconds, tolerance: tolerance, now: now) ? .trigger : .refused(.staleTimestamp)
     }
@@ -124,6 +156,12 @@ public enum NotificationVerifier {
         PercentDecoding.decode(publicURL + (query.map { "?" + $0 } ?? ""), only: hubspotDecoded)
     }
 
+    /// HubSpot v3 signs the method, the URI it called, the body and the timestamp.
+    private static func hubspotSignature(_ request: NotificationRequest, timestamp: String, publicURL: String, key: [UInt8]) -> [UInt8] {
+        let source = request.method + hubspotURI(publicURL: publicURL, query: request.query)
+        return HMACSHA256.authenticationCode(key: key, message: Array(source.utf8) + request.body + Array(timestamp.utf8))
+    }
+
     private static func hubspot(_ request: NotificationRequest, key: [UInt8], publicURL: String?, tolerance: Duration, now: Date) -> NotificationVerdict {
         guard let header = request.header("X-HubSpot-Signature-v3"), let timestamp = request.header("X-HubSpot-Request-Timestamp") else {
             return .refused(.missingSignature)
@@ -132,9 +170,7 @@ public enum NotificationVerifier {
               timestamp.allSatisfy(\.isASCIIDigit), let milliseconds = Double(timestamp), let publicURL else {
             return .refused(.malformedSignature)
         }
-        let source = request.method + hubspotURI(publicURL: publicURL, query: request.query)
-        let message = Array(source.utf8) + request.body + Array(timestamp.utf8)
-        guard HMACSHA256.constantTimeEquals(sent, HMACSHA256.authenticationCode(key: key, message: message)) else {
+        guard HMACSHA256.constantTimeEquals(sent, hubspotSignature(request, timestamp: timestamp, publicURL: publicURL, key: key)) else {
             return .refused(.wrongSignature)
         }
         return isFresh(milliseconds / 1000, tolerance: tolerance, now: now) ? .trigger : .refused(.staleTimestamp)

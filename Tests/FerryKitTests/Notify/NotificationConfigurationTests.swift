@@ -68,6 +68,7 @@ struct NotificationConfigurationTests {
         ("notify = hmac-sha256\nnotify-secret = file:hook.secret", ["notify-header"]),
         ("notify = github\nnotify-secret = file:hook.secret\nnotify-header = X-Sig", ["notify-header"]),
         ("notify = google\nnotify-secret = file:hook.secret\nnotify-tolerance = 1m", ["notify-tolerance"]),
+        ("notify = stripe\nnotify-secret = file:hook.secret\nnotify-tolerance = 2h", ["notify-tolerance"]),
         ("notify = hubspot\nnotify-secret = file:hook.secret", ["notify"]),
         ("notify = github\nnotify-secret = file:hook.secret\nnotify-secrets = x", ["notify-secrets"]),
     ])

@@ -11,6 +11,9 @@ public final class NotificationDesk: Sendable {
     }
 
     private let table = Mutex<[String: Entry]>([:])
+    /// Per store, the stamps of the timestamped notifications it accepted; kept across a
+    /// reload for the stores that still take notifications.
+    private let replays = Mutex<[String: ReplayGuard]>([:])
 
     public init() {}
 
@@ -22,6 +25,7 @@ public final class NotificationDesk: Sendable {
             entries[store.name] = Entry(settings: settings, publicURL: configuration.global.notifyURL(of: store.name))
         }
         table.withLock { $0 = entries }
+        replays.withLock { guards in guards = guards.filter { entries[$0.key] != nil } }
     }
 
     /// Whether `store` takes notifications.
@@ -38,7 +42,11 @@ public final class NotificationDesk: Sendable {
     /// (the listener answers 404, as for a path it does not know).
     public func verify(_ request: NotificationRequest, store: String, now: Date = Date()) -> NotificationVerdict? {
         guard let entry = table.withLock({ $0[store] }) else { return nil }
-        return NotificationVerifier.verify(request, entry.settings, publicURL: entry.publicURL, now: now)
+        let verdict = NotificationVerifier.verify(request, entry.settings, publicURL: entry.publicURL, now: now)
+        // Only a verified request is remembered: a forgery must not fill the store's memory.
+        guard verdict == .trigger, let stamp = NotificationVerifier.replayStamp(of: request, entry.settings, publicURL: entry.publicURL) else { return verdict }
+        let new = replays.withLock { guards in guards[store, default: ReplayGuard()].admit(stamp, now: now) }
+        return new ? verdict : .refused(.replayed)
     }
 
     /// The answer to a verdict. A refusal says only that it is one: why is for the journal

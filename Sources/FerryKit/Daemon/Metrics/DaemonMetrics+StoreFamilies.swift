@@ -68,7 +68,7 @@ extension DaemonMetrics {
         },
         .single("ferry_records", .gauge, help: "Live records in the store's table after its last successful pass.") { $0.records.map(Double.init) },
         .by("result", "ferry_notifications_total", .counter,
-            help: "Requests to the store's notification path, by result: triggered, handshake, or why refused (missing_signature, malformed_signature, wrong_signature, stale_timestamp).") { figures in
+            help: "Requests to the store's notification path, by result: triggered, handshake, or why refused (missing_signature, malformed_signature, wrong_signature, stale_timestamp, replayed).") { figures in
             figures.notifications.sorted { $0.key < $1.key }.map { ($0.key, Double($0.value)) }
         },
         .by("state", "ferry_local_changes", .gauge, help: "Local writes not on the remote yet, by state: queued, held (an open conflict), refused.") { figures in
