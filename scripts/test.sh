@@ -205,19 +205,21 @@ phase "reliability: the crash loops, both at once (Tests/Reliability/crash_loop.
 # CardDAV) and both servers change; then nothing local lost or sent twice, only real conflicts
 # held, replica == servers (≈2.5 minutes). Their servers and replicas are their own, and what
 # they check does not depend on timing, so they run side by side; each log is printed whole.
+# Their seeds are fixed (what they write and in what order; the kill moments still follow the
+# servers' timing): run either without --seed, as often as you like, to explore.
 if [[ ! -x "$FERRY_VENV/bin/xandikos" ]] && ! is_ci && ! command -v xandikos >/dev/null; then
     echo "skipping: xandikos not installed in $FERRY_VENV"
     skipped+=("crash loops: xandikos not installed")
 else
     FERRY="$root/.build/debug/ferry" timeout "$(cap 5)" bash -c '
-        python3 Tests/Reliability/crash_loop.py --kills 50 --records 100000 --cards 2000 --page-size 200 --budget 170 &&
+        python3 Tests/Reliability/crash_loop.py --kills 50 --records 100000 --cards 2000 --page-size 200 --budget 170 --seed 1207 &&
         echo "--- the checker itself: a small loop, then a damaged replica must be reported" &&
         python3 Tests/Reliability/crash_loop.py --sabotage --kills 4 --records 3000 --cards 50 &&
         echo "--- late Parse writes (stamped before the stored cursor) reach the replica" &&
         python3 Tests/Reliability/parse_late_write_repro.py' >"$logs/crash-loop.log" 2>&1 &
     crash=$!
     FERRY="$root/.build/debug/ferry" FERRYD="$root/.build/debug/ferryd" timeout "$(cap 5)" \
-        python3 Tests/Reliability/push_crash_loop.py --kills 50 --records 3000 --cards 300 --budget 150 \
+        python3 Tests/Reliability/push_crash_loop.py --kills 50 --records 3000 --cards 300 --budget 150 --seed 1874802417 \
         >"$logs/push-crash-loop.log" 2>&1 &
     push_crash=$!
     wait $crash; crash_status=$?

@@ -39,6 +39,17 @@ public enum LocalBodyFormat: String, Sendable, Equatable {
             + "OR instr(\(line), ':') = 0 OR \(value) = ''"
     }
 
+    /// Whether two different texts of one record at one version hold the same record: for
+    /// vCards and iCalendar objects, the same content lines in any order (a push keeps the text
+    /// as written, and a server that re-serialises it answers the next pull with its own
+    /// rendering under the ETag the push got). JSON texts that differ are different records.
+    func sameContent(_ stored: String, _ incoming: String) -> Bool {
+        switch self {
+        case .jsonObject: false
+        case .vcard, .icalendar: ContentLineComparison.same(stored, incoming)
+        }
+    }
+
     /// The body as a new record: what `keep-both` pushes as a create beside the remote's
     /// version. JSON loses the fields the remote assigns (`remoteFields`: Parse's `objectId`,
     /// `createdAt`, `updatedAt`; a JSON collection's id and version fields), so the remote

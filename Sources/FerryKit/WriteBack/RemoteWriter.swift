@@ -22,12 +22,19 @@ public struct LocalChange: Sendable, Equatable {
     /// between).
     public var sent: Date?
     /// The remote version an update that was sent had been computed against; for a create, the
-    /// id it named the record with when the client chooses ids.
+    /// id it named the record with when the client chooses ids (a Parse objectId, a DAV member).
     public var sentVersion: String?
     /// What the last send of an update held (the row's body then), recorded before it went out
     /// and kept when the record is edited or deleted again: a remote that holds it later holds
     /// that send, landed with its answer lost, and is no conflict.
     public var sentBody: String?
+    /// A create sent before: a pull since listed what it named (``sentVersion``) as removed.
+    /// It landed, its answer lost, and another client deleted it: a conflict, not a create to
+    /// send again.
+    public var removedSinceSent = false
+    /// A create or update sent before: a pull has succeeded since the send, so what it read of
+    /// the remote's changes covers that send (a removal of what the send made among them).
+    public var pulledSinceSent = false
 
     public init(id: String, operation: Operation, baseVersion: String? = nil, baseBody: String? = nil, body: String?,
                 generation: Int64 = 1, sent: Date? = nil) {

@@ -34,7 +34,7 @@ struct MergePlanTests {
         Row(change: record("a", version: "\"e2\""), stored: MergePlan.Stored(version: "\"e1\"", deleted: false), comparison: .opaque, action: .update),
         Row(change: record("a", version: "\"e0\""), stored: MergePlan.Stored(version: "\"e1\"", deleted: false), comparison: .opaque, action: .update),
         Row(change: record("a", version: "\"e1\""), stored: MergePlan.Stored(version: "\"e1\"", deleted: false), comparison: .opaque, action: .unchanged),
-        Row(change: record("a", version: "\"e1\"", "other"), stored: MergePlan.Stored(version: "\"e1\"", deleted: false, body: Data("{}".utf8)), comparison: .opaque, action: .unchanged),
+        Row(change: record("a", version: "\"e1\"", "other"), stored: MergePlan.Stored(version: "\"e1\"", deleted: false, body: Data("{}".utf8)), comparison: .opaque, action: .update),
         Row(change: record("a", version: "\"e1\""), stored: MergePlan.Stored(version: "\"e1\"", deleted: true), comparison: .opaque, action: .resurrect),
         Row(change: .delete(id: "a"), stored: live5, action: .delete),
         Row(change: .delete(id: "a"), stored: live5, deletion: .tombstone, action: .tombstone),

@@ -40,7 +40,8 @@ struct MergeSemanticsTests {
         // Coarse stamps: a second edit inside the stamp's second (or minute) keeps the version.
         Case(name: "same version, other body is an update", before: [record("a", version: "2024-01-15T15:08:00.000Z", "first")], batch: [record("a", version: "2024-01-15T15:08:00.000Z", "second")], after: ["a": "2024-01-15T15:08:00.000Z"], counts: (0, 1, 0, 0), logged: ["update a"]),
         Case(name: "same instant written otherwise, same body: no-op", before: [record("a", version: "2024-01-15T15:08:24Z")], batch: [record("a", version: "2024-01-15T15:08:24.000+0000")], after: ["a": "2024-01-15T15:08:24Z"], counts: (0, 0, 0, 1), logged: []),
-        Case(name: "opaque: same etag, other body is a no-op", comparison: .opaque, before: [record("a", version: "\"e1\"", "first")], batch: [record("a", version: "\"e1\"", "second")], after: ["a": "\"e1\""], counts: (0, 0, 0, 1), logged: []),
+        // SOGo's ETags start again at "gcs00000000" when a member is deleted and made again.
+        Case(name: "opaque: same etag, other body is an update", comparison: .opaque, before: [record("a", version: "\"e1\"", "first")], batch: [record("a", version: "\"e1\"", "second")], after: ["a": "\"e1\""], counts: (0, 1, 0, 0), logged: ["update a"]),
         Case(name: "an upsert at a tombstone's version brings it back", deletion: .tombstone, before: [record("a", version: "1")], deletedBefore: ["a"], batch: [record("a", version: "1")], after: ["a": "1"], counts: (1, 0, 0, 0), logged: ["insert a"]),
         Case(name: "an older upsert leaves a tombstone", deletion: .tombstone, before: [record("a", version: "2")], deletedBefore: ["a"], batch: [record("a", version: "1")], after: ["a": "2†"], counts: (0, 0, 0, 1), logged: []),
     ]
@@ -66,6 +67,28 @@ struct MergeSemanticsTests {
         #expect(logged == testCase.logged)
         #expect(try replica.syncState(of: "items")?.cursor == "after")
         #expect(try replica.recordCount(of: "items") == testCase.after.values.filter { !$0.hasSuffix("†") }.count)
+    }
+
+    /// A card at the ETag the replica holds: another card (a member deleted and made again,
+    /// its ETag counter started over) replaces the row; the same card as the server renders it
+    /// (properties reordered, refolded, a REV stamped) leaves the row as written.
+    @Test(arguments: [
+        ("BEGIN:VCARD\nVERSION:3.0\nUID:u1\nFN:Second\nEND:VCARD\n", true),
+        ("BEGIN:VCARD\nVERSION:3.0\nFN:First\nUID:u1\nREV:20261207T000000Z\nEND:VCARD\n", false),
+    ])
+    func aCardAtTheStoredETagReplacesTheRowOnlyWhenItsContentDiffers(incoming: String, replaces: Bool) throws {
+        let directory = try TemporaryDirectory()
+        let replica = try ReplicaDatabase(path: directory.path("replica.db"))
+        defer { replica.close() }
+        try replica.prepare(StoreDefinition(name: "cards", comparison: .opaque, localBody: .vcard))
+        let written = "BEGIN:VCARD\nVERSION:3.0\nUID:u1\nFN:First\nEND:VCARD\n"
+        let etag = "\"gcs00000000\""
+        _ = try replica.apply(ChangeBatch(changes: [.upsert(RemoteRecord(id: "u1.vcf", version: etag, body: Data(written.utf8)))], cursor: nil), to: "cards")
+        let logBefore = try replica.changes(after: 0, limit: 10).last?.sequence ?? 0
+        let counts = try replica.apply(ChangeBatch(changes: [.upsert(RemoteRecord(id: "u1.vcf", version: etag, body: Data(incoming.utf8)))], cursor: nil), to: "cards")
+        #expect(counts.updated == (replaces ? 1 : 0))
+        #expect(try replica.body(of: "u1.vcf", in: "cards") == (replaces ? incoming : written))
+        #expect(try replica.changes(after: logBefore, limit: 10).map { "\($0.operation) \($0.id)" } == (replaces ? ["update u1.vcf"] : []))
     }
 
     @Test func updateReplacesBodyAndKeepsFirstSeen() throws {

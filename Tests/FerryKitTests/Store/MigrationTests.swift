@@ -204,7 +204,40 @@ struct MigrationTests {
 
             """
         let base = baseSchemas[6]!.replacingOccurrences(of: six, with: "")
+        let thirteen = base + collections + staging + digests + "ALTER TABLE ferry_stores ADD COLUMN schema_fingerprint INTEGER;\n"
+            + "ALTER TABLE ferry_sync_state ADD COLUMN swept_listing INTEGER;\n"
+            + """
+            ALTER TABLE ferry_outbox ADD COLUMN sent_body TEXT;
+            ALTER TABLE ferry_conflicts ADD COLUMN remote_fields TEXT;
+            ALTER TABLE ferry_sync_state ADD COLUMN push_error INTEGER;
+            CREATE TABLE ferry_pass_claims(
+                store_id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, process_start TEXT NOT NULL, token TEXT NOT NULL,
+                command TEXT NOT NULL, claimed REAL NOT NULL);
+            ALTER TABLE ferry_pending_records ADD COLUMN read_back INTEGER NOT NULL DEFAULT 0;
+
+            """
+        let members = """
+            CREATE TABLE ferry_members(
+                store TEXT PRIMARY KEY,
+                expanding_store TEXT NOT NULL,
+                url TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                attributes TEXT NOT NULL DEFAULT '{}',
+                first_seen REAL NOT NULL,
+                last_seen REAL NOT NULL,
+                gone_since REAL
+            );
+            CREATE INDEX ferry_members_expanding_store ON ferry_members(expanding_store);
+            DROP TABLE ferry_collections;
+            CREATE VIEW ferry_collections AS
+                SELECT store, expanding_store AS account, url, kind, json_extract(attributes, '$.segment') AS segment,
+                       json_extract(attributes, '$.displayname') AS displayname, json_extract(attributes, '$.color') AS color,
+                       json_extract(attributes, '$.components') AS components, first_seen, last_seen, gone_since
+                FROM ferry_members;
+
+            """
         return [
+            14: thirteen + members + "INSERT INTO ferry_meta VALUES ('schema_version', '14');",
             7: base + collections + "INSERT INTO ferry_meta VALUES ('schema_version', '7');",
             8: base + collections + staging + "INSERT INTO ferry_meta VALUES ('schema_version', '8');",
             9: base + collections + staging + digests + "INSERT INTO ferry_meta VALUES ('schema_version', '9');",

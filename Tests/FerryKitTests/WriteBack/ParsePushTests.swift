@@ -338,6 +338,63 @@ struct ParsePushTests {
         #expect(try setup.outbox().isEmpty)
     }
 
+    /// What a found earlier create becomes, as a table: the row unchanged is accepted; changed,
+    /// it is queued on top of the object as found when nobody touched the object since it was
+    /// made, and on top of what was sent (three-way) when someone did.
+    @Test func aFoundCreateIsBasedOnTheObjectWhenNobodyTouchedIt() {
+        let sent = #"{"text":"first"}"#
+        let untouched = RemoteRecord(id: "chosenId01", version: "2026-01-01T00:00:00.000Z",
+                                     body: Data(#"{"objectId":"chosenId01","text":"first","createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z"}"#.utf8))
+        let touched = RemoteRecord(id: "chosenId01", version: "2026-01-01T00:00:05.000Z",
+                                   body: Data(#"{"objectId":"chosenId01","text":"first","author":"someone","createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:05.000Z"}"#.utf8))
+        let same: [String: JSONValue] = ["text": .string("first")]
+        let edited: [String: JSONValue] = ["text": .string("second")]
+        #expect(ParseWriter.adoption(of: untouched, sent: sent, row: same) == .accepted(untouched))
+        #expect(ParseWriter.adoption(of: untouched, sent: sent, row: edited) == .acceptedEarlierSend(untouched, sent: nil))
+        #expect(ParseWriter.adoption(of: touched, sent: sent, row: edited) == .acceptedEarlierSend(touched, sent: sent))
+    }
+
+    /// A create whose answer a crash lost, its row edited meanwhile, is found and queued on top
+    /// of the object; then the row is deleted before the next push (between two rounds, in the
+    /// crash loop). Nobody else wrote the object: it is deleted, no conflict. Had someone written
+    /// it since it was made, the delete meets that change as a conflict.
+    @Test(arguments: [false, true])
+    func withClientObjectIDsAFoundCreateDeletedHereIsDeletedThere(touchedByAnother: Bool) throws {
+        let setup = try Self.setUp(objects: 1, clientIDs: true)
+        defer { setup.database.close() }
+        let other = try setup.client()
+        defer { other.close() }
+        try other.execute(#"INSERT INTO quotes(body) VALUES ('{"text":"first"}')"#)
+        let sent = #"{"text":"first"}"#
+        try setup.noteSent(try setup.firstQueued(), sent, remoteID: "chosenId02")
+        try setup.parse("POST", "/classes/Quote", #"{"objectId":"chosenId02","text":"first"}"#)
+        if touchedByAnother { try setup.parse("PUT", "/classes/Quote/chosenId02", #"{"author":"someone"}"#) }
+        try other.execute("UPDATE quotes SET body = json_set(body, '$.text', 'second') WHERE id LIKE 'local-%'")
+        // The round that found the object, as the writer decides it and the store records it.
+        let change = try setup.firstQueued()
+        let line = try #require(String(decoding: try setup.server.server.control("/__admin/dump?class=Quote&lines=1"), as: UTF8.self)
+            .split(separator: "\n").first { $0.contains("chosenId02") })
+        let fields = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let found = RemoteRecord(id: "chosenId02", version: try #require(fields["updatedAt"] as? String), body: Data(line.utf8))
+        let row = try #require(change.body.flatMap(JSONValue.object(parsing:)))
+        _ = try setup.database.write { database in
+            try database.prepare(StoreDefinition(setup.store))
+            return try database.recordPush(change, result: ParseWriter.adoption(of: found, sent: sent, row: ParseFieldMerge.create(local: row)),
+                                           of: "quotes", at: Date())
+        }
+        try other.execute("DELETE FROM quotes WHERE id = 'chosenId02'")
+        let report = try setup.pass()
+        if touchedByAnother {
+            #expect(report.push.conflicts == 1, "\(report.summary)")
+            #expect(try setup.remote()["chosenId02"]?["author"] as? String == "someone", "held: their change stays")
+        } else {
+            #expect(report.push.conflicts == 0, "\(report.summary)")
+            #expect(try setup.remote()["chosenId02"] == nil, "deleted there too")
+            #expect(try setup.outbox().isEmpty)
+            #expect(report.isComplete, "\(report.gaps)")
+        }
+    }
+
     @Test func withClientObjectIDsANewCreateNamesItsObject() throws {
         let setup = try Self.setUp(objects: 1, clientIDs: true)
         defer { setup.database.close() }

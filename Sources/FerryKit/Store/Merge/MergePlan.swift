@@ -20,9 +20,12 @@ import Foundation
 ///
 /// "Newer" is ``VersionComparison``: ordered versions must sort higher (a replayed or stale
 /// page never overwrites newer data), opaque ones (ETags) must differ, and an opaque version
-/// is never "older". An ordered version equal to the stored one with another body is a change
-/// all the same: APIs stamp whole seconds or minutes (Notion rounds to the minute), so two edits
-/// inside one stamp carry one version, and only the body tells the second from the first. A
+/// is never "older". A version equal to the stored one with another body is a change all the
+/// same: APIs stamp whole seconds or minutes (Notion rounds to the minute), so two edits
+/// inside one stamp carry one version, and SOGo's ETags are counters that start again at
+/// `"gcs00000000"` when a member is deleted and made again, so only the body tells the second
+/// from the first. ("Another body" is the caller's to say: for vCards and iCalendar objects
+/// it is other content lines, not the same lines a server wrote in another order.) A
 /// record listed live at the version of its tombstone is live: a listing that moved under a
 /// sweep may have tombstoned it, and nothing but a live listing says otherwise. A rebuild
 /// (``ReplicaDatabase/apply(_:to:)`` with `rebuilds`) writes whatever differs, version or
@@ -100,12 +103,12 @@ enum MergePlan {
     }
 
     /// Whether an incoming version replaces the stored one of a live row; `sameBody`: the
-    /// bodies are equal (an ordered version equal to the stored one replaces it only when
-    /// they are not).
+    /// bodies are equal (a version equal to the stored one replaces it only when they are
+    /// not).
     static func replaces(incoming: String, stored: String, sameBody: Bool = true, comparison: VersionComparison) -> Bool {
         switch comparison {
         case .opaque:
-            return incoming != stored
+            return incoming != stored || !sameBody
         case .ordered:
             switch VersionOrder.order(incoming, stored) {
             case .newer: return true

@@ -100,6 +100,9 @@ extension ReplicaDatabase {
                 }
             }
             current = ""
+            if queued.values.contains(where: { $0.operation == .create }) {
+                try noteRemovalsOfSentCreates(changes, valid: valid, in: prepared, at: now)
+            }
             try updatePending(prepared, applied: changes.indices.lazy.filter { valid[$0] }.map { ids[$0] }, problems: problems, at: now)
             try storePageDigests(of: batch, in: prepared)
             try prepared.changeLog.flush()
@@ -192,6 +195,9 @@ extension ReplicaDatabase {
             }
         }
         try outcome.get()
+        if !sameBody, let stored, !stored.deleted, stored.version == record.version {
+            sameBody = try sameContent(record, store: store)
+        }
         let action = MergePlan.upsertAction(incoming: record.version, stored: stored, sameBody: sameBody,
                                             comparison: store.definition.comparison, rebuilding: rebuilding)
         switch action {
@@ -206,6 +212,34 @@ extension ReplicaDatabase {
         }
         counts.add(action)
         if let operation = action.logged { try store.changeLog.add(operation, id: record.id) }
+    }
+
+    /// Marks each create that was sent under an id the batch deletes (its answer lost): it
+    /// landed and another client deleted it (a DAV sync report lists a member made and deleted
+    /// since its token as removed). Committed with the batch's cursor, so the diff that said so
+    /// is not read past without it.
+    private func noteRemovalsOfSentCreates(_ changes: [RecordChange], valid: [Bool], in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
+        let mark = try connection.prepare("""
+            UPDATE ferry_outbox SET removed_seen = ?3 WHERE store_id = ?1 AND op = 1 AND sent IS NOT NULL AND sent_version = ?2
+            """)
+        for (position, change) in changes.enumerated() where valid[position] {
+            guard case .delete(let id) = change else { continue }
+            mark.reset()
+            try mark.bind(prepared.storeID, at: 1)
+            try mark.bind(id, at: 2)
+            try mark.bind(now, at: 3)
+            try mark.run()
+        }
+    }
+
+    /// Whether the row of `record` at its version, whose text differs, holds the same record
+    /// (``LocalBodyFormat/sameContent(_:_:)``). Rare: one read of the row.
+    private func sameContent(_ record: RemoteRecord, store: PreparedStore) throws(SQLiteError) -> Bool {
+        guard store.definition.localBody != .jsonObject else { return false }
+        let read = try connection.prepare("SELECT body FROM \(quoted(store.definition.name)) WHERE id = ?1")
+        try read.bind(record.id, at: 1)
+        guard try read.step(), let stored = read.string(at: 0) else { return false }
+        return store.definition.localBody.sameContent(stored, String(decoding: record.body, as: UTF8.self))
     }
 
     /// Runs a record statement (?1 id, ?2 version, ?3 body, ?4 fields, ?5 time) with the id,

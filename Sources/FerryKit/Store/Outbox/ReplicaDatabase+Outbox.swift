@@ -57,12 +57,14 @@ extension ReplicaDatabase {
         do {
             guard let storeID = try storeID(of: store) else { return [] }
             let statement = try connection.prepare("""
-                SELECT o.id, o.op, o.base_version, o.base_body, t.body, o.generation, o.sent, o.sent_version, o.sent_body
+                SELECT o.id, o.op, o.base_version, o.base_body, t.body, o.generation, o.sent, o.sent_version, o.sent_body,
+                       o.removed_seen IS NOT NULL, o.sent < (SELECT last_success FROM ferry_sync_state WHERE store = ?3)
                 FROM ferry_outbox o LEFT JOIN \(quoted(store)) t ON t.id = o.id
                 WHERE o.store_id = ?1 AND o.state = \(OutboxState.queued.sql) ORDER BY o.queued, o.id LIMIT ?2
                 """)
             try statement.bind(storeID, at: 1)
             try statement.bind(limit, at: 2)
+            try statement.bind(store, at: 3)
             var changes: [LocalChange] = []
             while try statement.step() {
                 let operation = LocalOperation(rawValue: statement.int64(at: 1)) ?? .update
@@ -72,6 +74,8 @@ extension ReplicaDatabase {
                     generation: statement.int64(at: 5), sent: statement.isNull(at: 6) ? nil : Date(timeIntervalSince1970: statement.double(at: 6)))
                 change.sentVersion = statement.string(at: 7)
                 change.sentBody = statement.string(at: 8)
+                change.removedSinceSent = statement.int64(at: 9) != 0
+                change.pulledSinceSent = statement.int64(at: 10) != 0
                 changes.append(change)
             }
             return changes
@@ -116,7 +120,7 @@ extension ReplicaDatabase {
         requireWritable()
         do {
             guard let storeID = try storeID(of: store) else { return false }
-            let statement = try connection.prepare("UPDATE ferry_outbox SET sent = ?3, base_body = ?4, sent_version = coalesce(?5, sent_version), attempts = attempts + 1 WHERE store_id = ?1 AND id = ?2 AND op = 1")
+            let statement = try connection.prepare("UPDATE ferry_outbox SET sent = ?3, base_body = ?4, sent_version = coalesce(?5, sent_version), removed_seen = NULL, attempts = attempts + 1 WHERE store_id = ?1 AND id = ?2 AND op = 1")
             try statement.bind(storeID, at: 1)
             try statement.bind(change.id, at: 2)
             try statement.bind(Self.timestamp(date), at: 3)

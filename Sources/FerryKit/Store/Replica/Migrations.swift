@@ -297,6 +297,14 @@ enum Migrations {
                        json_extract(attributes, '$.components') AS components, first_seen, last_seen, gone_since
                 FROM ferry_members;
             """),
+        // `ferry_outbox.removed_seen`: when a pull's diff (a DAV sync report) listed as removed
+        // the record a create was sent as (`sent_version`: the member it named), after the
+        // send. The create landed, its answer lost, and another client deleted what it made:
+        // the next push meets that delete as a conflict instead of creating the record again.
+        // A new send of the create clears it.
+        Step(version: 15, sql: """
+            ALTER TABLE ferry_outbox ADD COLUMN removed_seen REAL;
+            """),
     ]
 
     static var currentVersion: Int { steps.last!.version }

@@ -269,12 +269,8 @@ final class ParseWriter: RemoteWriter {
         guard let body = change.body else { return undoCreate(change) }
         guard let local = JSONValue.object(parsing: body) else { return walk.finish(change, .refused("the local body is not a JSON object")) }
         let object = ParseFieldMerge.create(local: local)
-        // Our create, made before a crash. The row changed since it was sent: the entry
-        // becomes an update of the object, merged three-way (what was sent, the row, the object
-        // now) by the next round, so another writer's change since is kept.
         let adopt = { [self] (found: RemoteRecord, sent: String) in
-            let unchanged = JSONValue.encode(object) == JSONValue.encode(JSONValue.object(parsing: sent) ?? [:])
-            walk.finish(change, unchanged ? .accepted(found) : .acceptedEarlierSend(found, sent: sent))
+            walk.finish(change, Self.adoption(of: found, sent: sent, row: object))
         }
         guard let sentAt = change.sent, let sent = change.baseBody else { return create(change, object: object, adopt: adopt) }
         findSent(change, sent: sent, at: sentAt) { [self] found in
@@ -285,6 +281,18 @@ final class ParseWriter: RemoteWriter {
             if change.sendMayStillLand(), !clientIDs { return walk.postpone(change) }
             create(change, object: object, adopt: adopt)
         }
+    }
+
+    /// What a create sent before a crash becomes once its object is found: accepted when the
+    /// row still holds what was sent; otherwise an update of the object, queued on top. Based on
+    /// the object as found when nobody wrote it since it was made (it holds exactly that send,
+    /// so a delete of the row deletes it and an edit goes out plainly); based on what was sent,
+    /// at no version, when someone did: the next round merges all three (sent, the row, the
+    /// object now), so their change is kept or met as a conflict.
+    static func adoption(of found: RemoteRecord, sent: String, row: [String: JSONValue]) -> PushResult {
+        let unchanged = JSONValue.encode(row) == JSONValue.encode(JSONValue.object(parsing: sent) ?? [:])
+        if unchanged { return .accepted(found) }
+        return .acceptedEarlierSend(found, sent: untouchedSinceCreated(found) ? nil : sent)
     }
 
     /// `POST` of one create (named with the id the client chose, when it chooses), recorded as

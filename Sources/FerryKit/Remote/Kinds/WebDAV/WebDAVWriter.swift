@@ -99,7 +99,7 @@ final class WebDAVWriter: RemoteWriter {
             // earlier send (landed, its answer lost) would then read as another client's change.
             guard readsFirst || change.sent != nil else { return update(change, member: change.id, body: body, on: change.baseVersion) }
             fetch(change.id) { [self] remote in
-                guard let remote, remote.version == change.baseVersion else { return updateMet(change, body: body, remote: remote) }
+                guard let remote, Self.unchanged(remote, since: change) else { return updateMet(change, body: body, remote: remote) }
                 // The earlier send may still be at work on the server: sending now records this
                 // text as the one sent, and that send landing after it would read as a conflict.
                 if change.sendMayStillLand() { return walk.postpone(change) }
@@ -111,7 +111,7 @@ final class WebDAVWriter: RemoteWriter {
             fetch(change.id) { [self] remote in walk.finish(change, remote.map { .conflict(remote: $0) } ?? .accepted(nil)) }
         case .delete where readsFirst:
             fetch(change.id) { [self] remote in
-                guard let remote, remote.version == change.baseVersion else { return deleteMet(change, remote: remote) }
+                guard let remote, Self.unchanged(remote, since: change) else { return deleteMet(change, remote: remote) }
                 delete(change)
             }
         case .delete:
@@ -170,7 +170,9 @@ final class WebDAVWriter: RemoteWriter {
     }
 
     private func put(_ change: LocalChange, member: String, body: String) {
-        switch walk.willSendCreate(change, body: body) {
+        // Recorded with the member it names, so a pull that lists that member removed before
+        // this send's answer is known tells it landed and was deleted by another client.
+        switch walk.willSendCreate(change, body: body, remoteID: member) {
         case .send: break
         case .skipped: return walk.finish(change, .accepted(nil))
         case .stopped: return
@@ -195,7 +197,15 @@ final class WebDAVWriter: RemoteWriter {
     /// conflict. No member: created now, unless the lost send may still land.
     private func resumeCreate(_ change: LocalChange, member: String, body: String, sentBefore: String) {
         fetch(member) { [self] remote in
-            guard let remote else { return change.sendMayStillLand() ? walk.postpone(change) : create(change, member: member, body: body) }
+            guard let remote else {
+                // Landed and deleted by another client (a pull listed the member removed since):
+                // their delete meets this create as a conflict.
+                if change.removedSinceSent { return walk.finish(change, .conflict(remote: nil)) }
+                // Not there yet, or never: a send still at work may land, and a pull's diff says
+                // whether it landed and went. Until a pull has read past the send, it waits.
+                if change.sendMayStillLand() || !change.pulledSinceSent { return walk.postpone(change) }
+                return create(change, member: member, body: body)
+            }
             if Self.sameText(remote.body, body) { return walk.finish(change, .accepted(remote)) }
             guard Self.holdsOurSend(remote, of: change, created: sentBefore) else { return walk.finish(change, .conflict(remote: remote)) }
             update(change, member: member, body: body, on: remote.version)
@@ -209,7 +219,10 @@ final class WebDAVWriter: RemoteWriter {
     /// would leave the member on the server.
     private func undoCreate(_ change: LocalChange, member: String, sent: String) {
         fetch(member) { [self] remote in
-            guard let remote else { return change.sendMayStillLand() ? walk.postpone(change) : walk.finish(change, .accepted(nil)) }
+            guard let remote else {
+                let mayLand = change.sendMayStillLand() && !change.removedSinceSent
+                return mayLand ? walk.postpone(change) : walk.finish(change, .accepted(nil))
+            }
             walk.finish(change, .acceptedEarlierSend(remote, sent: Self.holdsOurSend(remote, of: change, created: sent) ? nil : sent))
         }
     }
@@ -241,6 +254,15 @@ final class WebDAVWriter: RemoteWriter {
     /// sent on top of it (answers of both may have been lost).
     static func holdsOurSend(_ remote: RemoteRecord, of change: LocalChange, created: String) -> Bool {
         sameText(remote.body, created) || change.sentBody.map { sameText(remote.body, $0) } == true
+    }
+
+    /// Whether a member read before a write is the one the change was made on: at its base
+    /// version, with its content. SOGo's ETags are counters that start again when a member is
+    /// deleted and made again, so another client's card can come back at the ETag the replica
+    /// knew; only its content tells.
+    static func unchanged(_ remote: RemoteRecord, since change: LocalChange) -> Bool {
+        guard remote.version == change.baseVersion else { return false }
+        return change.baseBody.map { sameText(remote.body, $0) } ?? true
     }
 
     /// Whether a member holds a text, as ``sameText(_:_:)`` compares.
