@@ -258,19 +258,7 @@ struct MigrationTests {
 
                 """
                 + "INSERT INTO ferry_meta VALUES ('schema_version', '12');",
-            13: base + collections + staging + digests + "ALTER TABLE ferry_stores ADD COLUMN schema_fingerprint INTEGER;\n"
-                + "ALTER TABLE ferry_sync_state ADD COLUMN swept_listing INTEGER;\n"
-                + """
-                ALTER TABLE ferry_outbox ADD COLUMN sent_body TEXT;
-                ALTER TABLE ferry_conflicts ADD COLUMN remote_fields TEXT;
-                ALTER TABLE ferry_sync_state ADD COLUMN push_error INTEGER;
-                CREATE TABLE ferry_pass_claims(
-                    store_id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, process_start TEXT NOT NULL, token TEXT NOT NULL,
-                    command TEXT NOT NULL, claimed REAL NOT NULL);
-                ALTER TABLE ferry_pending_records ADD COLUMN read_back INTEGER NOT NULL DEFAULT 0;
-
-                """
-                + "INSERT INTO ferry_meta VALUES ('schema_version', '13');",
+            13: thirteen + "INSERT INTO ferry_meta VALUES ('schema_version', '13');",
         ]
     }()
 
