@@ -1,6 +1,6 @@
 import COpenSSL
 
-/// HMAC-SHA256 (RFC 2104) by OpenSSL's libcrypto, the library libcurl already brings: a
+/// HMAC-SHA256 (RFC 2104), and the plain SHA-256 an older scheme signs with, by OpenSSL's libcrypto, the library libcurl already brings: a
 /// webhook's signature is the only thing ferryd hashes, and a hash is no code to write twice.
 ///
 /// Only for verifying: nothing here keeps a secret from the memory of the process.
@@ -26,6 +26,22 @@ public enum HMACSHA256 {
         // of ours, not bad input: nothing to report to a sender.
         precondition(made != nil && length == 32, "libcrypto's HMAC-SHA256 failed")
         return code
+    }
+
+    /// The SHA-256 of `message`, with no key (32 bytes): HubSpot's older v1 and v2 signatures
+    /// are a plain hash over the secret followed by the request, not an HMAC.
+    public static func digest(_ message: some Collection<UInt8>) -> [UInt8] {
+        let message = Array(message)
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length = 0
+        let made = message.withUnsafeBytes { message in
+            digest.withUnsafeMutableBytes { digest in
+                EVP_Q_digest(nil, "SHA256", nil, message.baseAddress ?? UnsafeRawPointer(bitPattern: 1), message.count,
+                             digest.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+            }
+        }
+        precondition(made == 1 && length == 32, "libcrypto's SHA-256 failed")
+        return digest
     }
 
     /// Whether two byte strings are equal, in a time that depends on their lengths only: a

@@ -11,7 +11,9 @@ public enum NotificationScheme: String, Sendable, CaseIterable, Equatable {
     /// `X-Shopify-Hmac-Sha256: BASE64`: base64 HMAC-SHA256 of the body.
     case shopify
     /// `X-HubSpot-Signature-v3: BASE64` with `X-HubSpot-Request-Timestamp` (milliseconds):
-    /// base64 HMAC-SHA256 of method + URI + body + timestamp.
+    /// base64 HMAC-SHA256 of method + URI + body + timestamp; without it, the older
+    /// `X-HubSpot-Signature: HEX` by `X-HubSpot-Signature-Version` (v1: SHA-256 of secret +
+    /// body; v2: of secret + method + URI + body).
     case hubspot
     /// Microsoft Graph change notifications: a `validationToken` handshake echoed back, then
     /// notifications whose every `clientState` is the store's secret.

@@ -93,7 +93,9 @@ public enum NotificationVerifier {
             return ReplayStamp(signature: stripeSignature(timestamp: timestamp, body: request.body, key: key),
                                expires: Date(timeIntervalSince1970: seconds + settings.tolerance.seconds))
         case .hubspot:
-            guard let timestamp = request.header("X-HubSpot-Request-Timestamp"), timestamp.count <= 16,
+            // Only v3 signs a timestamp; v1 and v2 are as GitHub's.
+            guard request.header("X-HubSpot-Signature-v3") != nil,
+                  let timestamp = request.header("X-HubSpot-Request-Timestamp"), timestamp.count <= 16,
                   let milliseconds = Double(timestamp), let publicURL else { return nil }
             return ReplayStamp(signature: hubspotSignature(request, timestamp: timestamp, publicURL: publicURL, key: key),
                                expires: Date(timeIntervalSince1970: milliseconds / 1000 + settings.tolerance.seconds))
@@ -162,10 +164,35 @@ public enum NotificationVerifier {
         return HMACSHA256.authenticationCode(key: key, message: Array(source.utf8) + request.body + Array(timestamp.utf8))
     }
 
-    private static func hubspot(_ request: NotificationRequest, key: [UInt8], publicURL: String?, tolerance: Duration, now: Date) -> NotificationVerdict {
-        guard let header = request.header("X-HubSpot-Signature-v3"), let timestamp = request.header("X-HubSpot-Request-Timestamp") else {
-            return .refused(.missingSignature)
+    /// HubSpot's older signatures, which its webhooks API still sends (`X-HubSpot-Signature`,
+    /// hex, with `X-HubSpot-Signature-Version`): v1 is the SHA-256 of secret + body, v2 of
+    /// secret + method + URI + body, the URI exactly as called. They carry no timestamp, so a
+    /// replay cannot be told from a redelivery (as GitHub's and Shopify's), and a plain hash
+    /// over secret + body can be extended by someone holding one signature: acceptable only
+    /// because a notification is a trigger, never data, so a forged one costs one coalesced pass.
+    private static func hubspotLegacy(_ request: NotificationRequest, key: [UInt8], publicURL: String?) -> NotificationVerdict {
+        guard let header = request.header("X-HubSpot-Signature") else { return .refused(.missingSignature) }
+        guard let sent = SignatureEncoding.bytes(hex: header), sent.count == 32 else { return .refused(.malformedSignature) }
+        let source: [UInt8]
+        switch request.header("X-HubSpot-Signature-Version")?.lowercased() {
+        case "v1":
+            source = key + request.body
+        case "v2":
+            guard let publicURL else { return .refused(.malformedSignature) }
+            source = key + Array((request.method + publicURL + (request.query.map { "?" + $0 } ?? "")).utf8) + request.body
+        default:
+            return .refused(.malformedSignature)
         }
+        return matches(sent, HMACSHA256.digest(source))
+    }
+
+    /// v3 when the request carries it (its signature covers a timestamp), the older version
+    /// only when it does not: a v3 that fails is a refusal, never a reason to try a weaker one.
+    private static func hubspot(_ request: NotificationRequest, key: [UInt8], publicURL: String?, tolerance: Duration, now: Date) -> NotificationVerdict {
+        guard let header = request.header("X-HubSpot-Signature-v3") else {
+            return hubspotLegacy(request, key: key, publicURL: publicURL)
+        }
+        guard let timestamp = request.header("X-HubSpot-Request-Timestamp") else { return .refused(.missingSignature) }
         guard let sent = SignatureEncoding.bytes(base64: header), sent.count == 32, timestamp.count <= 16,
               timestamp.allSatisfy(\.isASCIIDigit), let milliseconds = Double(timestamp), let publicURL else {
             return .refused(.malformedSignature)

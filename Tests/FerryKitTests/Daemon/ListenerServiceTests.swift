@@ -94,14 +94,54 @@ struct ListenerServiceTests {
         #expect(second.ports.count == 1, "the metrics are served although the notification address is taken")
     }
 
+    /// The journal lines a service wrote.
+    final class Lines: Sendable {
+        let lines = Mutex<[String]>([])
+        func handler() -> CollectedLines { CollectedLines(into: self) }
+    }
+
+    struct CollectedLines: LogHandler {
+        let into: Lines
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            into.lines.withLock { $0.append(event.message.description) }
+        }
+    }
+
+    @Test func handshakesNeedNoSecret_soAFloodOfThemCostsOneJournalLine() throws {
+        let lines = Lines()
+        let triggers = Triggers()
+        let figures = DaemonMetrics(databasePath: "/nonexistent/ferry.db")
+        let service = ListenerService(figures: figures, environment: [:], logger: Logger(label: "test", factory: { _ in lines.handler() }),
+                                      trigger: { store in triggers.stores.withLock { $0.append(store) } },
+                                      passRequest: { _, respond in respond(ListenerAnswer(501, "")) })
+        service.desk.configure(Self.configuration([Self.store("mail", NotificationConfiguration(scheme: .graph, secret: Secret("state", source: "test")))]))
+        figures.retain(stores: ["mail"])
+        service.serve(metrics: nil, notify: Self.loopback, control: nil)
+        defer { service.stop() }
+        let port = try #require(service.ports.first)
+        for index in 0..<20 {
+            let (status, body) = try ListenerTests.curl(["-X", "POST", "http://127.0.0.1:\(port)/notify/mail?validationToken=token\(index)"])
+            #expect(status == "200")
+            #expect(body == "token\(index)", "Graph's token is echoed every time")
+        }
+        #expect(lines.lines.withLock { $0 }.filter { $0.contains("handshake") }.count == 1)
+        #expect(triggers.stores.withLock { $0 }.isEmpty, "a handshake runs no pass")
+    }
+
     @Test func refusalsAreLoggedOncePerGap_withACountOfTheRest() {
         var log = RefusalLog()
         let start = ContinuousClock.now
-        #expect(log.ask(store: "s", refusal: .wrongSignature, now: start, gap: .seconds(10)) == (true, 0))
+        #expect(log.ask(store: "s", reason: NotificationRefusal.wrongSignature.rawValue, now: start, gap: .seconds(10)) == (true, 0))
         for second in 1...5 {
-            #expect(log.ask(store: "s", refusal: .wrongSignature, now: start + .seconds(second), gap: .seconds(10)).log == false)
+            #expect(log.ask(store: "s", reason: NotificationRefusal.wrongSignature.rawValue, now: start + .seconds(second), gap: .seconds(10)).log == false)
         }
-        #expect(log.ask(store: "s", refusal: .staleTimestamp, now: start + .seconds(5), gap: .seconds(10)) == (true, 0))
-        #expect(log.ask(store: "s", refusal: .wrongSignature, now: start + .seconds(10), gap: .seconds(10)) == (true, 5))
+        #expect(log.ask(store: "s", reason: NotificationRefusal.staleTimestamp.rawValue, now: start + .seconds(5), gap: .seconds(10)) == (true, 0))
+        #expect(log.ask(store: "s", reason: NotificationRefusal.wrongSignature.rawValue, now: start + .seconds(10), gap: .seconds(10)) == (true, 5))
     }
 }

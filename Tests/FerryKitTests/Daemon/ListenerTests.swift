@@ -195,7 +195,7 @@ struct ListenerTests {
         defer { listener.stop() }
         var info = stat()
         #expect(stat(path, &info) == 0)
-        #expect(info.st_mode & 0o077 == 0)
+        #expect(info.st_mode & 0o777 == 0o600, "read and write (connecting) for ferryd's user only, under any umask")
         let (status, body) = try Self.curl(["--unix-socket", path, "-X", "POST", "http://ferryd/sync/s"])
         #expect(status == "200")
         #expect(body == "/sync/s")

@@ -17,6 +17,12 @@ struct HMACSHA256Tests {
                 == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
     }
 
+    /// FIPS 180-2's examples: "abc", and the empty message.
+    @Test func sha256OfTheStandardsExamples() {
+        #expect(SignatureEncoding.hex(HMACSHA256.digest(Array("abc".utf8))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SignatureEncoding.hex(HMACSHA256.digest([UInt8]())) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    }
+
     @Test func constantTimeComparisonIsEquality() {
         #expect(HMACSHA256.constantTimeEquals([1, 2, 3], [1, 2, 3]))
         #expect(!HMACSHA256.constantTimeEquals([1, 2, 3], [1, 2, 4]))

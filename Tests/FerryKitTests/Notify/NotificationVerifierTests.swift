@@ -3,7 +3,7 @@ import Testing
 @testable import FerryKit
 
 /// Every scheme as its API documents it: the documented example where the API gives one
-/// (GitHub's), otherwise a signature made by Python's hmac module from the documented recipe;
+/// (GitHub's, HubSpot's v1 and v2), otherwise a signature made by Python's hmac module from the documented recipe;
 /// and each refused for a wrong secret, an old timestamp, a changed body, a missing header.
 @Suite("Notification verification")
 struct NotificationVerifierTests {
@@ -126,6 +126,54 @@ struct NotificationVerifierTests {
         #expect(Self.verify(missing, Self.hubspot, publicURL: Self.hubspotURL) == .refused(.missingSignature))
         #expect(Self.verify(Self.hubspotRequest(timestamp: "soon"), Self.hubspot, publicURL: Self.hubspotURL) == .refused(.malformedSignature))
         #expect(Self.verify(Self.hubspotRequest(signature: "***"), Self.hubspot, publicURL: Self.hubspotURL) == .refused(.malformedSignature))
+    }
+
+    // HubSpot's v1 and v2 pages give an example each, secret and all: the hashes below are
+    // theirs, not ours.
+    static let hubspotDocumentedSecret = settings(.hubspot, "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy")
+    static let hubspotDocumentedBody = #"[{"eventId":1,"subscriptionId":12345,"portalId":62515,"occurredAt":1564113600000,"subscriptionType":"contact.creation","attemptNumber":0,"objectId":123,"changeSource":"CRM","changeFlag":"NEW","appId":54321}]"#
+    static let hubspotV1 = "232db2615f3d666fe21a8ec971ac7b5402d33b9a925784df3ca654d05f4817de"
+    static let hubspotV2 = "eee2dddcc73c94d699f5e395f4b9d454a069a6855fbfa152e91e88823087200e"
+
+    static func hubspotLegacyRequest(_ version: String, _ signature: String, body: String, method: String = "POST") -> NotificationRequest {
+        request([("X-HubSpot-Signature", signature), ("X-HubSpot-Signature-Version", version)], body: body, target: "/notify/contacts", method: method)
+    }
+
+    @Test func hubspot_theDocumentedV1ExampleIsAccepted_andForgeriesAreNot() {
+        let secret = Self.hubspotDocumentedSecret
+        #expect(Self.verify(Self.hubspotLegacyRequest("v1", Self.hubspotV1, body: Self.hubspotDocumentedBody), secret) == .trigger)
+        #expect(Self.verify(Self.hubspotLegacyRequest("v1", Self.hubspotV1.uppercased(), body: Self.hubspotDocumentedBody), secret) == .trigger)
+        #expect(Self.verify(Self.hubspotLegacyRequest("v1", Self.hubspotV1, body: Self.hubspotDocumentedBody + " "), secret) == .refused(.wrongSignature))
+        #expect(Self.verify(Self.hubspotLegacyRequest("v1", Self.hubspotV1, body: Self.hubspotDocumentedBody), Self.hubspot) == .refused(.wrongSignature))
+        #expect(Self.verify(Self.hubspotLegacyRequest("v2", Self.hubspotV1, body: Self.hubspotDocumentedBody), secret,
+                            publicURL: "https://www.example.com/webhook_uri") == .refused(.wrongSignature), "v1's hash is not v2's")
+        #expect(Self.verify(Self.hubspotLegacyRequest("v9", Self.hubspotV1, body: Self.hubspotDocumentedBody), secret) == .refused(.malformedSignature))
+        #expect(Self.verify(Self.request([("X-HubSpot-Signature", Self.hubspotV1)], body: Self.hubspotDocumentedBody), secret)
+                == .refused(.malformedSignature), "a signature without its version")
+        #expect(Self.verify(Self.hubspotLegacyRequest("v1", "/I2blPR/XCv5", body: Self.hubspotDocumentedBody), secret) == .refused(.malformedSignature))
+    }
+
+    @Test func hubspot_theDocumentedV2ExampleIsAccepted_theURIExactlyAsCalled() {
+        let secret = Self.hubspotDocumentedSecret
+        let url = "https://www.example.com/webhook_uri"
+        #expect(Self.verify(Self.hubspotLegacyRequest("v2", Self.hubspotV2, body: "", method: "GET"), secret, publicURL: url) == .trigger)
+        #expect(Self.verify(Self.hubspotLegacyRequest("v2", Self.hubspotV2, body: "", method: "POST"), secret, publicURL: url) == .refused(.wrongSignature))
+        #expect(Self.verify(Self.hubspotLegacyRequest("v2", Self.hubspotV2, body: "", method: "GET"), secret,
+                            publicURL: "http://www.example.com/webhook_uri") == .refused(.wrongSignature), "the protocol is signed")
+        #expect(Self.verify(Self.hubspotLegacyRequest("v2", Self.hubspotV2, body: "", method: "GET"), secret) == .refused(.malformedSignature),
+                "without the public URL there is nothing to check v2 against")
+    }
+
+    @Test func hubspot_aRequestCarryingV3IsJudgedByV3Alone() {
+        // A correct v1 beside a wrong v3 is refused: a failed v3 is never a reason to try a weaker one.
+        let both = Self.request([("X-HubSpot-Signature-v3", Self.hubspotSignature), ("X-HubSpot-Request-Timestamp", "1700000000000"),
+                                 ("X-HubSpot-Signature", Self.hubspotV1), ("X-HubSpot-Signature-Version", "v1")],
+                                body: Self.hubspotDocumentedBody, target: "/notify/contacts")
+        #expect(Self.verify(both, Self.hubspotDocumentedSecret, publicURL: Self.hubspotURL, now: 1_700_000_100) == .refused(.wrongSignature))
+        // Only v3 is remembered against replays: v1 and v2 sign no timestamp.
+        #expect(NotificationVerifier.replayStamp(of: Self.hubspotLegacyRequest("v1", Self.hubspotV1, body: Self.hubspotDocumentedBody),
+                                                 Self.hubspotDocumentedSecret, publicURL: Self.hubspotURL) == nil)
+        #expect(NotificationVerifier.replayStamp(of: Self.hubspotRequest(), Self.hubspot, publicURL: Self.hubspotURL) != nil)
     }
 
     @Test func hubspot_decodesOnlyTheDocumentedEscapes() {

@@ -74,12 +74,20 @@ public final class HTTPListener: Sendable {
             case .inherited(let fd):
                 channel = try bootstrap.withBoundSocket(fd).wait()
             case .unix(let path):
-                // The socket is made in a directory only ferryd's user may write; the mode is
-                // set before anyone is told of it.
-                let previous = umask(0o177)
-                defer { umask(previous) }
+                // Not by umask: it is the process's, and a replica a pass creates meanwhile on
+                // another thread would get the socket's mode. Connecting takes write permission,
+                // which the mode bind leaves (0777 less the umask; 0755 under systemd's default)
+                // gives no one but ferryd's user, in a directory only it may write; 0600 then
+                // keeps it so under any umask, before anyone is told of the socket.
                 channel = try bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).wait()
+                guard chmod(path, 0o600) == 0 else {
+                    let code = errno
+                    channel.close(promise: nil)
+                    throw ListenerError(operation: "chmod 0600", address: description, code: code)
+                }
             }
+        } catch let error as ListenerError {
+            throw error
         } catch let error as IOError {
             throw ListenerError(operation: "bind", address: description, code: error.errnoCode)
         } catch {

@@ -141,10 +141,16 @@ final class ListenerService {
                     trigger(store)
                 case .handshake:
                     figures.notificationReceived(store, result: "handshake")
-                    logger.info("store \(store): notification handshake answered", metadata: ["store": "\(store)"])
+                    // A handshake needs no secret (Graph's validationToken is anyone's to send), so
+                    // its lines are paced as refusals are.
+                    let (log, suppressed) = refusalLog.state.withLock { $0.ask(store: store, reason: "handshake", now: .now, gap: Self.logGap) }
+                    if log {
+                        let more = suppressed > 0 ? " (and \(suppressed) more since the last line)" : ""
+                        logger.info("store \(store): notification handshake answered\(more)", metadata: ["store": "\(store)"])
+                    }
                 case .refused(let refusal):
                     figures.notificationReceived(store, result: refusal.rawValue)
-                    let (log, suppressed) = refusalLog.state.withLock { $0.ask(store: store, refusal: refusal, now: .now, gap: Self.logGap) }
+                    let (log, suppressed) = refusalLog.state.withLock { $0.ask(store: store, reason: refusal.rawValue, now: .now, gap: Self.logGap) }
                     if log {
                         let more = suppressed > 0 ? " (and \(suppressed) more refused since the last line)" : ""
                         // Never the body, a header value or the secret: only what failed.
@@ -163,14 +169,15 @@ final class LockedRefusalLog: Sendable {
     let state = Mutex(RefusalLog())
 }
 
-/// When a refused notification gets a journal line: the first of a store and reason, then at
-/// most one per gap with a count of those left out, so a flood of forgeries costs the
-/// journal a line every few seconds.
+/// When a refused notification (or a handshake, which anyone may send) gets a journal line:
+/// the first of a store and reason, then at most one per gap with a count of those left out,
+/// so a flood of forgeries costs the journal a line every few seconds.
 struct RefusalLog {
     private var last: [String: (at: ContinuousClock.Instant, suppressed: Int)] = [:]
 
-    mutating func ask(store: String, refusal: NotificationRefusal, now: ContinuousClock.Instant, gap: Duration) -> (log: Bool, suppressed: Int) {
-        let key = store + " " + refusal.rawValue
+    /// - Parameter reason: a refusal's raw value, or `handshake`; never text a request chose.
+    mutating func ask(store: String, reason: String, now: ContinuousClock.Instant, gap: Duration) -> (log: Bool, suppressed: Int) {
+        let key = store + " " + reason
         if let previous = last[key], now - previous.at < gap {
             last[key] = (previous.at, previous.suppressed + 1)
             return (false, 0)
