@@ -9,8 +9,7 @@
 # (Tests/Reliability/crash_loop.py, push_crash_loop.py), the daemon suite
 # (Tests/Reliability/daemon_suite.py), a stock Prometheus scraping ferryd
 # (Tests/System/prometheus_scrape.py), the shipped alert rules and dashboard against it
-# (contrib/check.sh), apt-deps.sh against stubs and under a real systemd with a real package
-# (Tests/System/apt-deps-systemd-test.sh, when sdbox works here), the unit files' offline checks
+# (contrib/check.sh), apt-deps.sh against stubs, the unit files' offline checks
 # (systemd/check-unit.sh), the systemd system test (Tests/System/systemd-test.sh, when sdbox
 # works here), a short libFuzzer run over the parsers (scripts/fuzz.sh) and the Debian package
 # (Tests/System/package-test.sh). The fuzzers' sanitizer build and the package's release builds
@@ -265,23 +264,11 @@ case $? in
     *) bad "alert rules and dashboard" ;;
 esac
 
-phase "installing test servers leaves services alone (Tests/System/apt-deps-test.sh, apt-deps-systemd-test.sh)"
-# Its logic against stubs, anywhere; then its promise against a real systemd and a real
-# package (memcached, from the mirrors) in a box, where sdbox runs.
+phase "installing test servers leaves services alone (Tests/System/apt-deps-test.sh)"
 if bash Tests/System/apt-deps-test.sh; then
     ok "apt-deps.sh"
 else
     bad "apt-deps.sh"
-fi
-if [[ -n "$reason" ]]; then
-    if is_ci; then bad "apt-deps.sh under systemd: $reason"; else skipped+=("apt-deps.sh under systemd: $reason"); fi
-else
-    SDBOX_NAME=ferry-aptdeps timeout "$(cap 3)" bash Tests/System/apt-deps-systemd-test.sh >"$logs/apt-deps-systemd.log" 2>&1
-    case $? in
-        0) tail -1 "$logs/apt-deps-systemd.log"; ok "apt-deps.sh under systemd" ;;
-        2) if is_ci; then bad "apt-deps.sh under systemd: apt's mirrors out of reach"; else skipped+=("apt-deps.sh under systemd: apt's mirrors out of reach"); fi ;;
-        *) cat "$logs/apt-deps-systemd.log"; bad "apt-deps.sh under systemd"; remember "apt-deps.sh under systemd" "$logs/apt-deps-systemd.log" ;;
-    esac
 fi
 
 phase "unit files: systemd/check-unit.sh (verify without warnings, exposure <= 1.5)"

@@ -1,7 +1,8 @@
 import COpenSSL
 
-/// HMAC-SHA256 (RFC 2104), and the plain SHA-256 an older scheme signs with, by OpenSSL's libcrypto, the library libcurl already brings: a
-/// webhook's signature is the only thing ferryd hashes, and a hash is no code to write twice.
+/// HMAC-SHA256 (RFC 2104), and the plain SHA-256 an older scheme signs with, by OpenSSL's
+/// libcrypto, the library libcurl already brings: a webhook's signature is the only thing
+/// ferryd hashes, and a hash is no code to write twice.
 ///
 /// Only for verifying: nothing here keeps a secret from the memory of the process.
 public enum HMACSHA256 {
