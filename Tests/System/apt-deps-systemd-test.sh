@@ -5,7 +5,7 @@
 # promise where it matters, with a running manager, dpkg, debhelper's maintainer scripts and
 # deb-systemd-helper's state as Debian ships them.
 #
-#   bash Tests/System/apt-deps-systemd-test.sh      (root; run by scripts/test.sh)
+#   bash Tests/System/apt-deps-systemd-test.sh      (root; not yet run by scripts/test.sh)
 #
 # The package is memcached: small, a service that starts at once, in the test servers' list.
 # First the premise, on a box without a policy-rc.d as a plain Debian machine has none: a
@@ -32,6 +32,9 @@ finish() {
 [[ -x "$SDBOX" ]] || { fail "sdbox not found at $SDBOX"; finish; }
 "$SDBOX" up >/dev/null || { fail "sdbox up"; finish; }
 trap '"$SDBOX" down >/dev/null 2>&1 || echo "warning: sdbox down failed"' EXIT
+# The box has a /tmp of its own, so a checkout under /tmp (a CI clone) is not there: the script
+# under test goes in by copy.
+"$SDBOX" cp "$root/scripts/apt-deps.sh" /root/apt-deps.sh >/dev/null || { fail "sdbox cp scripts/apt-deps.sh"; finish; }
 
 quiet_apt() { box env DEBIAN_FRONTEND=noninteractive apt-get "$@" -y -qq >/dev/null 2>&1; }
 purge() { quiet_apt purge "$PKG" && ! box dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null | grep -q 'ok installed'; }
@@ -59,7 +62,7 @@ box systemctl reset-failed "$UNIT" >/dev/null 2>&1
 box sh -c 'printf "[Service]\nType=oneshot\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n" > /etc/systemd/system/admins.service'
 box systemctl enable --quiet admins.service
 check "premise: the admin's admins.service is enabled" enabled admins.service
-out=$(box bash -c "source '$root/scripts/apt-deps.sh' && ensure_apt_packages $PKG" 2>&1); rc=$?
+out=$(box bash -c "source /root/apt-deps.sh && ensure_apt_packages $PKG" 2>&1); rc=$?
 echo "$out" | sed 's/^/  | /'
 check "ensure_apt_packages $PKG succeeds" test "$rc" -eq 0
 check "$PKG is installed" eval 'box dpkg-query -W "$PKG" >/dev/null'
@@ -77,7 +80,7 @@ check "the admin's admins.service is still enabled" enabled admins.service
 purge
 box sh -c 'printf "#!/bin/sh\n# the admin\x27s\nexit 101\n" > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d'
 before=$(box sha256sum /usr/sbin/policy-rc.d)
-box bash -c "source '$root/scripts/apt-deps.sh' && ensure_apt_packages $PKG" >/dev/null 2>&1
+box bash -c "source /root/apt-deps.sh && ensure_apt_packages $PKG" >/dev/null 2>&1
 check "an admin's policy-rc.d is left as it was" test "$(box sha256sum /usr/sbin/policy-rc.d)" = "$before"
 check "and $UNIT is still not running" eval '! running "$UNIT"'
 finish

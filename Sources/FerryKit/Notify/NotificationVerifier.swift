@@ -153,9 +153,14 @@ public enum NotificationVerifier {
     /// (`: / ? @ ! $ ' ( ) * , ;`); any other escape stays as sent.
     static let hubspotDecoded: Set<UInt8> = Set(":/?@!$'()*,;".utf8)
 
-    /// The URI HubSpot signed: the public URL it calls, with the query it sent.
+    /// The URI HubSpot called: the public URL, with the query it sent as sent.
+    static func calledURI(publicURL: String, query: String?) -> String {
+        publicURL + (query.map { "?" + $0 } ?? "")
+    }
+
+    /// The URI HubSpot's v3 signed: the one it called, with the documented escapes decoded.
     static func hubspotURI(publicURL: String, query: String?) -> String {
-        PercentDecoding.decode(publicURL + (query.map { "?" + $0 } ?? ""), only: hubspotDecoded)
+        PercentDecoding.decode(calledURI(publicURL: publicURL, query: query), only: hubspotDecoded)
     }
 
     /// HubSpot v3 signs the method, the URI it called, the body and the timestamp.
@@ -179,7 +184,7 @@ public enum NotificationVerifier {
             source = key + request.body
         case "v2":
             guard let publicURL else { return .refused(.malformedSignature) }
-            source = key + Array((request.method + publicURL + (request.query.map { "?" + $0 } ?? "")).utf8) + request.body
+            source = key + Array((request.method + calledURI(publicURL: publicURL, query: request.query)).utf8) + request.body
         default:
             return .refused(.malformedSignature)
         }
