@@ -2,7 +2,7 @@
 # Runs `swift test` (already built) as several processes at once, each over a share of the
 # suites, and fails when any of them fails.
 #
-#   bash scripts/swift-test-shards.sh SHARDS LOGDIR [SKIP-REGEX [ALONE-REGEX]]
+#   bash scripts/swift-test-shards.sh SHARDS LOGDIR [SKIP-REGEX [ALONE-REGEX [OWN-REGEX]]]
 #
 # Why: most of Ferry's tests wait — for a Radicale answer, a run loop, a server's backoff — on a
 # thread of Swift's cooperative pool, which has one thread per core. On a two-core machine two
@@ -14,15 +14,19 @@
 # suite starts (DAVServer.shared) are started once per process that needs them. Each shard's
 # output goes to LOGDIR/shard-N.log and is printed whole when all have ended, in order, so a
 # failure reads as one block. SKIP-REGEX leaves out suites whose name matches it; each suite
-# matching ALONE-REGEX gets two processes of its own besides the SHARDS (a long suite that
-# would otherwise decide when its shard ends).
+# matching ALONE-REGEX gets FERRY_ALONE_PARTS (default 3) processes of its own besides the
+# SHARDS (a long suite that would otherwise decide when its shard ends); a test function of
+# such a suite matching OWN-REGEX gets a process to itself (one with many more cases than its
+# siblings).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-shards=${1:?usage: swift-test-shards.sh SHARDS LOGDIR [SKIP-REGEX [ALONE-REGEX]]}
-logs=${2:?usage: swift-test-shards.sh SHARDS LOGDIR [SKIP-REGEX [ALONE-REGEX]]}
+usage="usage: swift-test-shards.sh SHARDS LOGDIR [SKIP-REGEX [ALONE-REGEX [OWN-REGEX]]]"
+shards=${1:?$usage}
+logs=${2:?$usage}
 skip=${3:-'^$'}
 alone=${4:-'^$'}
+own=${5:-'^$'}
 mkdir -p "$logs"
 
 list=$(swift test list --skip-build 2>"$logs/list.err") || { cat "$logs/list.err"; exit 1; }
@@ -46,24 +50,33 @@ for i in "${!suites[@]}"; do
     name=${suites[$i]//./\\.}
     patterns[$shard]+="${patterns[$shard]:+|}$name"
 done
-# A suite alone is split in two by its test functions (every other one), so its longest
-# test, not the suite's sum, decides when it is done.
+# A suite alone is split by its test functions, dealt out round-robin, so its longest test,
+# not the suite's sum, decides when it is done: on two cores the processes of the other
+# suites have ended by then, and a suite in two parts left one of them running alone for
+# two minutes.
+parts=${FERRY_ALONE_PARTS:-3}
 for suite in "${solos[@]}"; do
     mapfile -t functions < <(grep -F "$suite/" <<<"$list" | cut -d/ -f2 | sed 's/(.*//' | sort -u)
     escaped=${suite//./\\.}
-    halves=("" "")
-    for i in "${!functions[@]}"; do
-        half=$(( i % 2 ))
-        halves[$half]+="${halves[$half]:+|}${functions[$i]}"
+    shares=()
+    dealt=0
+    for function in "${functions[@]}"; do
+        if [[ "$function" =~ ^($own)$ ]]; then
+            patterns[$shards]="$escaped/($function)\\("
+            shards=$(( shards + 1 ))
+            continue
+        fi
+        part=$(( dealt % parts ))
+        dealt=$(( dealt + 1 ))
+        shares[$part]+="${shares[$part]:+|}$function"
     done
-    for half in 0 1; do
-        [[ -n "${halves[$half]}" ]] || continue
-        patterns[$shards]="$escaped/(${halves[$half]})\\("
+    for part in "${!shares[@]}"; do
+        patterns[$shards]="$escaped/(${shares[$part]})\\("
         shards=$(( shards + 1 ))
     done
 done
 
-echo "${#all[@]} suites in $shards processes (${#solos[@]} alone, each in two)"
+echo "${#all[@]} suites in $shards processes (${#solos[@]} alone, each in up to $parts)"
 if [[ -n "${FERRY_SHARDS_DRY_RUN:-}" ]]; then  # print each process's filter, run nothing
     for (( shard = 0; shard < shards; shard++ )); do echo "$shard: ${patterns[$shard]}"; done
     exit 0

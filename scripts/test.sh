@@ -3,18 +3,22 @@
 #
 #   bash scripts/test.sh
 #
-# Phases: dependencies (apt packages, pip packages in a venv), build, swift test in eight
-# processes (scripts/swift-test-shards.sh; the two-way model's seed corpus and the push
-# contract on every server two each), the two crash loops side by side
-# (Tests/Reliability/crash_loop.py, push_crash_loop.py), the daemon suite
+# Phases: dependencies (apt packages, the build's first, then the test servers' and pip
+# packages in a venv beside the build), build, swift test in eleven processes
+# (scripts/swift-test-shards.sh; the two-way model and the push contract on every server three
+# each, the push contract's every-policy test one), the two crash loops side by side
+# (Tests/Reliability/crash_loop.py, push_crash_loop.py) with the systemd system test
+# (Tests/System/systemd-test.sh) and apt-deps.sh under a real systemd
+# (Tests/System/apt-deps-systemd-test.sh) beside them, the daemon suite
 # (Tests/Reliability/daemon_suite.py), a stock Prometheus scraping ferryd
 # (Tests/System/prometheus_scrape.py), the shipped alert rules and dashboard against it
 # (contrib/check.sh), apt-deps.sh against stubs, the unit files' offline checks
-# (systemd/check-unit.sh), the systemd system test (Tests/System/systemd-test.sh, when sdbox
-# works here), a short libFuzzer run over the parsers (scripts/fuzz.sh) and the Debian package
-# (Tests/System/package-test.sh). The fuzzers' sanitizer build and the package's release builds
-# run in the background from the end of the build on, niced, beside the tests. A missing
-# dependency of the crash loops, Prometheus, the system test or the package is a skip on a
+# (systemd/check-unit.sh), and a short libFuzzer run over the parsers (scripts/fuzz.sh) beside
+# the Debian package's test (Tests/System/package-test.sh). The fuzzers' sanitizer build and
+# the package's release builds run in the background from the end of the build on, niced,
+# beside the tests. Tests that mostly wait (on a booting systemd, apt, a fuzzer's clock) run
+# beside ones that need the CPU; the daemon suite, which measures CPU, runs alone. A missing
+# dependency of the crash loops, Prometheus, the systemd tests or the package is a skip on a
 # developer's machine and a failure under CI=true.
 # Exits non-zero when any phase failed; the last lines are each phase's wall and CPU time and
 # "N passed, N failed" over the phases. Each long phase has its own time cap, and no cap reaches
@@ -94,17 +98,29 @@ cap() {
     echo "$(( want < left ? want : left ))s"
 }
 
-phase "dependencies: apt"
-if ensure_apt_packages libcurl4-openssl-dev libsqlite3-dev libssl-dev libsystemd-dev libical-dev pkg-config \
-        systemd-container sqlite3 python3-venv curl openssl git nginx-light prometheus \
-        davical postgresql-15 php-sabre-dav php-sqlite3 sogo memcached libical-dev \
-        debhelper lintian fakeroot; then
-    ok "apt dependencies"
+# What the build needs is installed first; the build then runs in the background while the
+# test servers install (apt, pip), which mostly wait on the network and dpkg: on a fresh
+# machine that overlap is a minute and a half.
+phase "dependencies: apt, what the build needs"
+build_packages=(libcurl4-openssl-dev libsqlite3-dev libssl-dev libsystemd-dev libical-dev pkg-config git)
+if ensure_apt_packages "${build_packages[@]}"; then
+    ok "apt dependencies of the build"
 else
-    bad "apt dependencies"
+    bad "apt dependencies of the build"
+fi
+timeout "$(cap 18)" swift build --build-tests >"$logs/build.log" 2>&1 &
+building=$!
+
+phase "dependencies: apt, the test servers (beside the build)"
+if ensure_apt_packages systemd-container sqlite3 python3-venv curl openssl nginx-light prometheus \
+        davical postgresql-15 php-sabre-dav php-sqlite3 sogo memcached \
+        debhelper lintian fakeroot; then
+    ok "apt dependencies of the tests"
+else
+    bad "apt dependencies of the tests"
 fi
 
-phase "dependencies: pip (radicale xandikos datasette vdirsyncer)"
+phase "dependencies: pip (radicale xandikos datasette vdirsyncer; beside the build)"
 export FERRY_VENV=${FERRY_VENV:-$HOME/.cache/ferry/venv}
 venv_ok=1
 if [[ ! -x "$FERRY_VENV/bin/python3" ]]; then
@@ -127,8 +143,10 @@ else
     bad "pip dependencies in $FERRY_VENV"
 fi
 
-phase "build: swift build --build-tests"
-if timeout "$(cap 18)" swift build --build-tests; then
+phase "build: swift build --build-tests (the rest of it, after the installs)"
+wait $building; build_status=$?
+cat "$logs/build.log"
+if [[ $build_status -eq 0 ]]; then
     ok "build"
 else
     bad "build"
@@ -178,17 +196,19 @@ wait_for_build() {  # RC-FILE CAP (as cap prints it): waits for a background bui
     return 124
 }
 
-phase "swift test: every suite, in 8 processes (scripts/swift-test-shards.sh)"
+phase "swift test: every suite, in 11 processes (scripts/swift-test-shards.sh)"
 # Four processes share the unit and integration suites; the two-way model and the push
-# contract, the longest, have two each (their test functions split between them). The two-way model replays its seed corpus
-# (Tests/TwoWay/seeds.txt: every seed that ever failed, and a fixed seed for every server and
-# policy) for its fixed rounds of local and remote writes with lost answers, killed pushes and
-# two pushers, checked against TwoWayModel's allowed end states after each round, on the Parse
-# and JSON test servers, Radicale, Xandikos, DAViCal and sabre/dav; the push contract runs its
+# contract, the longest, have three each (their test functions dealt out between them), and
+# the push contract's every-policy test, with four times the cases of each other, one alone.
+# The two-way model replays its seed corpus (Tests/TwoWay/seeds.txt: every seed that ever
+# failed, and a fixed seed for every server and policy) for its fixed rounds of local and
+# remote writes with lost answers, killed pushes and two pushers, checked against
+# TwoWayModel's allowed end states after each round, on the Parse and JSON test servers,
+# Radicale, Xandikos, DAViCal and sabre/dav; the push contract runs its
 # fixed sequences for every kind that pushes. Deterministic: fresh seeds are explored by
 # scripts/explore-two-way.sh MINUTES, not here.
 if timeout "$(cap 16)" bash scripts/swift-test-shards.sh "${FERRY_TEST_SHARDS:-4}" "$logs/shards" '^$' \
-        'TwoWayModelTests|PushContractTests' >"$logs/swift-test.log" 2>&1; then
+        'TwoWayModelTests|PushContractTests' 'everyPolicyDecidesEveryConflict' >"$logs/swift-test.log" 2>&1; then
     sed -n '/^--- shards:/,$p' "$logs/swift-test.log"
     ok "swift test"
 else
@@ -197,7 +217,7 @@ else
     remember "swift test" "$logs/swift-test.log"
 fi
 
-phase "reliability: the crash loops, both at once (Tests/Reliability/crash_loop.py, push_crash_loop.py)"
+phase "reliability: the crash loops, with the systemd tests beside them (crash_loop.py, push_crash_loop.py, systemd-test.sh, apt-deps-systemd-test.sh)"
 # crash_loop.py: 50 SIGKILLs of `ferry sync` against 100,000 Parse objects and 2,000 Xandikos
 # cards that change during the runs, then an exact comparison of the replica with both servers
 # (≈2-3 minutes); --sabotage proves the comparison reports a damaged replica (≈10 s).
@@ -207,6 +227,19 @@ phase "reliability: the crash loops, both at once (Tests/Reliability/crash_loop.
 # they check does not depend on timing, so they run side by side; each log is printed whole.
 # Their seeds are fixed (what they write and in what order; the kill moments still follow the
 # servers' timing): run either without --seed, as often as you like, to explore.
+# Beside them, in boxes of their own, the two tests that mostly wait on a booting systemd and
+# on apt (10 s of CPU in two minutes): the system test (Tests/System/systemd-test.sh) and
+# apt-deps.sh under a real systemd with a real package (Tests/System/apt-deps-systemd-test.sh:
+# an install by ensure_apt_packages starts and enables nothing, and leaves the admin's units
+# and policy-rc.d alone; it needs Debian's mirrors).
+systemd_tests=()
+if [[ -z "$reason" ]]; then
+    FERRYD="$root/.build/debug/ferryd" FERRY="$root/.build/debug/ferry" \
+        timeout "$(cap 6)" bash Tests/System/systemd-test.sh >"$logs/system-test.log" 2>&1 &
+    systemd_tests+=($!)
+    SDBOX_NAME=ferry-aptdeps timeout "$(cap 4)" bash Tests/System/apt-deps-systemd-test.sh >"$logs/apt-deps-systemd.log" 2>&1 &
+    systemd_tests+=($!)
+fi
 if [[ ! -x "$FERRY_VENV/bin/xandikos" ]] && ! is_ci && ! command -v xandikos >/dev/null; then
     echo "skipping: xandikos not installed in $FERRY_VENV"
     skipped+=("crash loops: xandikos not installed")
@@ -228,6 +261,24 @@ else
     echo "--- push_crash_loop.py (exit $push_crash_status)"; cat "$logs/push-crash-loop.log"
     if [[ $crash_status -eq 0 ]]; then ok "crash loop"; else bad "crash loop"; fi
     if [[ $push_crash_status -eq 0 ]]; then ok "two-way crash loop"; else bad "two-way crash loop"; fi
+fi
+
+if [[ -n "$reason" ]]; then
+    for what in "system test" "apt-deps.sh under systemd"; do
+        if is_ci; then bad "$what: $reason"; else echo "skipping $what: $reason"; skipped+=("$what: $reason"); fi
+    done
+else
+    wait "${systemd_tests[0]}"; system_status=$?
+    wait "${systemd_tests[1]}"; aptdeps_status=$?
+    echo "--- Tests/System/systemd-test.sh (exit $system_status)"; cat "$logs/system-test.log"
+    if [[ $system_status -eq 0 ]]; then ok "system test"; else bad "system test"; remember "system test" "$logs/system-test.log"; fi
+    echo "--- Tests/System/apt-deps-systemd-test.sh (exit $aptdeps_status)"; cat "$logs/apt-deps-systemd.log"
+    case $aptdeps_status in
+        0) ok "apt-deps.sh under systemd" ;;
+        2) if is_ci; then bad "apt-deps.sh under systemd: Debian's mirrors out of reach"
+           else skipped+=("apt-deps.sh under systemd: Debian's mirrors out of reach"); fi ;;
+        *) bad "apt-deps.sh under systemd"; remember "apt-deps.sh under systemd" "$logs/apt-deps-systemd.log" ;;
+    esac
 fi
 
 phase "reliability through ferryd: Tests/Reliability/daemon_suite.py"
@@ -279,35 +330,19 @@ else
     bad "unit files"
 fi
 
-phase "system test: Tests/System/systemd-test.sh"
-if [[ -n "$reason" ]]; then
-    if is_ci; then
-        bad "system test: $reason"
-    else
-        echo "skipping: $reason"
-        skipped+=("system test: $reason")
-    fi
-elif FERRYD="$root/.build/debug/ferryd" FERRY="$root/.build/debug/ferry" \
-        timeout "$(cap 6)" bash Tests/System/systemd-test.sh; then
-    ok "system test"
-else
-    bad "system test"
-fi
-
-phase "fuzz: scripts/fuzz.sh 15 (libFuzzer + ASan, every target)"
-# Its sanitizer build in .build-fuzz ran beside the tests; 15 s per target now.
+phase "fuzz and package side by side: scripts/fuzz.sh 15; dpkg-buildpackage, lintian, install/upgrade/remove/purge (Tests/System/package-test.sh)"
+# The fuzzers' sanitizer build in .build-fuzz and the package (two static release builds) were
+# made beside the tests. Now 15 s of libFuzzer per target, which takes its time, not its CPU,
+# beside lintian and the package's life in a real systemd, which mostly waits on the box.
+# The package is skipped with the system test's reason when sdbox cannot run here.
+fuzzing=""
 if ! wait_for_build "$logs/fuzz-build.rc" "$(cap 8)"; then
     cat "$logs/fuzz-build.log"
     bad "fuzz: the sanitizer build failed"
-elif timeout "$(cap 4)" bash scripts/fuzz.sh 15; then
-    ok "fuzz"
 else
-    bad "fuzz (time cap, or see .build-fuzz/logs/)"
+    timeout "$(cap 4)" bash scripts/fuzz.sh 15 >"$logs/fuzz.log" 2>&1 &
+    fuzzing=$!
 fi
-
-phase "package: dpkg-buildpackage, lintian, install/upgrade/remove/purge (Tests/System/package-test.sh)"
-# Built beside the tests (two static release builds); now lintian and the package's life in a
-# real systemd. Skipped with the system test's reason when sdbox cannot run here.
 if [[ -n "$package_reason" ]]; then
     if is_ci; then bad "package: $package_reason"; else echo "skipping: $package_reason"; skipped+=("package: $package_reason"); fi
 elif ! wait_for_build "$pkgwork/build.rc" "$(cap 12)"; then
@@ -317,6 +352,11 @@ elif SDBOX_NAME=ferry-pkgtest timeout "$(cap 4)" bash Tests/System/package-test.
     ok "package"
 else
     bad "package"
+fi
+if [[ -n "$fuzzing" ]]; then
+    wait "$fuzzing"; fuzz_status=$?
+    echo "--- scripts/fuzz.sh 15 (exit $fuzz_status)"; cat "$logs/fuzz.log"
+    if [[ $fuzz_status -eq 0 ]]; then ok "fuzz"; else bad "fuzz (time cap, or see .build-fuzz/logs/)"; fi
 fi
 kill "$background_builds" 2>/dev/null
 rm -rf "$pkgwork"

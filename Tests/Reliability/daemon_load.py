@@ -22,8 +22,8 @@ CPU figures are of the same mix of passes.
 Bounds (the figures are printed either way):
 - every scheduled pass of the window began within 2 s of its due instant (p99 of
   ferry_pass_start_delay_seconds{trigger="scheduled"}, counted between the window's ends);
-- CPU per pass in the window <= 1.2x the baseline's (a pass may not cost more because more
-  stores are configured);
+- CPU per pass in the window <= 1.2x the dearer of the two baselines' (a pass may not cost more
+  because more stores are configured);
 - idle: < 1% of a core;
 - descriptors and threads bounded by the passes running, not the stores: every sample within
   the idle floor + 4 per pass slot, floors not creeping; RSS growth between the window's first
@@ -318,10 +318,12 @@ def run_load(args, check):
 
         idle = measure_idle(run, args)
         code = run.stop()
+        dearer = None
         if baseline:
             after = run_baseline(args, "baseline after")
             log("  baselines before and after: %.2f and %.2f ms of CPU per pass" % (
                 1000 * baseline["cpu_per_pass"], 1000 * after["cpu_per_pass"]))
+            dearer = max(baseline["cpu_per_pass"], after["cpu_per_pass"])
             baseline = pooled(baseline, after)
 
         log("  window: %d passes in %.0f s (%.1f/s), %.1f%% of a core, %.2f ms of CPU per pass%s" % (
@@ -350,10 +352,14 @@ def run_load(args, check):
 
         check.expect(figures["p99"] is not None and figures["p99"] <= 2,
                      "p99 start delay of %d scheduled passes <= 2 s (bucket bound %s)" % (figures["scheduled"], figures["p99"]))
-        if baseline:
-            ratio = figures["cpu_per_pass"] / baseline["cpu_per_pass"]
-            check.expect(ratio <= 1.2, "CPU per pass with %d stores %.2f ms <= 1.2x %d stores' %.2f ms, before and after (%.2fx)" % (
-                args.stores, 1000 * figures["cpu_per_pass"], args.baseline_stores, 1000 * baseline["cpu_per_pass"], ratio))
+        if dearer:
+            # The same passes cost up to 15 % more in one baseline than in the other on these
+            # shared machines: that spread is the machine's, and the window, run between them,
+            # is judged against the dearer one. Any part of a pass's cost that grows with the number
+            # of stores is ten times larger here than in the baselines.
+            ratio = figures["cpu_per_pass"] / dearer
+            check.expect(ratio <= 1.2, "CPU per pass with %d stores %.2f ms <= 1.2x the dearer baseline's (%d stores) %.2f ms (%.2fx)" % (
+                args.stores, 1000 * figures["cpu_per_pass"], args.baseline_stores, 1000 * dearer, ratio))
         check.expect(idle < 0.01, "idle with %d stores and none due: %.2f%% of a core < 1%%" % (args.stores, 100 * idle))
         fd_floor_first, fd_floor_last = min(s[1] for s in first), min(s[1] for s in last)
         thread_floor_first, thread_floor_last = min(s[2] for s in first), min(s[2] for s in last)

@@ -16,9 +16,9 @@ Parts:
           --baseline-stores, then --stores Parse stores (one class each, one parse_server.py)
           every --interval s, measured --duration s after the warm-up, then idle. Bounds: p99
           start delay of scheduled passes <= 2 s (ferryd's metrics), CPU per pass <= 1.2x the
-          baseline's, idle < 1% of a core, fds and threads bounded by the passes running, RSS
-          flat and < --max-rss MB, STATUS= a summary, every store on schedule and ok, mutated
-          stores equal to the server. CI: 1,000 stores at 20 s; the documented long run is
+          dearer baseline's (one runs before, one after), idle < 1% of a core, fds and threads
+          bounded by the passes running, RSS flat and < --max-rss MB, STATUS= a summary, every
+          store on schedule and ok, mutated stores equal to the server. CI: 1,000 stores at 20 s; the documented long run is
           --stores 5000 --interval 60 --duration 3600 with the release build.
   faults  one store per fault: 500, 503 + Retry-After, 429 + Retry-After, reset, truncated
           body, stall past low-speed-time, invalid JSON, HTML page with 200 (each on its own

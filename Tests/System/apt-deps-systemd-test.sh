@@ -5,7 +5,7 @@
 # promise where it matters, with a running manager, dpkg, debhelper's maintainer scripts and
 # deb-systemd-helper's state as Debian ships them.
 #
-#   bash Tests/System/apt-deps-systemd-test.sh      (root; not yet run by scripts/test.sh)
+#   bash Tests/System/apt-deps-systemd-test.sh      (root; scripts/test.sh runs it)
 #
 # The package is memcached: small, a service that starts at once, in the test servers' list.
 # First the premise, on a box without a policy-rc.d as a plain Debian machine has none: a
