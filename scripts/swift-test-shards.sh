@@ -10,8 +10,9 @@
 # own, so their waits overlap; the CPU they need is what it was.
 #
 # The shards run the test binary itself: `swift test` holds a lock on .build for its whole run,
-# so several of them would only queue. Suites (not single tests) are dealt out round-robin in name order, so the shared servers a
-# suite starts (DAVServer.shared) are started once per process that needs them. Each shard's
+# so several of them would only queue. Suites (not single tests) are dealt out round-robin in
+# name order, so the shared servers a suite starts (DAVServer.shared) are started once per
+# process that needs them. Each shard's
 # output goes to LOGDIR/shard-N.log and is printed whole when all have ended, in order, so a
 # failure reads as one block. SKIP-REGEX leaves out suites whose name matches it; each suite
 # matching ALONE-REGEX gets FERRY_ALONE_PARTS (default 3) processes of its own besides the
