@@ -12,13 +12,12 @@
 # The shards run the test binary itself: `swift test` holds a lock on .build for its whole run,
 # so several of them would only queue. Suites (not single tests) are dealt out round-robin in
 # name order, so the shared servers a suite starts (DAVServer.shared) are started once per
-# process that needs them. Each shard's
-# output goes to LOGDIR/shard-N.log and is printed whole when all have ended, in order, so a
-# failure reads as one block. SKIP-REGEX leaves out suites whose name matches it; each suite
-# matching ALONE-REGEX gets FERRY_ALONE_PARTS (default 3) processes of its own besides the
-# SHARDS (a long suite that would otherwise decide when its shard ends); a test function of
-# such a suite matching OWN-REGEX gets a process to itself (one with many more cases than its
-# siblings).
+# process that needs them. Each shard's output goes to LOGDIR/shard-N.log and is printed whole
+# when all have ended, in order, so a failure reads as one block. SKIP-REGEX leaves out suites
+# whose name matches it; each suite matching ALONE-REGEX gets FERRY_ALONE_PARTS (default 3)
+# processes of its own besides the SHARDS (a long suite that would otherwise decide when its
+# shard ends); a test function of such a suite matching OWN-REGEX gets a process to itself
+# (one with many more cases than its siblings).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

@@ -355,8 +355,8 @@ def run_load(args, check):
         if dearer:
             # The same passes cost up to 15 % more in one baseline than in the other on these
             # shared machines: that spread is the machine's, and the window, run between them,
-            # is judged against the dearer one. Any part of a pass's cost that grows with the number
-            # of stores is ten times larger here than in the baselines.
+            # is judged against the dearer one. Any part of a pass's cost that grows with the
+            # number of stores is ten times larger here than in the baselines.
             ratio = figures["cpu_per_pass"] / dearer
             check.expect(ratio <= 1.2, "CPU per pass with %d stores %.2f ms <= 1.2x the dearer baseline's (%d stores) %.2f ms (%.2fx)" % (
                 args.stores, 1000 * figures["cpu_per_pass"], args.baseline_stores, 1000 * dearer, ratio))

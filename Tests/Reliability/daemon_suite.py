@@ -18,8 +18,9 @@ Parts:
           start delay of scheduled passes <= 2 s (ferryd's metrics), CPU per pass <= 1.2x the
           dearer baseline's (one runs before, one after), idle < 1% of a core, fds and threads
           bounded by the passes running, RSS flat and < --max-rss MB, STATUS= a summary, every
-          store on schedule and ok, mutated stores equal to the server. CI: 1,000 stores at 20 s; the documented long run is
-          --stores 5000 --interval 60 --duration 3600 with the release build.
+          store on schedule and ok, mutated stores equal to the server. CI: 1,000 stores at
+          20 s; the documented long run is --stores 5000 --interval 60 --duration 3600 with the
+          release build.
   faults  one store per fault: 500, 503 + Retry-After, 429 + Retry-After, reset, truncated
           body, stall past low-speed-time, invalid JSON, HTML page with 200 (each on its own
           parse_server.py, armed through /__admin/fault), DNS failure (a .invalid host) and
