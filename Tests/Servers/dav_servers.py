@@ -546,7 +546,7 @@ def postgres_template(name, key_parts, prepare, user):
     return data
 
 
-def start_postgres(root, cleanups, name, key_parts="", prepare=lambda pgdir: None):
+def start_postgres(root, cleanups, name, prepare, key_parts=""):
     """A private PostgreSQL 15 cluster in root/pg, on a unix socket there and no TCP port, copied
     from the template `name` (made by `prepare`); returns the socket directory. Run as the
     postgres user when we are root (initdb refuses root)."""
