@@ -163,20 +163,32 @@ struct ListenerTests {
         #expect(refusals.count(.timeout) == 1)
     }
 
-    @Test func connectionsBeyondTheLimitAreClosedAtOnce() throws {
+    /// On a group of several event loops, so connections are set up on different threads in
+    /// no set order: the ones refused must still be the ones accepted last.
+    @Test(arguments: 0..<5)
+    func connectionsBeyondTheLimitAreClosedAtOnce(_ round: Int) throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 4)
+        defer { try? group.syncShutdownGracefully() }
         var limits = ListenerLimits()
-        limits.maxConnections = 2
+        limits.maxConnections = 3
         let refusals = RefusalCounter()
-        let listener = try Self.listener(limits: limits, refusals: refusals)
+        let listener = try HTTPListener(address: .tcp(MetricsEndpoint(family: .ipv4, address: "127.0.0.1", port: 0)), group: group,
+                                        limits: limits, onRefusal: { refusals.add($0) }) { _, respond in respond(ListenerAnswer(200, "ok\n")) }
         defer { listener.stop() }
-        let held = try [RawConnection(port: listener.port), RawConnection(port: listener.port)]
-        // Both accepted before the third arrives.
-        for connection in held { connection.send("GET / HTTP/1.1\r\n") }
-        let third = try RawConnection(port: listener.port)
-        third.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(third.readToEnd() == "")
-        #expect(refusals.count(.tooManyConnections) >= 1)
-        for connection in held { connection.close() }
+        // connect() on loopback returns once the kernel has queued the connection, so these
+        // are accepted in this order.
+        let connections = try (0..<8).map { _ in try RawConnection(port: listener.port) }
+        for connection in connections { connection.send("GET / HTTP/1.1\r\n") }
+        for (index, connection) in connections.enumerated().dropFirst(3) {
+            connection.send("Host: x\r\n\r\n")
+            #expect(connection.readToEnd() == "", "connection \(index + 1) of 8, beyond the limit of 3")
+        }
+        for (index, connection) in connections.prefix(3).enumerated() {
+            connection.send("Host: x\r\n\r\n")
+            #expect(connection.readToEnd().hasPrefix("HTTP/1.1 200"), "connection \(index + 1) of 8, within the limit")
+        }
+        #expect(refusals.count(.tooManyConnections) == 5)
+        for connection in connections { connection.close() }
         // Once they are gone, a request is answered again.
         var status = ""
         for _ in 0..<50 where status != "200" {

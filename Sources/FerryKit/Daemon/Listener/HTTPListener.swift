@@ -42,19 +42,18 @@ public final class HTTPListener: Sendable {
     /// Binds `address` on `group` and starts serving.
     public init(address: Address, group: any EventLoopGroup, limits: ListenerLimits = ListenerLimits(),
                 onRefusal: @escaping @Sendable (ListenerRefusal) -> Void = { _ in }, handler: @escaping Handler) throws(ListenerError) {
-        let counter = ConnectionCounter()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { server in
+                server.eventLoop.makeCompletedFuture {
+                    try server.pipeline.syncOperations.addHandler(
+                        ConnectionLimiter(limit: limits.maxConnections, onRefusal: onRefusal))
+                }
+            }
             .childChannelOption(.maxMessagesPerRead, value: 4)
             .childChannelInitializer { channel in
-                let open = counter.open()
-                channel.closeFuture.whenComplete { _ in counter.close() }
-                guard open <= limits.maxConnections else {
-                    onRefusal(.tooManyConnections)
-                    return channel.close()
-                }
-                return channel.eventLoop.makeCompletedFuture {
+                channel.eventLoop.makeCompletedFuture {
                     var decoderLimits = NIOHTTPDecoderLimitConfiguration()
                     decoderLimits.maxHeaderFieldSize = limits.maxHeaderBytes
                     decoderLimits.maxHeaderListSize = limits.maxHeaderBytes
@@ -103,7 +102,40 @@ public final class HTTPListener: Sendable {
     }
 }
 
-/// Connections open at once, across the listener's event loop.
+/// Closes a connection accepted beyond the limit before it is set up.
+///
+/// It sits in the listening socket's pipeline, ahead of the bootstrap's own handler, so it
+/// sees connections in the order they were accepted. Counted in each connection's initializer
+/// instead, on a group of several event loops, the count would follow whichever loop ran
+/// first: a connection accepted last could be served and an earlier one refused.
+private final class ConnectionLimiter: ChannelInboundHandler {
+    typealias InboundIn = any Channel
+    typealias InboundOut = any Channel
+
+    private let limit: Int
+    private let onRefusal: @Sendable (ListenerRefusal) -> Void
+    private let open = ConnectionCounter()
+
+    init(limit: Int, onRefusal: @escaping @Sendable (ListenerRefusal) -> Void) {
+        self.limit = limit
+        self.onRefusal = onRefusal
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let connection = unwrapInboundIn(data)
+        guard open.open() <= limit else {
+            open.close()
+            onRefusal(.tooManyConnections)
+            connection.close(promise: nil)
+            return
+        }
+        connection.closeFuture.whenComplete { [open] _ in open.close() }
+        context.fireChannelRead(data)
+    }
+}
+
+/// Connections open at once. Incremented on the listening socket's event loop and decremented
+/// on each connection's own, when it closes.
 private final class ConnectionCounter: Sendable {
     private let count = Atomic<Int>(0)
     func open() -> Int { count.wrappingAdd(1, ordering: .relaxed).newValue }
