@@ -12,6 +12,9 @@
 /// | create       | upsert (the same id: both created) | conflict                 |
 /// | (held)       | anything newer                     | `.refreshHeld`           |
 ///
+/// Where the remote itself said the record changed (a push's condition failed), no news is a
+/// conflict too (``saidChanged(_:policy:localDeleted:remoteDeleted:)``).
+///
 /// and a conflict resolves by the store's ``ConflictPolicy``:
 ///
 /// | policy       | replica row        | queued change                                  |
@@ -66,6 +69,14 @@ public enum ConflictPlan {
         case (.create, .upsert):
             return held ? .refreshHeld : .conflict(resolution(policy, localDeleted: false, remoteDeleted: false))
         }
+    }
+
+    /// The outcome when the remote itself said the record changed since the entry's base (a
+    /// push's condition failed, or the record was found deleted): what the table calls no news
+    /// is a conflict then too, as an opaque ETag the server rewrote is a change.
+    static func saidChanged(_ outcome: Outcome, policy: ConflictPolicy, localDeleted: Bool, remoteDeleted: Bool) -> Outcome {
+        guard case .keepLocal = outcome else { return outcome }
+        return .conflict(resolution(policy, localDeleted: localDeleted, remoteDeleted: remoteDeleted))
     }
 
     static func resolution(_ policy: ConflictPolicy, localDeleted: Bool, remoteDeleted: Bool) -> Resolution {

@@ -47,6 +47,17 @@ struct ConflictPlanTests {
         #expect(ConflictPlan.outcome(local: .update, base: "2", held: false, remote: .delete, comparison: .ordered, policy: .keepBoth) == .conflict(.rebaseLocal))
     }
 
+    /// A push the remote answered "changed" (or a record found deleted): no news is a conflict
+    /// too, by the policy; every other outcome stands.
+    @Test func whatTheRemoteSaidChangedIsAConflictEvenWhenTheVersionSaysNoNews() {
+        #expect(ConflictPlan.saidChanged(.keepLocal, policy: .remoteWins, localDeleted: false, remoteDeleted: false) == .conflict(.takeRemote))
+        #expect(ConflictPlan.saidChanged(.keepLocal, policy: .keepBoth, localDeleted: false, remoteDeleted: true) == .conflict(.rebaseLocal))
+        #expect(ConflictPlan.saidChanged(.keepLocal, policy: .keepBoth, localDeleted: true, remoteDeleted: false) == .conflict(.takeRemote))
+        for outcome in [ConflictPlan.Outcome.bothDeleted, .refreshHeld, .conflict(.hold), .conflict(.keepBoth)] {
+            #expect(ConflictPlan.saidChanged(outcome, policy: .localWins, localDeleted: false, remoteDeleted: false) == outcome)
+        }
+    }
+
     @Test func aPersonsKeepBothKeepsTheSideThatIsLeft() {
         #expect(ConflictPlan.effective(.keepBoth, localDeleted: false, remoteDeleted: true) == .rebaseLocal)
         #expect(ConflictPlan.effective(.keepBoth, localDeleted: true, remoteDeleted: false) == .takeRemote)

@@ -74,6 +74,25 @@ struct LocalWriteCaptureTests {
         #expect(try Self.outbox(replica) == ["q2 2 1 g3"])
     }
 
+    /// The row made again under the remote's id and deleted once more: the remote record is
+    /// still to be deleted, on the version the first delete saw (this was left an update of a
+    /// row that no longer existed, which the push refused or dropped, and the next pull brought
+    /// the record back).
+    @Test func aRecordDeletedMadeAgainAndDeletedAgainIsQueuedAsItsDelete() throws {
+        let directory = try TemporaryDirectory()
+        let replica = try Self.seeded(in: directory)
+        defer { replica.close() }
+        let other = try Self.client(directory)
+        defer { other.close() }
+        try other.execute("DELETE FROM quotes WHERE id = 'q1'")
+        try other.execute(#"INSERT INTO quotes(id, body) VALUES ('q1', '{"back":true}')"#)
+        try other.execute("DELETE FROM quotes WHERE id = 'q1'")
+        #expect(try Self.outbox(replica) == ["q1 3 1 g3"])
+        let change = try #require(try replica.queuedLocalChanges(of: "quotes").first)
+        #expect(change.operation == .delete)
+        #expect(change.baseVersion == "1")
+    }
+
     @Test(arguments: [
         (#"INSERT INTO quotes(body) VALUES ('not json')"#, "body must be a JSON object"),
         (#"INSERT INTO quotes(body) VALUES ('[1,2]')"#, "body must be a JSON object"),

@@ -220,7 +220,7 @@ extension ReplicaDatabase {
     /// is not read past without it.
     private func noteRemovalsOfSentCreates(_ changes: [RecordChange], valid: [Bool], in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
         let mark = try connection.prepare("""
-            UPDATE ferry_outbox SET removed_seen = ?3 WHERE store_id = ?1 AND op = 1 AND sent IS NOT NULL AND sent_version = ?2
+            UPDATE ferry_outbox SET removed_seen = ?3 WHERE store_id = ?1 AND op = \(LocalOperation.create.sql) AND sent IS NOT NULL AND sent_version = ?2
             """)
         for (position, change) in changes.enumerated() where valid[position] {
             guard case .delete(let id) = change else { continue }

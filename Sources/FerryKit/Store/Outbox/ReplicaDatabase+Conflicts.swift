@@ -68,9 +68,12 @@ extension ReplicaDatabase {
             let base = try remote.flatMap { remote throws(SQLiteError) in
                 try rebasedBase(id, entry: entry, localBody: localBody, remote: remote, of: prepared)
             }
+            let fold = OutboxFold.sql(OutboxFold.queuedOperation, OutboxFold.truth("?3 IS NOT NULL")) {
+                OutboxFold.afterLocalWin(queued: $0, remoteExists: $1)
+            }
             let rebase = try connection.prepare("""
                 UPDATE ferry_outbox SET state = \(OutboxState.queued.sql), last_error = NULL, sent = NULL, sent_version = NULL, sent_body = NULL, base_version = ?3, base_body = ?4,
-                    op = CASE WHEN ?3 IS NULL THEN 1 WHEN op = 1 THEN 2 ELSE op END
+                    op = \(fold)
                 WHERE store_id = ?1 AND id = ?2
                 """)
             try rebase.bind(prepared.storeID, at: 1)
@@ -98,7 +101,7 @@ extension ReplicaDatabase {
                 try insert.bind(now, at: 2)
                 guard try insert.step(), let copy = insert.string(at: 0) else { preconditionFailure("INSERT ... RETURNING id returned no row") }
                 insert.reset()
-                let queue = try connection.prepare("INSERT INTO ferry_outbox(store_id, id, op, queued, changed) VALUES (?1, ?2, 1, ?3, ?3)")
+                let queue = try connection.prepare("INSERT INTO ferry_outbox(store_id, id, op, queued, changed) VALUES (?1, ?2, \(LocalOperation.create.sql), ?3, ?3)")
                 try queue.bind(prepared.storeID, at: 1)
                 try queue.bind(copy, at: 2)
                 try queue.bind(now, at: 3)
@@ -273,26 +276,36 @@ extension ReplicaDatabase {
             local: entry.operation, base: entry.baseVersion, held: entry.held,
             remote: remote.map { .upsert(version: $0.version) } ?? .delete,
             comparison: prepared.definition.comparison, policy: prepared.definition.writeBack.conflict)
+        switch try settle(outcome, id: change.id, entry: entry, remote: remote, in: prepared, at: now) {
+        case .keepLocal, .bothDeleted, .refreshHeld: counts.unchanged += 1
+        case .conflict: counts.conflicts += 1
+        }
+    }
+
+    /// Carries out what ``ConflictPlan`` decided for a queued record that met the remote's
+    /// side (inside the caller's transaction): the one place its outcomes take effect, for the
+    /// pull, the push and a record found deleted. Returns the outcome, for the caller's counts.
+    @discardableResult
+    func settle(_ outcome: ConflictPlan.Outcome, id: String, entry: QueuedEntry, remote: RemoteRecord?,
+                in prepared: PreparedStore, at now: Double) throws(SQLiteError) -> ConflictPlan.Outcome {
         switch outcome {
         case .keepLocal:
-            counts.unchanged += 1
+            break
         case .bothDeleted:
-            try settleBothDeleted(change.id, of: prepared, at: now)
-            counts.unchanged += 1
+            try settleBothDeleted(id, of: prepared, at: now)
         case .refreshHeld:
-            try refreshHeldConflict(change.id, remote: remote, in: prepared)
-            counts.unchanged += 1
+            try refreshHeldConflict(id, remote: remote, in: prepared)
         case .conflict(let resolution):
-            try resolve(change.id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
-            counts.conflicts += 1
+            try resolve(id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
         }
+        return outcome
     }
 
     /// After a complete listing: queued records the remote no longer lists were deleted there
     /// (a create only when held over a record another writer made: its id is that record's).
     func meetSweep(_ prepared: PreparedStore, at now: Double) throws(SQLiteError) {
         let gone = try connection.prepare("""
-            SELECT id FROM ferry_outbox WHERE store_id = ?1 AND (op <> \(LocalOperation.create.rawValue) OR state = \(OutboxState.held.sql))
+            SELECT id FROM ferry_outbox WHERE store_id = ?1 AND (op <> \(LocalOperation.create.sql) OR state = \(OutboxState.held.sql))
                 AND \(ReconciliationState.notListed(prepared.storeID, column: "ferry_outbox.id"))
             """)
         try gone.bind(prepared.storeID, at: 1)

@@ -87,29 +87,39 @@ extension ReplicaDatabase {
             "CREATE TRIGGER \(quoted(localWriteCheckName(store: store, operation: "DELETE"))) BEFORE DELETE ON \(table) BEGIN "
             + unpushable(.delete, "deletes", "push-delete")
             + refuse("OLD.deleted <> 0", "record was already deleted on the remote (a tombstone is Ferry's to keep)") + " END"
-        // Folding: a create stays a create whatever follows, an update after a delete of the same
-        // id (delete, then insert again) is an update of the remote record, a delete ends
-        // anything; a create deleted before it was ever sent leaves nothing to push, one sent
-        // already is undone by the push (which finds the row gone).
+        // Each write folds into the entry already queued as OutboxFold's table says.
+        let entry = "store_id = \(storeID) AND id = OLD.id"
+        let (op, sent) = (OutboxFold.queuedOperation, OutboxFold.truth("sent IS NOT NULL"))
+        let afterInsert = OutboxFold.sql(op) { OutboxFold.afterLocalWrite(.create, queued: $0, sent: false, synced: false) ?? $0 }
         triggers[localWriteCaptureName(store: store, operation: "INSERT")] =
             "CREATE TRIGGER \(quoted(localWriteCaptureName(store: store, operation: "INSERT"))) AFTER INSERT ON \(table) BEGIN "
-            + "INSERT INTO ferry_outbox(store_id, id, op, queued, changed) VALUES (\(storeID), NEW.id, 1, \(now), \(now)) "
-            + "ON CONFLICT(store_id, id) DO UPDATE SET op = CASE WHEN op = 3 THEN 2 ELSE op END, changed = excluded.changed, "
+            + "INSERT INTO ferry_outbox(store_id, id, op, queued, changed) VALUES (\(storeID), NEW.id, \(LocalOperation.create.sql), \(now), \(now)) "
+            + "ON CONFLICT(store_id, id) DO UPDATE SET op = \(afterInsert), changed = excluded.changed, "
             + "generation = generation + 1, \(retry); END"
+        let afterUpdate = OutboxFold.sql(op) { OutboxFold.afterLocalWrite(.update, queued: $0, sent: false, synced: true) ?? $0 }
         triggers[localWriteCaptureName(store: store, operation: "UPDATE")] =
             "CREATE TRIGGER \(quoted(localWriteCaptureName(store: store, operation: "UPDATE"))) AFTER UPDATE ON \(table) WHEN NEW.body IS NOT OLD.body BEGIN "
             + "INSERT INTO ferry_outbox(store_id, id, op, base_version, base_body, queued, changed) "
-            + "VALUES (\(storeID), NEW.id, 2, OLD.version, OLD.body, \(now), \(now)) "
-            + "ON CONFLICT(store_id, id) DO UPDATE SET changed = excluded.changed, generation = generation + 1, \(retry); END"
+            + "VALUES (\(storeID), NEW.id, \(LocalOperation.update.sql), OLD.version, OLD.body, \(now), \(now)) "
+            + "ON CONFLICT(store_id, id) DO UPDATE SET op = \(afterUpdate), changed = excluded.changed, generation = generation + 1, \(retry); END"
+        // A delete in three steps: the entries it ends go; the others fold, and their new
+        // generation tells a push in flight that the row is gone; with none left, a delete of
+        // a row the remote had is queued, based on it.
+        let ends = OutboxFold.condition(op, sent) { OutboxFold.afterLocalWrite(.delete, queued: $0, sent: $1, synced: false) == nil }
+        // `?? $0`: the inputs it stands for are the entries the first step removed.
+        let afterDelete = OutboxFold.sql(op, sent) { OutboxFold.afterLocalWrite(.delete, queued: $0, sent: $1, synced: false) ?? $0 }
+        let synced = OutboxFold.truth("OLD.version <> ''")
+        let queuesDelete = OutboxFold.condition(synced) { OutboxFold.afterLocalWrite(.delete, queued: nil, sent: false, synced: $0) != nil }
+        guard let deleteOfARow = OutboxFold.afterLocalWrite(.delete, queued: nil, sent: false, synced: true) else {
+            preconditionFailure("OutboxFold queues nothing for the delete of a synced row")
+        }
         triggers[localWriteCaptureName(store: store, operation: "DELETE")] =
             "CREATE TRIGGER \(quoted(localWriteCaptureName(store: store, operation: "DELETE"))) AFTER DELETE ON \(table) BEGIN "
-            + "DELETE FROM ferry_outbox WHERE store_id = \(storeID) AND id = OLD.id AND op = 1 AND sent IS NULL; "
-            // A create already sent: the remote may have it, so the entry stays, and its new
-            // generation tells a push in flight that the row is gone.
-            + "UPDATE ferry_outbox SET generation = generation + 1, changed = \(now) WHERE store_id = \(storeID) AND id = OLD.id AND op = 1; "
+            + "DELETE FROM ferry_outbox WHERE \(entry) AND \(ends); "
+            + "UPDATE ferry_outbox SET op = \(afterDelete), changed = \(now), generation = generation + 1, \(retry) WHERE \(entry); "
             + "INSERT INTO ferry_outbox(store_id, id, op, base_version, base_body, queued, changed) "
-            + "SELECT \(storeID), OLD.id, 3, OLD.version, OLD.body, \(now), \(now) WHERE OLD.version <> '' "
-            + "ON CONFLICT(store_id, id) DO UPDATE SET op = 3, changed = excluded.changed, generation = generation + 1, \(retry); END"
+            + "SELECT \(storeID), OLD.id, \(deleteOfARow.sql), OLD.version, OLD.body, \(now), \(now) "
+            + "WHERE \(queuesDelete) AND NOT EXISTS (SELECT 1 FROM ferry_outbox WHERE \(entry)); END"
         return triggers
     }
 

@@ -239,23 +239,12 @@ extension ReplicaDatabase {
                 local: entry.operation, base: entry.baseVersion, held: entry.held,
                 remote: remote.map { .upsert(version: $0.version) } ?? .delete,
                 comparison: prepared.definition.comparison, policy: prepared.definition.writeBack.conflict)
-            // The remote answered "changed": even a version the table would call old is a
-            // conflict here (an opaque ETag the server rewrote).
-            switch outcome {
-            case .conflict(let resolution):
-                try resolve(id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
-                return resolution
-            case .refreshHeld:
-                try refreshHeldConflict(id, remote: remote, in: prepared)
-                return .hold
-            case .keepLocal:
-                let resolution = ConflictPlan.resolution(prepared.definition.writeBack.conflict, localDeleted: entry.operation == .delete,
-                                                         remoteDeleted: remote == nil)
-                try resolve(id, entry: entry, remote: remote, resolution: resolution, in: prepared, at: now)
-                return resolution
-            case .bothDeleted:
-                try settleBothDeleted(id, of: prepared, at: now)
-                return nil
+            switch try settle(ConflictPlan.saidChanged(outcome, policy: prepared.definition.writeBack.conflict,
+                                                       localDeleted: entry.operation == .delete, remoteDeleted: remote == nil),
+                              id: id, entry: entry, remote: remote, in: prepared, at: now) {
+            case .conflict(let resolution): return resolution
+            case .refreshHeld: return .hold
+            case .keepLocal, .bothDeleted: return nil
             }
         }
     }
@@ -296,16 +285,18 @@ extension ReplicaDatabase {
         try exists.bind(finalID, at: 1)
         let rowExists = try exists.step()
         exists.reset()
-        if newerLocalWrite, record != nil || rowExists {
+        if OutboxFold.staysAfterAcceptedSend(newerLocalWrite: newerLocalWrite, remoteHasRecord: record != nil, rowExists: rowExists) {
             // Still queued: based on what the remote now holds. The row gone meanwhile (deleted
             // while its create or update was in flight) is a delete of that; an accepted delete
             // followed by a local insert of the same id is a create again.
             let base = try record.flatMap { record throws(SQLiteError) in
                 try rebasedOnEarlierSend(change, record: record, keepingLocalBody: keepingLocalBody, in: prepared)
             }
+            let fold = OutboxFold.sql(OutboxFold.queuedOperation, OutboxFold.operation("?5"), OutboxFold.truth("?6 <> 0")) {
+                OutboxFold.afterAcceptedSend(queued: $0, sent: $1, rowExists: $2)
+            }
             let rebase = try connection.prepare("""
-                UPDATE ferry_outbox SET base_version = ?3, base_body = ?4, sent = NULL, sent_version = NULL, sent_body = NULL,
-                    op = CASE WHEN ?6 = 0 THEN 3 WHEN ?5 = 3 THEN 1 WHEN op = 1 THEN 2 ELSE op END
+                UPDATE ferry_outbox SET base_version = ?3, base_body = ?4, sent = NULL, sent_version = NULL, sent_body = NULL, op = \(fold)
                 WHERE store_id = ?1 AND id = ?2
                 """)
             try rebase.bind(prepared.storeID, at: 1)
@@ -378,7 +369,7 @@ extension ReplicaDatabase {
             try settleOnDeletedRecord(moved, in: prepared, at: now)
         }
         let entries = try connection.prepare("""
-            SELECT id, changed FROM ferry_outbox WHERE store_id = ?1 AND id IN (?2, ?3) AND op <> \(LocalOperation.delete.rawValue)
+            SELECT id, changed FROM ferry_outbox WHERE store_id = ?1 AND id IN (?2, ?3) AND op <> \(LocalOperation.delete.sql)
             """)
         try entries.bind(prepared.storeID, at: 1)
         try entries.bind(placeholder, at: 2)
@@ -420,7 +411,7 @@ extension ReplicaDatabase {
     /// nothing moved) when `id` has no such write.
     private func moveAside(_ id: String, in prepared: PreparedStore) throws(SQLiteError) -> String? {
         let entry = try connection.prepare("""
-            SELECT 1 FROM ferry_outbox WHERE store_id = ?1 AND id = ?2 AND op <> \(LocalOperation.delete.rawValue)
+            SELECT 1 FROM ferry_outbox WHERE store_id = ?1 AND id = ?2 AND op <> \(LocalOperation.delete.sql)
             """)
         try entry.bind(prepared.storeID, at: 1)
         try entry.bind(id, at: 2)
@@ -436,20 +427,11 @@ extension ReplicaDatabase {
     /// decided by the store's conflict policy as a push that met the delete would be.
     private func settleOnDeletedRecord(_ id: String, in prepared: PreparedStore, at now: Double) throws(SQLiteError) {
         guard let entry = try queuedEntries(of: prepared)[id] else { return }
+        let policy = prepared.definition.writeBack.conflict
         let outcome = ConflictPlan.outcome(local: entry.operation, base: entry.baseVersion, held: entry.held, remote: .delete,
-                                           comparison: prepared.definition.comparison, policy: prepared.definition.writeBack.conflict)
-        switch outcome {
-        case .conflict(let resolution):
-            try resolve(id, entry: entry, remote: nil, resolution: resolution, in: prepared, at: now)
-        case .refreshHeld:
-            try refreshHeldConflict(id, remote: nil, in: prepared)
-        case .keepLocal:
-            let resolution = ConflictPlan.resolution(prepared.definition.writeBack.conflict, localDeleted: entry.operation == .delete,
-                                                     remoteDeleted: true)
-            try resolve(id, entry: entry, remote: nil, resolution: resolution, in: prepared, at: now)
-        case .bothDeleted:
-            try settleBothDeleted(id, of: prepared, at: now)
-        }
+                                           comparison: prepared.definition.comparison, policy: policy)
+        try settle(ConflictPlan.saidChanged(outcome, policy: policy, localDeleted: entry.operation == .delete, remoteDeleted: true),
+                   id: id, entry: entry, remote: nil, in: prepared, at: now)
     }
 
     /// A local delete the remote made too: nothing to push, and the log records the delete the
