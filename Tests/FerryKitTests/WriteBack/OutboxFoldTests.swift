@@ -146,8 +146,8 @@ struct OutboxFoldTests {
         let directory = try TemporaryDirectory()
         let replica = try ReplicaDatabase(path: directory.path("replica.db"))
         defer { replica.close() }
-        try replica.prepare(StoreDefinition(name: "quotes", writeBack: WriteBackConfiguration(push: true)))
-        let other = try SQLiteConnection(path: directory.path("replica.db"), mode: .readWrite)
+        try replica.prepare(LocalWriteCaptureTests.pushing)
+        let other = try LocalWriteCaptureTests.client(directory)
         defer { other.close() }
         var bodies = 0
 

@@ -3,7 +3,7 @@
 /// The queue keeps one entry per record, so every event folds into the entry already there:
 /// a local write (the triggers), a send the remote accepted while a newer write waited (the
 /// push), a conflict the local side won (the conflict's resolution). The SQL that does it is
-/// generated from these tables (``sql(_:)``), so the triggers and the push cannot come to
+/// generated from these tables (the `sql` functions below), so the triggers and the push cannot come to
 /// disagree with them, and the tests read the tables against what a real replica does.
 ///
 /// | queued entry   | local insert | local update | local delete          |
