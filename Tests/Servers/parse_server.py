@@ -873,13 +873,25 @@ class Handler(http_core.Handler):
             srv.stats.hit("health")
             return self.respond_json(200, {"status": "ok"})
         if sub[0] == "classes" and self.command == "GET" and len(sub) == 2:
-            # A listing's request, from its start (a stall included) to its answer.
+            # A listing's request, from its start (a stall included) until its answer is
+            # written. It ends before the write: once the client has the answer it may ask
+            # for the next page on another connection, before this thread runs again.
+            self.listing_class = sub[1]
             srv.stats.listing_began(sub[1])
             try:
                 return self.serve_class_get(sub, q)
             finally:
-                srv.stats.listing_ended(sub[1])
+                self.end_listing()
         return self.serve_class_get(sub, q)
+
+    def end_listing(self):
+        cls, self.listing_class = getattr(self, "listing_class", None), None
+        if cls is not None:
+            self.server.stats.listing_ended(cls)
+
+    def write_response(self, status, headers=(), body=None):
+        self.end_listing()
+        return super().write_response(status, headers, body)
 
     def serve_class_get(self, sub, q):
         srv = self.server
