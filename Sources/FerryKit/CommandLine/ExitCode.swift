@@ -105,3 +105,16 @@ public enum SyncOutcome {
         })
     }
 }
+
+extension DeviceAuthorizationError {
+    /// `ferry auth`'s exit status.
+    public var exitCode: FerryExitCode {
+        switch self {
+        case .unknownStore, .notOAuth2: .usage
+        case .noDeviceURL: .configuration
+        case .refused, .denied, .expired, .noRefreshToken: .permission
+        case .transfer: .unavailable
+        case .notSaved: .database
+        }
+    }
+}

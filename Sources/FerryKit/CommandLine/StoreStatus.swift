@@ -200,16 +200,16 @@ public struct StoreStatus: Sendable, Equatable, Codable {
     /// everything, such as one whose versions are digests) has nothing to show.
     static func briefCursor(_ cursor: String) -> String {
         if cursor.hasPrefix("{"), let object = try? JSONSerialization.jsonObject(with: Data(cursor.utf8)) as? [String: Any] {
-            if let mark = object["highWater"] as? String { return shorten(mark, to: 20) }
-            if let date = object["updatedAt"] as? String ?? object["after"] as? String { return shorten(date, to: 20) }
+            if let mark = object["highWater"] as? String { return mark.shortened(to: 20) }
+            if let date = object["updatedAt"] as? String ?? object["after"] as? String { return date.shortened(to: 20) }
             if let delta = object["delta"] as? String, !delta.hasPrefix("{") { return briefCursor(delta) }
-            return object.keys.allSatisfy(Self.validatorKeys.contains) ? "-" : shorten(cursor, to: 20)
+            return object.keys.allSatisfy(Self.validatorKeys.contains) ? "-" : cursor.shortened(to: 20)
         }
         if cursor.contains("://") || cursor.hasPrefix("/") {
             let segment = cursor.split(separator: "/").last.map(String.init) ?? cursor
-            return shorten(segment, to: 20)
+            return segment.shortened(to: 20)
         }
-        return shorten(cursor, to: 20)
+        return cursor.shortened(to: 20)
     }
 
     /// A JSON store's cursor members that only make the first request conditional.
@@ -229,10 +229,6 @@ public struct StoreStatus: Sendable, Equatable, Codable {
 
     /// Seconds past due from which the table says a pass is late rather than starting now.
     static let lateAfterSeconds = 3
-
-    static func shorten(_ text: String, to length: Int) -> String {
-        text.count > length ? String(text.prefix(length - 3)) + "..." : text
-    }
 
     static func age(_ seconds: Int) -> String {
         seconds < 120 ? "\(seconds)s" : seconds < 7200 ? "\(seconds / 60)m" : seconds < 172_800 ? "\(seconds / 3600)h" : "\(seconds / 86_400)d"

@@ -14,7 +14,6 @@ extension Daemon {
             if loaded.global.databasePath != configuration.global.databasePath {
                 logger.warning("the database path changed to \(loaded.global.databasePath); it takes effect at the next restart, this process keeps \(database.path)")
             }
-            serveListeners(loaded.global)
             let running = expansion.load(loaded)
             configureServices(running)
             status.line.reloadProblem = nil
@@ -34,7 +33,7 @@ extension Daemon {
             // STATUS= gets the first problem, short; the journal and `ferry reload` get them all.
             let count = error.problems.count
             let first = error.problems.first.map { "\($0)" } ?? message
-            status.line.reloadProblem = StoreStatus.shorten(first, to: 120) + (count > 1 ? " (and \(count - 1) more)" : "")
+            status.line.reloadProblem = first.shortened(to: 120) + (count > 1 ? " (and \(count - 1) more)" : "")
             logger.error("reload failed, keeping the running configuration: \(message)", metadata: MessageID.reloadFailed.metadata)
             publishReload(.error, message: message, directory: runtime)
         }
@@ -58,12 +57,4 @@ extension Daemon {
             logger.warning("cannot publish the reload result in \(directory): \(error)")
         }
     }
-
-    /// Binds what `global` asks for (only what changed is rebound).
-    func serveListeners(_ global: GlobalConfiguration) {
-        listeners.serve(metrics: global.metricsListen, notify: global.notifyListen,
-                        control: PassAnswer.socketPath(runtimeDirectory: configuration.global.runtimeDirectory))
-        status.line.metricsProblem = listeners.problem
-    }
-
 }

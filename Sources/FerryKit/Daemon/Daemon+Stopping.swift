@@ -47,7 +47,7 @@ extension Daemon {
         }
         guard case .running(let scheduler) = state else { return }
         logger.critical("the replica failed its integrity check: \(failure); stopping so nothing more is written into it", metadata: MessageID.replicaDamaged.metadata)
-        notifier.status("REPLICA DAMAGED (\(database.path)): \(StoreStatus.shorten(failure.message, to: 120))")
+        notifier.status("REPLICA DAMAGED (\(database.path)): \(failure.message.shortened(to: 120))")
         stop(scheduler, signalName: "replica damaged", exitCode: FerryExitCode.for(failure).rawValue)
     }
 
@@ -56,14 +56,10 @@ extension Daemon {
         notifier.stopping()
         notifier.extendTimeout(.seconds(5))
         logger.info("\(signalName): stopping; cancelling running passes", metadata: MessageID.stopping.metadata)
-        timers.forEach { $0.invalidate() }
         refreshTimer?.invalidate()
-        pruner.stop()
-        watchdog.stop()
-        heartbeats?.cancel()
+        // Answered before the listeners close, on the connections that asked.
         for respond in passWaiters.removeAll() { respond(PassAnswer.refusal(503, "ferryd is stopping; the pass was not run", code: .interrupted)) }
-        listeners.stop()
-        PublishedSchedule.withdraw(directory: configuration.global.runtimeDirectory)
+        for service in services { service.stop() }
         ReloadAcknowledgement.removePIDFile(directory: configuration.global.runtimeDirectory)
         scheduler.stop(timeout: .milliseconds(1500)) { [weak self] drained in
             self?.finishStopping(drained: drained, exitCode: exitCode)

@@ -45,6 +45,7 @@ public final class Daemon: @unchecked Sendable {
         let daemon = WeakDaemon(self)
         return ListenerService(
             figures: metrics.figures, environment: environment, logger: logger,
+            controlSocket: PassAnswer.socketPath(runtimeDirectory: configuration.global.runtimeDirectory),
             trigger: { store in RunLoopHandle.main.perform { daemon.value?.notified(store) } },
             passRequest: { store, respond in
                 RunLoopHandle.main.perform {
@@ -53,11 +54,15 @@ public final class Daemon: @unchecked Sendable {
                 }
             })
     }()
-    private let localWrites: LocalWriteWatch
-    let pruner: ChangeLogPruner
-    let watchdog: WatchdogService
-    var heartbeats: DaemonHeartbeats?
-    var timers: [RepeatingTimer] = []
+    let heartbeats: DaemonHeartbeats
+    /// Every service, in the order each is configured, started, told of a pass and stopped:
+    /// what shows the daemon's state first, the listeners before the timers that act.
+    lazy var services: [any DaemonService] = [
+        status, metrics, listeners, heartbeats,
+        LocalWriteWatch(database: database, logger: logger),
+        ChangeLogPruner(database: database, logger: logger),
+        WatchdogService(notifier: notifier, logger: logger),
+    ]
     /// `ferry sync --now` requests waiting for their pass to end.
     var passWaiters = PassWaiters<@Sendable (ListenerAnswer) -> Void>()
 
@@ -78,23 +83,15 @@ public final class Daemon: @unchecked Sendable {
                                       deferIntegrityCheckAbove: ReplicaDatabase.integrityCheckedBeforeUseUpTo)
         expansion = StoreExpansion(loaded, database: database, logger: logger)
         status = .live(notifier: notifier, runtimeDirectory: loaded.global.runtimeDirectory, databasePath: database.path, logger: logger)
-        metrics = MetricsService(databasePath: loaded.global.databasePath)
-        localWrites = LocalWriteWatch(database: database, logger: logger)
-        pruner = ChangeLogPruner(database: database, logger: logger)
-        watchdog = WatchdogService(notifier: notifier, logger: logger)
+        metrics = MetricsService(database: database)
+        heartbeats = DaemonHeartbeats(logger: logger)
         configureServices(expansion.running)
     }
 
-    /// Tells the services that follow what runs (heartbeats, the local-write watch, metrics).
+    /// Tells every service what runs.
     func configureServices(_ running: FerryConfiguration) {
-        heartbeats?.configure(running)
-        localWrites.configure(running)
-        metrics.figures.retain(stores: Set(running.stores.map(\.name)))
-        listeners.desk.configure(running)
-        metrics.figures.refuse(stores: Set(running.refusedStores.map(\.name)))
-        let now = Date()
-        status.refused = Dictionary(running.refusedStores.map { ($0.name, UnrecordedFailures.Failure(at: now, message: "store \($0.name): \($0.summary)")) },
-                                    uniquingKeysWith: { first, _ in first })
+        for service in services { service.configure(running) }
+        status.line.metricsProblem = listeners.problem
     }
 
     /// Runs until stopped; returns the process exit code. Call on the main thread.
@@ -118,45 +115,22 @@ public final class Daemon: @unchecked Sendable {
         environment.metrics = metrics.figures
         environment.storeNames = Set(configuration.stores.map(\.name))
         schedulerEnvironment = environment
-        if let recorded = try? database.writeIfOpen({ database throws(StoreError) in try database.syncStates() }) {
-            metrics.figures.seed(from: recorded)
-        }
-        serveListeners(configuration.global)
-        heartbeats = DaemonHeartbeats(logger: logger) { [weak self] in self?.refreshStatus() }
-        heartbeats?.configure(expansion.running)
         scheduler.onPassFinished = { [weak self, weak scheduler] store, outcome in
             guard let self, let scheduler else { return }
             self.passFinished(store, outcome, scheduler: scheduler)
         }
-        scheduler.onPassStartDelay = { [metrics] _, trigger, delay in metrics.figures.passStarted(trigger: trigger, delay: delay) }
         state = .running(scheduler)
+        for service in services { service.start(self) }
+        status.line.metricsProblem = listeners.problem
         logger.info("ferryd \(FerryVersion.current) ready: \(configuration.stores.count) store(s), database \(database.path)", metadata: MessageID.ready.metadata)
         logWarnings(configuration)
         notifier.ready(status: status.render(scheduler.snapshot))
         scheduler.start()
-        startTimers(scheduler)
         if database.integrityCheckDeferred { startIntegrityCheck() }
 
         while true {
             if case .stopped(let exitCode) = state { return exitCode }
             _ = RunLoop.current.run(mode: .default, before: .distantFuture)
-        }
-    }
-
-    private func startTimers(_ scheduler: Scheduler) {
-        timers.append(RepeatingTimer(every: 5, tolerance: 1) { [weak self] in self?.refreshStatus() })
-        // Local writes to push stores are pushed within about a second of their commit; the
-        // schedule a pass's end left unpublished is published within a second too.
-        timers.append(RepeatingTimer(every: 1, tolerance: 0.2) { [weak self, weak scheduler] in
-            guard let self, let scheduler, case .running = self.state else { return }
-            let written = self.localWrites.storesWritten()
-            if !written.isEmpty { scheduler.passSoon(written) }
-            self.status.publishSchedule(of: scheduler)
-        })
-        pruner.start { [weak self] in self?.configuration.global.changeRetention ?? .seconds(0) }
-        watchdog.start { [weak self] in
-            guard case .running(let scheduler) = self?.state else { return nil }
-            return scheduler.snapshot.wedged
         }
     }
 
@@ -173,11 +147,9 @@ public final class Daemon: @unchecked Sendable {
             }
             scheduler.accountDiscovered(store, tokens: report.collectionTokens)
         }
-        let next = scheduler.nextPass(of: store)
-        metrics.passFinished(store, outcome, next: next.map { ($0.at, $0.failures) })
+        for service in services { service.passFinished(store, outcome) }
         answerPassWaiters(store, outcome)
-        heartbeats?.passFinished(store, outcome)
-        if case .failure(let error) = outcome, error.kind != .cancelled, error.kind != .busy, next?.failures == 1 {
+        if case .failure(let error) = outcome, error.kind != .cancelled, error.kind != .busy, scheduler.nextPass(of: store)?.failures == 1 {
             refreshStatus()
         } else {
             refreshStatusSoon()
@@ -201,15 +173,24 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// STATUS=, the runtime directory's files, the process's metrics and the daemon's heartbeat.
-    private func refreshStatus() {
+    func refreshStatus() {
         guard case .running(let scheduler) = state else { return }
         refreshPacing.refreshed(at: .now)
         let snapshot = scheduler.snapshot
         status.publish(snapshot)
         status.publishSchedule(of: scheduler)
         metrics.figures.refresh(.init(running: snapshot.running.count, waiting: snapshot.waiting))
-        heartbeats?.daemon(healthy: snapshot.failing.isEmpty && snapshot.incomplete.isEmpty, heartbeat: configuration.global.heartbeat)
+        heartbeats.daemon(healthy: snapshot.failing.isEmpty && snapshot.incomplete.isEmpty, heartbeat: configuration.global.heartbeat)
     }
+}
+
+extension Daemon: DaemonServiceHost {
+    var runningScheduler: Scheduler? {
+        guard case .running(let scheduler) = state else { return nil }
+        return scheduler
+    }
+
+    var global: GlobalConfiguration { configuration.global }
 }
 
 /// A weak reference the listeners' thread may hold; read only on the daemon's thread.

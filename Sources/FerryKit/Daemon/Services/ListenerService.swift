@@ -15,7 +15,7 @@ import Synchronization
 ///
 /// An address that cannot be bound stops only what it serves: syncing goes on, and
 /// ``problem`` says why until it is served.
-final class ListenerService {
+final class ListenerService: DaemonService {
     /// Called on the listener's thread with a verified store; posts to the daemon's thread.
     typealias Trigger = @Sendable (_ store: String) -> Void
     /// Called on the listener's thread for `ferry sync --now`; answers when the pass ends.
@@ -34,13 +34,19 @@ final class ListenerService {
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let refusalLog = LockedRefusalLog()
     let limits: ListenerLimits
+    /// The control socket's path, whatever the configuration says.
+    private let controlSocket: String?
+    /// The global settings last configured, and whether they are served yet.
+    private var global: GlobalConfiguration?
+    private var started = false
 
     /// The least time between two journal lines about refused notifications of one store.
     static let logGap: Duration = .seconds(10)
 
     init(figures: DaemonMetrics, environment: [String: String], logger: Logger, limits: ListenerLimits = ListenerLimits(),
-         trigger: @escaping Trigger, passRequest: @escaping PassRequest) {
+         controlSocket: String? = nil, trigger: @escaping Trigger, passRequest: @escaping PassRequest) {
         self.figures = figures
+        self.controlSocket = controlSocket
         self.environment = environment
         self.logger = logger
         self.limits = limits
@@ -53,10 +59,36 @@ final class ListenerService {
         try? group.syncShutdownGracefully()
     }
 
+    // MARK: - DaemonService
+
+    /// The stores notifications may name; once started, the addresses as configured now.
+    func configure(_ running: FerryConfiguration) {
+        desk.configure(running)
+        global = running.global
+        if started { serve(running.global) }
+    }
+
+    func start(_ host: any DaemonServiceHost) {
+        started = true
+        serve(global ?? host.global)
+    }
+
+    /// Closes every listener; nothing more is served.
+    func stop() {
+        started = false
+        unbind()
+    }
+
+    private func serve(_ global: GlobalConfiguration) {
+        serve(metrics: global.metricsListen, notify: global.notifyListen, control: controlSocket)
+    }
+
+    // MARK: - Binding
+
     /// Serves what the configuration asks for, rebinding only when an address changed.
     func serve(metrics: MetricsEndpoint?, notify: MetricsEndpoint?, control: String?) {
         if let served, served.metrics == metrics, served.notify == notify, served.control == control { return }
-        stop()
+        unbind()
         served = (metrics, notify, control)
         var problems: [String] = []
         var bindings: [(HTTPListener.Address, ListenerRoles)] = []
@@ -86,7 +118,7 @@ final class ListenerService {
         problem = problems.isEmpty ? nil : problems.joined(separator: "; ")
     }
 
-    func stop() {
+    private func unbind() {
         for listener in listeners { listener.stop() }
         listeners = []
         served = nil

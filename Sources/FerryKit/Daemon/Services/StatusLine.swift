@@ -54,7 +54,7 @@ struct StatusLine: Equatable {
         if snapshot.neverSynced.contains(name) {
             return snapshot.running.contains(name) ? "\(name) first sync running" : "\(name) never synced"
         }
-        if let gaps = snapshot.incomplete[name] { return "\(name) INCOMPLETE (\(StoreStatus.shorten(gaps, to: 80)))" }
+        if let gaps = snapshot.incomplete[name] { return "\(name) INCOMPLETE (\(gaps.shortened(to: 80)))" }
         return "\(name) ok"
     }
 }

@@ -9,12 +9,14 @@ import Logging
 ///
 /// Its outputs are closures, so tests see what it would send and write; ``live(notifier:runtimeDirectory:databasePath:logger:)``
 /// makes the daemon's. A failing write is said once until it works again: syncing goes on.
-final class StatusPublisher {
+final class StatusPublisher: DaemonService {
     /// Where each thing shown goes.
     struct Outputs {
         var status: (String) -> Void
         var schedule: ([String: PublishedSchedule.Entry]) throws -> Void
         var unrecordedFailures: ([String: UnrecordedFailures.Failure]) throws -> Void
+        /// Takes the schedule away when the daemon stops: `ferry status` then shows none.
+        var withdrawSchedule: () -> Void = {}
     }
 
     /// What a schedule is published from (the scheduler).
@@ -38,6 +40,11 @@ final class StatusPublisher {
     private var schedulePublishedAt: ContinuousClock.Instant?
     private var publishedRevision = -1
     private var scheduleFailing = false
+    private weak var host: (any DaemonServiceHost)?
+    private var timers: [RepeatingTimer] = []
+
+    /// Whether the refresh timers are armed.
+    var isRefreshing: Bool { !timers.isEmpty }
 
     init(line: StatusLine, runtimeDirectory: String, outputs: Outputs, logger: Logger) {
         self.line = line
@@ -51,8 +58,38 @@ final class StatusPublisher {
         let outputs = Outputs(
             status: { notifier.status($0) },
             schedule: { try PublishedSchedule(database: databasePath, stores: $0).publish(directory: runtimeDirectory) },
-            unrecordedFailures: { try UnrecordedFailures(database: databasePath, stores: $0).publish(directory: runtimeDirectory) })
+            unrecordedFailures: { try UnrecordedFailures(database: databasePath, stores: $0).publish(directory: runtimeDirectory) },
+            withdrawSchedule: { PublishedSchedule.withdraw(directory: runtimeDirectory) })
         return StatusPublisher(line: StatusLine(databasePath: databasePath), runtimeDirectory: runtimeDirectory, outputs: outputs, logger: logger)
+    }
+
+    // MARK: - DaemonService
+
+    /// The stores refused for problems of their own sections, failing from now.
+    func configure(_ running: FerryConfiguration) {
+        let now = Date()
+        refused = Dictionary(running.refusedStores.map { ($0.name, UnrecordedFailures.Failure(at: now, message: "store \($0.name): \($0.summary)")) },
+                             uniquingKeysWith: { first, _ in first })
+    }
+
+    /// Refreshes every five seconds; publishes the schedule a pass's end moved within a second.
+    func start(_ host: any DaemonServiceHost) {
+        self.host = host
+        timers.append(RepeatingTimer(every: 5, tolerance: 1) { [weak self] in self?.host?.refreshStatus() })
+        timers.append(RepeatingTimer(every: 1, tolerance: 0.2) { [weak self] in self?.tick() })
+    }
+
+    /// Publishes the schedule if it moved (once a second, from a timer).
+    func tick() {
+        guard let scheduler = host?.runningScheduler else { return }
+        publishSchedule(of: scheduler)
+    }
+
+    /// Stops refreshing and takes the schedule away: no process keeps it true any more.
+    func stop() {
+        timers.forEach { $0.invalidate() }
+        timers = []
+        outputs.withdrawSchedule()
     }
 
     /// The line STATUS= would say now.

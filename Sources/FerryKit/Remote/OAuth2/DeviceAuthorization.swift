@@ -171,15 +171,4 @@ public enum DeviceAuthorizationError: Error, Sendable, CustomStringConvertible {
         case .notSaved(let error): "the refresh token was issued but not saved: \(error); run ferry auth again once that is fixed"
         }
     }
-
-    /// `ferry auth`'s exit status.
-    public var exitCode: FerryExitCode {
-        switch self {
-        case .unknownStore, .notOAuth2: .usage
-        case .noDeviceURL: .configuration
-        case .refused, .denied, .expired, .noRefreshToken: .permission
-        case .transfer: .unavailable
-        case .notSaved: .database
-        }
-    }
 }

@@ -58,7 +58,7 @@ enum JSONPageDiagnosis {
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
               let errors = object["errors"] as? [Any], !errors.isEmpty else { return nil }
         let messages = errors.map { error in ((error as? [String: Any])?["message"] as? String) ?? "\(error)" }
-        return StoreStatus.shorten(messages.joined(separator: "; "), to: 300)
+        return messages.joined(separator: "; ").shortened(to: 300)
     }
 
     /// A page 1 of the wrong shape for `records-path`, said as the configuration to fix: an
