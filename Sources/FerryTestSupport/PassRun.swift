@@ -23,11 +23,8 @@ public enum PassRun {
         queue.waitUntilAllOperationsAreFinished()
         // The queue lets go of an operation before its result is readable on every thread.
         while !operation.isFinished { usleep(1000) }
-        switch operation.result {
-        case .success(let report): return .success(report)
-        case .failure(let error as SyncError): return .failure(error)
-        case let other: throw UnexpectedEnd(description: "the pass ended with \(String(describing: other))")
-        }
+        guard let result = operation.result else { throw UnexpectedEnd(description: "the pass ended without a result") }
+        return result
     }
 
     /// A pass of `store` into `database`, as ferryd's scheduler would start it.

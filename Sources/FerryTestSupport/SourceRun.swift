@@ -8,7 +8,7 @@ import Logging
 ///
 ///     let pass = try SourceRun(store: store, plan: PassPlan(cursor: nil, reconcile: false)).runToCompletion()
 ///     #expect(pass.offLoopCalls == 0 && pass.callsAfterEnd == 0)
-public final class SourceRun: RunLoopOperation<CollectedPass>, @unchecked Sendable {
+public final class SourceRun: RunLoopOperation<CollectedPass, any Error>, @unchecked Sendable {
     public typealias Factory = (RemoteSourceContext) throws(SyncError) -> any RemoteSource
 
     /// How long the run stays on the loop after the pass ended, so a stray late sink call
@@ -35,7 +35,7 @@ public final class SourceRun: RunLoopOperation<CollectedPass>, @unchecked Sendab
         self.plan = plan
         self.factory = factory
         self.configure = configure
-        super.init()
+        super.init(cancelled: .failure(CancellationError()))
     }
 
     public override func run() {

@@ -5,7 +5,7 @@ import Logging
 /// Runs one JSON collection pass (the source the store's options make) on its own
 /// run loop into a sink that only counts, to split Ferry's end-to-end time into fetch + parse
 /// and merge.
-final class CountingSourcePass: RunLoopOperation<Int>, RemoteSourceSink, @unchecked Sendable {
+final class CountingSourcePass: RunLoopOperation<Int, SyncError>, RemoteSourceSink, @unchecked Sendable {
     private let store: StoreConfiguration
     private var source: (any RemoteSource)?
     private var records = 0
@@ -17,7 +17,7 @@ final class CountingSourcePass: RunLoopOperation<Int>, RemoteSourceSink, @unchec
     init(store: StoreConfiguration, database: ReplicaDatabase? = nil) {
         self.store = store
         self.database = database
-        super.init()
+        super.init(cancelled: .failure(SyncError(.cancelled, store: store.name, message: "pass cancelled")))
     }
 
     override func run() {

@@ -7,7 +7,7 @@ import Foundation
 ///
 /// This is the callback path the benchmark measures: libcurl's I/O thread hands every chunk to
 /// this operation's loop, where `didReceive data` runs.
-final class FetchOperation: RunLoopOperation<Int64>, RemoteSessionDelegate, @unchecked Sendable {
+final class FetchOperation: RunLoopOperation<Int64, any Error>, RemoteSessionDelegate, @unchecked Sendable {
     private let urls: [String]
     private let configuration: SessionConfiguration
     /// Touched only on the operation's thread.
@@ -23,7 +23,7 @@ final class FetchOperation: RunLoopOperation<Int64>, RemoteSessionDelegate, @unc
         var configuration = SessionConfiguration()
         configuration.maxResponseBytes = maxResponseBytes
         self.configuration = configuration
-        super.init()
+        super.init(cancelled: .failure(CancellationError()))
     }
 
     override func run() {

@@ -174,12 +174,8 @@ struct JSONEndToEndPass: ParsableCommand {
         OperationQueue().addOperations([operation], waitUntilFinished: true)
         // waitUntilFinished can return before the result is readable through every path; poll briefly.
         while !operation.isFinished { usleep(1000) }
-        switch operation.result {
-        case .success(let report): return .success(report)
-        case .failure(let error as SyncError): return .failure(error)
-        case .failure(let error): preconditionFailure("a pass failed with \(error), not a SyncError")
-        case nil: preconditionFailure("the pass finished without a result")
-        }
+        guard let result = operation.result else { preconditionFailure("the pass finished without a result") }
+        return result
     }
 
     /// User + system CPU time of every thread of this process so far: on a loaded machine the

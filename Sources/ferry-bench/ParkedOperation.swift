@@ -4,9 +4,14 @@ import Foundation
 /// A run-loop operation that starts nothing and waits on its loop until cancelled: what a store
 /// between two passes looks like. Records its kernel thread id so the benchmark can read that
 /// thread's CPU time from /proc.
-final class ParkedOperation: RunLoopOperation<Void>, @unchecked Sendable {
+final class ParkedOperation: RunLoopOperation<Void, Never>, @unchecked Sendable {
     private let readyLock = NSCondition()
     private var threadID: Int?
+
+    /// Cancelling it is how it is meant to end.
+    init() {
+        super.init(cancelled: .success(()))
+    }
 
     override func run() {
         // /proc/thread-self links to "<pid>/task/<tid>" for the calling thread.

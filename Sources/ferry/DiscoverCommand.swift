@@ -47,12 +47,7 @@ struct DiscoverCommand: ParsableCommand {
         let knownTables = Dictionary(grouping: known, by: \.expandingStore).mapValues(ExpandedMember.tables(byURL:))
         var worst = FerryExitCode.success
         for operation in operations {
-            let result: Result<DAVAccount, SyncError> = switch operation.result {
-            case .success(let account)?: .success(account)
-            case .failure(let error as SyncError)?: .failure(error)
-            case .failure(let error)?: .failure(SyncError(.cancelled, store: operation.store.name, message: "\(error)"))
-            case nil: .failure(SyncError(.cancelled, store: operation.store.name, message: "discovery did not finish"))
-            }
+            let result = operation.result ?? operation.cancelledOutcome
             let others = Set(configuration.stores.map(\.name)).subtracting([operation.store.name])
             let report = DiscoveryReport(store: operation.store, result: result, otherStores: others,
                                          knownTables: knownTables[operation.store.name] ?? [:])

@@ -5,7 +5,7 @@ import Testing
 import FerryTestSupport
 
 /// An operation that finishes synchronously, asynchronously, or only when cancelled.
-private final class ProbeOperation: AsyncOperation<Int>, @unchecked Sendable {
+private final class ProbeOperation: AsyncOperation<Int, any Error>, @unchecked Sendable {
     enum Mode { case immediate, later, untilCancelled }
     let number: Int
     let mode: Mode
@@ -18,7 +18,7 @@ private final class ProbeOperation: AsyncOperation<Int>, @unchecked Sendable {
         self.number = number
         self.mode = mode
         self.ledger = ledger
-        super.init()
+        super.init(cancelled: .failure(CancellationError()))
     }
 
     override func execute() {
@@ -40,6 +40,20 @@ private final class ProbeOperation: AsyncOperation<Int>, @unchecked Sendable {
 
     override func didFinish() {
         finishes.add(1, ordering: .relaxed)
+    }
+}
+
+/// A pass-like operation: its failures are ``SyncError``s, its cancellation one of them.
+private final class TypedOperation: AsyncOperation<Int, SyncError>, @unchecked Sendable {
+    let outcome: Result<Int, SyncError>?
+
+    init(_ outcome: Result<Int, SyncError>?) {
+        self.outcome = outcome
+        super.init(cancelled: .failure(SyncError(.cancelled, store: "probe", message: "cancelled")))
+    }
+
+    override func execute() {
+        if let outcome { finish(outcome) }
     }
 }
 
@@ -79,6 +93,29 @@ struct AsyncOperationTests {
         queue.waitUntilAllOperationsAreFinished()
         #expect(operation.isFinished)
         #expect(throws: CancellationError.self) { try operation.output() }
+    }
+
+    /// Whatever way it ends, the reader gets a SyncError with its kind: no cast, no fallback.
+    @Test(arguments: ["failed", "cancelled before start", "cancelled while running"])
+    func aTypedOperationEndsWithItsOwnFailureType(_ ending: String) {
+        let operation = TypedOperation(ending == "failed" ? .failure(SyncError(.httpStatus(503), store: "probe", message: "HTTP 503")) : nil)
+        let queue = OperationQueue()
+        if ending == "cancelled before start" { operation.cancel() }
+        queue.addOperation(operation)
+        if ending == "cancelled while running" {
+            while !operation.isExecuting { usleep(100) }
+            operation.cancel()
+        }
+        queue.waitUntilAllOperationsAreFinished()
+        while !operation.isFinished { usleep(100) }
+        do {
+            _ = try operation.output()
+            Issue.record("\(ending): finished with an output")
+        } catch {
+            // `error` is a SyncError here by its type, not by a cast.
+            #expect(error.kind == (ending == "failed" ? .httpStatus(503) : .cancelled), "\(ending)")
+            #expect(error.store == "probe")
+        }
     }
 
     @Test func dependentReadsTheProducersTypedOutput() throws {

@@ -5,10 +5,14 @@ import Testing
 import FerryTestSupport
 
 /// Does nothing until cancelled or told to finish; records which thread ran what.
-final class ParkedOperation: RunLoopOperation<Void>, @unchecked Sendable {
+final class ParkedOperation: RunLoopOperation<Void, any Error>, @unchecked Sendable {
     let ranOnOwnThread = Atomic<Bool>(false)
     let threadID = Atomic<Int32>(0)
     let started = DispatchSemaphore(value: 0)
+
+    init() {
+        super.init(cancelled: .failure(CancellationError()))
+    }
 
     override func run() {
         ranOnOwnThread.store(!Thread.isMainThread, ordering: .relaxed)

@@ -13,7 +13,7 @@ struct ToggledRecord: Sendable {
 /// Downloads a body while another thread suspends and resumes the transfer at random moments,
 /// as a parser thread does, ending resumed: whatever the interleaving with libcurl's writes
 /// (a resume before the transfer paused, a suspend during a resume), the body must arrive whole.
-final class ToggledFetch: RunLoopOperation<ToggledRecord>, RemoteSessionDelegate, @unchecked Sendable {
+final class ToggledFetch: RunLoopOperation<ToggledRecord, any Error>, RemoteSessionDelegate, @unchecked Sendable {
     private let url: String
     private let bufferLimit: Int
     private let seed: UInt64
@@ -27,7 +27,7 @@ final class ToggledFetch: RunLoopOperation<ToggledRecord>, RemoteSessionDelegate
         self.url = url
         self.bufferLimit = bufferLimit
         self.seed = seed
-        super.init()
+        super.init(cancelled: .failure(CancellationError()))
     }
 
     override func run() {

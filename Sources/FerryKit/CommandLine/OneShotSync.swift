@@ -91,11 +91,7 @@ public final class OneShotSync {
             results = zip(expanding, operations).map { store, operation in
                 let name = store.name
                 if case .success(let report)? = operation.result { tokens.merge(report.collectionTokens) { _, new in new } }
-                return switch operation.result {
-                case .success(let report)?: (name, .success(report))
-                case .failure(let error as SyncError)?: (name, .failure(error))
-                case let other: (name, .failure(SyncError(.cancelled, store: name, message: "the pass ended without a result: \(String(describing: other))")))
-                }
+                return (name, operation.result ?? .failure(SyncError(.cancelled, store: name, message: "the pass ended without a result")))
             }
         }
         let known = (try? database.write { database throws(StoreError) in try database.expandedMembers() }) ?? []
@@ -222,12 +218,7 @@ public final class OneShotSync {
         return zip(stores, operations).map { store, operation in
             let name = store.name
             if let damage { return (name, .failure(SyncError(damage, store: name))) }
-            let result: Result<PassReport, SyncError> = switch operation.result {
-            case .success(let report): .success(report)
-            case .failure(let error as SyncError): .failure(error)
-            case .failure(let error): .failure(SyncError(.configuration, store: name, message: "\(error)"))
-            case nil: preconditionFailure("\(operation) finished without a result")
-            }
+            guard let result = operation.result else { preconditionFailure("\(operation) finished without a result") }
             return (name, result)
         }
     }

@@ -57,17 +57,14 @@ public final class LiveSchedulerEnvironment: SchedulerEnvironment, @unchecked Se
         order.currentToken = request.currentToken
         order.otherStores = storeNames.subtracting([request.store.name])
         let operation = order.makeOperation()
-        let store = request.store.name
         let box = UncheckedSendableBox(completion)
         // The operation is not captured by its own completion block (a retain cycle); its
         // result is read through a weak reference, set before the block runs.
+        // A pass cancelled before it started ends with its cancelled outcome, which the
+        // scheduler counts as no failure.
+        let cancelled = operation.cancelledOutcome
         operation.completionBlock = { [owner, weak operation] in
-            let result: Result<PassReport, SyncError> = switch operation?.result {
-            case .success(let report): .success(report)
-            case .failure(let error as SyncError): .failure(error)
-            // Cancelled before it started: the operation never ran, so it is no failure.
-            case .failure, nil: .failure(SyncError(.cancelled, store: store, message: "pass cancelled before it started"))
-            }
+            let result = operation?.result ?? cancelled
             owner.perform { box.value(result) }
         }
         queue.addOperation(operation)

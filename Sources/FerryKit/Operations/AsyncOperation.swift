@@ -1,7 +1,9 @@
 import Foundation
 import Synchronization
 
-/// An `Operation` whose work finishes asynchronously and hands a typed result to its dependents.
+/// An `Operation` whose work finishes asynchronously and hands a typed result to its dependents:
+/// its output, or a failure of its own `Failure` type (a pass's ``SyncError``), so no reader
+/// casts an erased error back or invents a fallback for one it did not expect.
 ///
 /// Subclasses override ``execute()`` and eventually call ``finish(_:)`` exactly once (later calls
 /// are ignored, so a completion racing a cancellation is harmless). A dependent reads the
@@ -12,23 +14,32 @@ import Synchronization
 ///     // in merge.execute(): let page = try input.output()
 ///
 /// The state machine is `ready → executing → finished`, or `ready → finished` when the operation
-/// was cancelled before it started. Any other transition is a bug in Ferry and traps.
+/// was cancelled before it started; then it ends with the outcome it was made with
+/// (`cancelled:`), which is also what the default ``cancelExecution()`` ends with. Any other
+/// transition is a bug in Ferry and traps.
 ///
 /// swift-corelibs-foundation learns of state changes only through `didChangeValue(forKey:)`
 /// sent *after* the getter already returns the new value (`willChangeValue` is a no-op there);
 /// this class sends them outside its lock, because the queue calls back into the getters.
-open class AsyncOperation<Output: Sendable>: Operation, @unchecked Sendable {
+open class AsyncOperation<Output: Sendable, Failure: Error>: Operation, @unchecked Sendable {
     private enum State {
         case ready
         case executing
-        case finished(Result<Output, any Error>)
+        case finished(Result<Output, Failure>)
     }
 
     private let state = Mutex<State>(.ready)
     private let progressState = Mutex(OperationProgress())
     private let beganAt = Mutex<ContinuousClock.Instant?>(nil)
 
-    public override init() {
+    /// What a cancelled operation ends with, when it ends without an outcome of its own.
+    public let cancelledOutcome: Result<Output, Failure>
+
+    /// - Parameter cancelled: the outcome when cancelled before it began, or by the default
+    ///   ``cancelExecution()`` (a pass's `SyncError(.cancelled, ...)`; a producer whose
+    ///   consumer stopped it may count that a success).
+    public init(cancelled: Result<Output, Failure>) {
+        cancelledOutcome = cancelled
         super.init()
     }
 
@@ -42,9 +53,9 @@ open class AsyncOperation<Output: Sendable>: Operation, @unchecked Sendable {
         state.withLock { if case .finished = $0 { true } else { false } }
     }
 
-    /// The outcome once finished: the output, or the error that ended the operation
-    /// (`CancellationError` when it was cancelled). `nil` while not finished.
-    public final var result: Result<Output, any Error>? {
+    /// The outcome once finished: the output, or the failure that ended the operation
+    /// (``cancelledOutcome`` when it was cancelled before it began). `nil` while not finished.
+    public final var result: Result<Output, Failure>? {
         state.withLock { if case .finished(let result) = $0 { result } else { nil } }
     }
 
@@ -52,7 +63,7 @@ open class AsyncOperation<Output: Sendable>: Operation, @unchecked Sendable {
     ///
     /// Dependents call this from their own ``execute()``; it traps if the producer has not
     /// finished, because reading an unfinished dependency is a bug in the operation graph.
-    public final func output() throws -> Output {
+    public final func output() throws(Failure) -> Output {
         guard let result else { preconditionFailure("\(self) read before it finished") }
         return try result.get()
     }
@@ -81,7 +92,7 @@ open class AsyncOperation<Output: Sendable>: Operation, @unchecked Sendable {
                 preconditionFailure("\(self) started while \(state)")
             }
             if isCancelled {
-                state = .finished(.failure(CancellationError()))
+                state = .finished(cancelledOutcome)
                 return false
             }
             state = .executing
@@ -112,13 +123,13 @@ open class AsyncOperation<Output: Sendable>: Operation, @unchecked Sendable {
 
     /// Stops in-flight work after `cancel()`; the work must then call ``finish(_:)``.
     /// May run on any thread, and may run while ``execute()`` is still setting up, so check
-    /// `isCancelled` after setup as well. The default finishes with `CancellationError`.
+    /// `isCancelled` after setup as well. The default finishes with ``cancelledOutcome``.
     open func cancelExecution() {
-        finish(.failure(CancellationError()))
+        finish(cancelledOutcome)
     }
 
     /// Ends the operation with its outcome. Only the first call has an effect.
-    public final func finish(_ result: Result<Output, any Error>) {
+    public final func finish(_ result: Result<Output, Failure>) {
         let finished: Bool = state.withLock { state in
             switch state {
             case .ready:
@@ -142,7 +153,7 @@ open class AsyncOperation<Output: Sendable>: Operation, @unchecked Sendable {
 
 extension AsyncOperation {
     /// Finishes with the value or error of `body`.
-    public final func finish(catching body: () throws -> Output) {
+    public final func finish(catching body: () throws(Failure) -> Output) {
         finish(Result(catching: body))
     }
 }

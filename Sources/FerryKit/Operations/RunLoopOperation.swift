@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// Why not run the loop inside `main()` on the queue's worker: a blocked GCD worker starves the
 /// pool (200 such operations reached only 17 concurrent here).
-open class RunLoopOperation<Output: Sendable>: AsyncOperation<Output>, @unchecked Sendable {
+open class RunLoopOperation<Output: Sendable, Failure: Error>: AsyncOperation<Output, Failure>, @unchecked Sendable {
     private enum LoopState {
         case notStarted
         case running(RunLoopHandle)
@@ -23,8 +23,8 @@ open class RunLoopOperation<Output: Sendable>: AsyncOperation<Output>, @unchecke
     /// Touched only on the operation's own thread.
     private var cancellationHandled = false
 
-    public override init() {
-        super.init()
+    public override init(cancelled: Result<Output, Failure>) {
+        super.init(cancelled: cancelled)
     }
 
     public final override func execute() {
@@ -77,9 +77,10 @@ open class RunLoopOperation<Output: Sendable>: AsyncOperation<Output>, @unchecke
     }
 
     /// Stops in-flight work on the operation's thread after a cancellation. Runs at most once.
-    /// The default finishes with `CancellationError`; subclasses cancel their session tasks first.
+    /// The default finishes with ``AsyncOperation/cancelledOutcome``; subclasses cancel their
+    /// session tasks first.
     open func cancelRun() {
-        finish(.failure(CancellationError()))
+        finish(cancelledOutcome)
     }
 
     public final override func cancelExecution() {

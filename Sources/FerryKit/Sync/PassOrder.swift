@@ -51,4 +51,4 @@ public struct PassOrder: Sendable {
 
 /// A pass's operation as its runners see it: an operation on a run loop of its own that ends
 /// in a report, with what the scheduler watches (``ScheduledPass``).
-public typealias PassOperation = RunLoopOperation<PassReport> & ScheduledPass
+public typealias PassOperation = RunLoopOperation<PassReport, SyncError> & ScheduledPass

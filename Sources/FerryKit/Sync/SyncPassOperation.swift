@@ -10,7 +10,7 @@ import Synchronization
 /// instant (cancel, SIGKILL, a full disk) leaves the replica at the last committed batch, and
 /// the next pass resumes from there. The source starts fetching page N+1 before it hands over
 /// page N, so the network and the merge overlap.
-public final class SyncPassOperation: RunLoopOperation<PassReport>, @unchecked Sendable {
+public final class SyncPassOperation: RunLoopOperation<PassReport, SyncError>, @unchecked Sendable {
     /// Everything a pass needs; the scheduler builds it from the running configuration.
     public struct Setup: Sendable {
         public var store: StoreConfiguration
@@ -85,7 +85,7 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, @unchecked S
         self.setup = setup
         self.journal = PassJournal(logger: setup.logger, store: setup.store.name, pass: setup.pass)
         self.report = PassReport(store: setup.store.name, pass: setup.pass, trigger: setup.trigger)
-        super.init()
+        super.init(cancelled: .failure(SyncError(.cancelled, store: setup.store.name, message: "pass cancelled before it started")))
         // The thread's system name keeps 15 bytes: "pass " and the store's first ten.
         name = "pass \(setup.store.name)"
         queuePriority = Self.queuePriority(trigger: setup.trigger, store: setup.store.priority)
@@ -265,6 +265,6 @@ public final class SyncPassOperation: RunLoopOperation<PassReport>, @unchecked S
             result = .success(report)
         }
         journal.ended(result, afterPages: report.pages)
-        finish(result.mapError { $0 })
+        finish(result)
     }
 }

@@ -22,7 +22,7 @@ struct FetchRecord: Sendable {
 
 /// Runs one or more requests through a RemoteSession on its own run loop and records every
 /// callback, checking each arrives on that loop.
-final class RecordingFetch: RunLoopOperation<FetchRecord>, RemoteSessionDelegate, @unchecked Sendable {
+final class RecordingFetch: RunLoopOperation<FetchRecord, any Error>, RemoteSessionDelegate, @unchecked Sendable {
     private let requests: [HTTPRequest]
     private let configuration: SessionConfiguration
     /// Sleep this long in each data callback: a slow owner, for backpressure tests.
@@ -41,7 +41,7 @@ final class RecordingFetch: RunLoopOperation<FetchRecord>, RemoteSessionDelegate
     init(_ requests: [HTTPRequest], configuration: SessionConfiguration = SessionConfiguration()) {
         self.requests = requests
         self.configuration = configuration
-        super.init()
+        super.init(cancelled: .failure(CancellationError()))
     }
 
     convenience init(url: String, configuration: SessionConfiguration = SessionConfiguration()) {

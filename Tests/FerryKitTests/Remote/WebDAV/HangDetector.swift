@@ -6,14 +6,14 @@ import Foundation
 /// (so the test run goes on) and reported as hung.
 enum HangDetector {
     /// How one operation ended.
-    enum Verdict<Output: Sendable>: Sendable {
-        case finished(Result<Output, any Error>, seconds: Double)
+    enum Verdict<Output: Sendable, Failure: Error>: Sendable {
+        case finished(Result<Output, Failure>, seconds: Double)
         /// Still running after the bound; cancelled.
         case hung(seconds: Double)
     }
 
     /// Starts `operation` on a queue of its own and waits for it at most `bound` seconds.
-    static func run<Output: Sendable>(_ operation: AsyncOperation<Output>, bound: TimeInterval) -> Verdict<Output> {
+    static func run<Output: Sendable, Failure: Error>(_ operation: AsyncOperation<Output, Failure>, bound: TimeInterval) -> Verdict<Output, Failure> {
         let queue = OperationQueue()
         let start = Date()
         queue.addOperation(operation)

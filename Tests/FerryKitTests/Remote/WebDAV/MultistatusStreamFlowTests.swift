@@ -49,7 +49,7 @@ final class DelayedSuspendFlow: FlowControl, @unchecked Sendable {
 
 /// Owns a stream the way a fast transfer feeds one: a chunk per loop turn while the flow is
 /// not held, none while it is (a held transfer delivers nothing more).
-final class HeldFeeder: RunLoopOperation<StreamRecord>, @unchecked Sendable {
+final class HeldFeeder: RunLoopOperation<StreamRecord, any Error>, @unchecked Sendable {
     private let body: [UInt8]
     private let chunk: Int
     let flow: DelayedSuspendFlow
@@ -61,7 +61,7 @@ final class HeldFeeder: RunLoopOperation<StreamRecord>, @unchecked Sendable {
         self.body = body
         self.chunk = chunk
         self.flow = flow
-        super.init()
+        super.init(cancelled: .failure(CancellationError()))
     }
 
     /// Bytes fed so far, from any thread.

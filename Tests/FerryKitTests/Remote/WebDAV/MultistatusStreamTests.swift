@@ -18,7 +18,7 @@ struct StreamRecord: Sendable {
 
 /// Owns one stream on its own run loop, as the WebDAV source does: feeds `body` in `chunks`
 /// (all at once, or one per loop turn), then finishes it, and records every handler call.
-final class StreamOwner: RunLoopOperation<StreamRecord>, @unchecked Sendable {
+final class StreamOwner: RunLoopOperation<StreamRecord, any Error>, @unchecked Sendable {
     private let body: [UInt8]
     private let chunks: [Int]
     private let feedAllAtOnce: Bool
@@ -39,7 +39,7 @@ final class StreamOwner: RunLoopOperation<StreamRecord>, @unchecked Sendable {
         self.body = body
         self.chunks = chunks
         self.feedAllAtOnce = feedAllAtOnce
-        super.init()
+        super.init(cancelled: .failure(CancellationError()))
     }
 
     override func run() {

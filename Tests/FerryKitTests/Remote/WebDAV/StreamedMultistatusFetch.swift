@@ -77,7 +77,7 @@ final class JitteredFlow: FlowControl, @unchecked Sendable {
 
 /// GETs a multistatus through a real ``RemoteSession`` and parses it while it downloads, as
 /// ``WebDAVSource`` does: the stream suspends and resumes the transfer through its flow control.
-final class StreamedMultistatusFetch: RunLoopOperation<StreamedPass>, RemoteSessionDelegate, @unchecked Sendable {
+final class StreamedMultistatusFetch: RunLoopOperation<StreamedPass, any Error>, RemoteSessionDelegate, @unchecked Sendable {
     private let url: String
     private let conditions: StreamedPassConditions
     private var random: WebDAVFuzzTests.Generator
@@ -89,7 +89,7 @@ final class StreamedMultistatusFetch: RunLoopOperation<StreamedPass>, RemoteSess
         self.url = url
         self.conditions = conditions
         random = WebDAVFuzzTests.Generator(state: conditions.seed)
-        super.init()
+        super.init(cancelled: .failure(CancellationError()))
     }
 
     override func run() {

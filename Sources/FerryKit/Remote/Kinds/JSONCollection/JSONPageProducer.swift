@@ -19,7 +19,7 @@ import Logging
 /// yet taken, the producer waits before requesting the next page (``consumed(_:)`` resumes it).
 /// Everything here runs on the producer's own loop; the only shared things are the immutable
 /// configuration and the events, which are values.
-final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
+final class JSONPageProducer: RunLoopOperation<Void, Never>, @unchecked Sendable {
     /// A page to request: the chain's next, or one a sweep counted and now reads for its ids.
     struct Target {
         var number: Int
@@ -71,7 +71,8 @@ final class JSONPageProducer: RunLoopOperation<Void>, @unchecked Sendable {
         self.marks = VersionMarks(highWater: setup.cursor.highWater)
         self.chain = JSONPageChain(options: setup.options, firstURL: setup.firstURL, store: setup.store)
         self.vouch = ListingVouch(vouched: setup.reconcile && setup.listingAtRest)
-        super.init()
+        // A producer stopped by its pass has done what was asked of it: its pass decides.
+        super.init(cancelled: .success(()))
         name = "ferry-json-pages-\(setup.store.name)"
     }
 

@@ -17,7 +17,7 @@ import Logging
 ///    incomplete until the share allows it or the collection comes back. Local writes not yet
 ///    pushed always stay. Other collections are never touched.
 /// 4. **Rebuild** the view named after the account over the collections it syncs.
-public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecked Sendable {
+public final class AccountPassOperation: RunLoopOperation<PassReport, SyncError>, @unchecked Sendable {
     public struct Setup: Sendable {
         public var store: StoreConfiguration
         public var database: SharedDatabase
@@ -57,7 +57,7 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
         self.setup = setup
         self.options = options
         journal = PassJournal(logger: setup.logger, store: setup.store.name, pass: setup.pass)
-        super.init()
+        super.init(cancelled: .failure(SyncError(.cancelled, store: setup.store.name, message: "pass cancelled before it started")))
         name = "pass \(setup.store.name)"
         queuePriority = SyncPassOperation.queuePriority(trigger: setup.trigger, store: setup.store.priority)
     }
@@ -186,6 +186,6 @@ public final class AccountPassOperation: RunLoopOperation<PassReport>, @unchecke
             result = .success(report)
         }
         journal.ended(result, afterPages: 0)
-        finish(result.mapError { $0 })
+        finish(result)
     }
 }

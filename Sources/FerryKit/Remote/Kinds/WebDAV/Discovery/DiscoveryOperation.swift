@@ -3,7 +3,7 @@ import Logging
 
 /// Runs one ``DAVDiscovery`` on a thread and run loop of its own: what `ferry discover` waits
 /// for, one operation per store.
-public final class DiscoveryOperation: RunLoopOperation<DAVAccount>, @unchecked Sendable {
+public final class DiscoveryOperation: RunLoopOperation<DAVAccount, SyncError>, @unchecked Sendable {
     public let store: StoreConfiguration
     private let authentication: HTTPAuthentication
     private let contents: [WebDAVOptions.Content]
@@ -16,7 +16,7 @@ public final class DiscoveryOperation: RunLoopOperation<DAVAccount>, @unchecked 
         self.authentication = authentication
         self.contents = contents
         self.logger = logger
-        super.init()
+        super.init(cancelled: .failure(SyncError(.cancelled, store: store.name, message: "discovery cancelled")))
         name = "ferry-discover-\(store.name)"
     }
 
@@ -37,13 +37,13 @@ public final class DiscoveryOperation: RunLoopOperation<DAVAccount>, @unchecked 
         self.discovery = discovery
         discovery.start { [self] result in
             self.discovery = nil
-            finish(result.mapError { $0 })
+            finish(result)
         }
     }
 
     public override func cancelRun() {
         discovery?.cancel()
         discovery = nil
-        finish(.failure(SyncError(.cancelled, store: store.name, message: "discovery cancelled")))
+        finish(cancelledOutcome)
     }
 }
